@@ -1,0 +1,299 @@
+"""Proctor's domain: what was defined (suites, cases, versions, variants) and what ran
+(batches, runs, trials, turns, events, checks).
+
+A CaseVersion is never edited: a changed definition makes a new one, and runs pin the version
+they ran, so history survives every edit of an eval file.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Organization(models.Model):
+    """The tenant. Every suite, case and batch belongs to exactly one."""
+
+    EMBEDDED_SLUG = "default"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="organizations", blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.name
+
+    @classmethod
+    def embedded_default(cls) -> Organization:
+        """The organization an install with nothing configured records everything under."""
+        org, _ = cls.objects.get_or_create(slug=cls.EMBEDDED_SLUG, defaults={"name": "Default"})
+        return org
+
+
+class Suite(models.Model):
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="suites")
+    slug = models.CharField(max_length=100)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "slug"], name="suite_slug_unique_in_org")
+        ]
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Case(models.Model):
+    """A stable handle whose history (its versions and their runs) is kept under its id."""
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="cases")
+    suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="cases")
+    slug = models.CharField(max_length=100)
+    name = models.CharField(max_length=200)
+    tags = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "slug"], name="case_slug_unique_in_org")
+        ]
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def latest_version(self) -> CaseVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class CaseVersion(models.Model):
+    """An immutable snapshot of a case's resolved definition, numbered 1, 2, 3 per case.
+
+    ``definition`` is the canonical JSON that ``definition_hash`` hashes; ``sources`` holds the
+    captured text of the eval module, its validators and its prepare (path -> text), empty
+    when the suite turned capture off. ``module_path`` lets a worker import the eval file again
+    to run the callables this version names.
+    """
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    definition = models.JSONField()
+    definition_hash = models.CharField(max_length=64)
+    sources = models.JSONField(default=dict, blank=True)
+    module_path = models.CharField(max_length=1000)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["case", "number"], name="case_version_number_unique"),
+            models.UniqueConstraint(fields=["case", "definition_hash"], name="case_version_hash_unique"),
+        ]
+        ordering = ["case", "number"]
+
+    def __str__(self) -> str:
+        return f"{self.case.slug} v{self.number}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not kwargs.pop("_allow_update", False):
+            raise ValueError("A CaseVersion is immutable; a changed definition makes a new version.")
+        super().save(*args, **kwargs)
+
+
+class Variant(models.Model):
+    """One condition: harness, model, profile and sandbox, as the spec that was run.
+
+    Two variants with the same name but a different spec are different rows, so a result is
+    always explained by the exact configuration that produced it.
+    """
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="variants")
+    name = models.CharField(max_length=200)
+    harness = models.CharField(max_length=50)
+    model = models.CharField(max_length=200, blank=True, default="")
+    sandbox = models.CharField(max_length=50, default="local")
+    spec = models.JSONField()
+    spec_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "spec_hash"], name="variant_spec_unique_in_org")
+        ]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Batch(models.Model):
+    """One execution of a set of suites: one Run per (case version x variant)."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        FINISHED = "finished"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="batches")
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    # A rerun points at the batch it came from.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
+    label = models.CharField(max_length=200, blank=True, default="")
+    options = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # the grid's "latest batch of this organization"
+            models.Index(fields=["organization", "-created_at"], name="batch_latest_in_org"),
+        ]
+
+    def __str__(self) -> str:
+        return f"batch {self.pk}"
+
+
+class Run(models.Model):
+    """The trials of one case version under one variant, with the spec it ran with."""
+
+    batch = models.ForeignKey(Batch, on_delete=models.CASCADE, related_name="runs")
+    case_version = models.ForeignKey(CaseVersion, on_delete=models.PROTECT, related_name="runs")
+    variant = models.ForeignKey(Variant, on_delete=models.PROTECT, related_name="runs")
+    spec = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "case_version", "variant"], name="run_unique_in_batch")
+        ]
+        ordering = ["batch", "id"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk}"
+
+
+class Trial(models.Model):
+    """One attempt in its own fresh sandbox."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        PASSED = "passed"
+        FAILED = "failed"
+        TIMED_OUT = "timed_out"
+        ERRORED = "errored"
+
+    FINAL_STATUSES = (Status.PASSED, Status.FAILED, Status.TIMED_OUT, Status.ERRORED)
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials")
+    index = models.PositiveIntegerField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    finish_reason = models.CharField(max_length=200, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    answer = models.TextField(blank=True, default="")
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    # The conversation's own record: completed, or stopped with a cause.
+    conversation_outcome = models.CharField(max_length=40, blank=True, default="")
+    stop_cause = models.CharField(max_length=60, blank=True, default="")
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    cache_read_tokens = models.PositiveBigIntegerField(default=0)
+    cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    score = models.FloatField(null=True, blank=True)
+    queued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    artifacts_dir = models.CharField(max_length=1000, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="trial_index_unique_in_run")]
+        ordering = ["run", "index"]
+        indexes = [
+            # `serve` re-queues trials left queued or running; progress counts by status
+            models.Index(fields=["status"], name="trial_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"trial {self.pk}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL_STATUSES
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class Turn(models.Model):
+    """One user message and everything the agent did until it answered."""
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveIntegerField()
+    prompt = models.TextField()
+    # Who wrote the message: empty for authored turns, else {"responder": ...} / {"runner": ...}.
+    origin = models.JSONField(default=dict, blank=True)
+    mode = models.CharField(max_length=10, blank=True, default="")
+    answer = models.TextField(blank=True, default="")
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trial", "index"], name="turn_index_unique_in_trial")]
+        ordering = ["trial", "index"]
+
+
+class Event(models.Model):
+    """A normalized record of what the agent did, in the order it happened."""
+
+    class Kind(models.TextChoices):
+        STARTED = "Started"
+        MESSAGE = "Message"
+        COMMAND = "Command"
+        TOOL_CALL = "ToolCall"
+        FILE_CHANGE = "FileChange"
+        USAGE = "Usage"
+        FINISHED = "Finished"
+        PROTOCOL_ERROR = "ProtocolError"
+        LOG = "Log"
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="events")
+    turn_index = models.PositiveIntegerField(default=0)
+    seq = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    at = models.DateTimeField()
+    data = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trial", "seq"], name="event_seq_unique_in_trial")]
+        ordering = ["trial", "seq"]
+
+
+class Check(models.Model):
+    """The result of one validator, judge or assertion on one trial."""
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="checks")
+    index = models.PositiveIntegerField()
+    name = models.CharField(max_length=300)
+    kind = models.CharField(max_length=30)
+    passed = models.BooleanField()
+    score = models.FloatField(null=True, blank=True)
+    message = models.TextField(blank=True, default="")
+    output = models.TextField(blank=True, default="")
+    # Key into the case version's captured sources and the line span of this check's code.
+    source_ref = models.JSONField(default=dict, blank=True)
+    duration_ms = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trial", "index"], name="check_index_unique_in_trial")]
+        ordering = ["trial", "index"]

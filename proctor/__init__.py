@@ -1,0 +1,43 @@
+"""Proctor: the Django project, and the small public SDK that eval files import.
+
+``from proctor import suite, case, variant, profile, command, repo, files, Verdict``. This
+package's top level imports nothing of Django, so eval files stay plain Python.
+"""
+
+from proctor.definitions import (
+    Cache,
+    Case,
+    Command,
+    Files,
+    Profile,
+    Repo,
+    Suite,
+    Variant,
+    Verdict,
+    case,
+    command,
+    files,
+    profile,
+    repo,
+    suite,
+    variant,
+)
+
+__all__ = [
+    "Cache",
+    "Case",
+    "Command",
+    "Files",
+    "Profile",
+    "Repo",
+    "Suite",
+    "Variant",
+    "Verdict",
+    "case",
+    "command",
+    "files",
+    "profile",
+    "repo",
+    "suite",
+    "variant",
+]

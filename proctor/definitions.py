@@ -1,0 +1,325 @@
+"""The values an eval file builds: suites, cases, variants, profiles, sources and checks.
+
+Everything here is plain, immutable Python and imports nothing of Django, so an eval file can be
+imported (and its definitions validated) without a configured project.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MAX_TURNS = 8
+DEFAULT_TIMEOUT_MS = 15 * 60 * 1000
+
+
+# --- sources ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Files:
+    """A workspace made of the given files (relative path -> text)."""
+
+    files: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Repo:
+    """A workspace cloned from a git repository at a ref (None: the default branch's head).
+
+    ``url`` is a clone URL, an absolute local path, or ``owner/name`` (resolved against the
+    configured git host when the trial runs, so the definition stays host-independent).
+    """
+
+    url: str
+    ref: str | None = None
+
+
+Source = Files | Repo
+
+
+def files(contents: Mapping[str, str]) -> Files:
+    """A workspace holding exactly these files: ``files({"src/add.py": "..."})``."""
+    return Files(dict(contents))
+
+
+def repo(spec: str, *, ref: str | None = None) -> Repo:
+    """A workspace cloned from ``owner/name``, ``owner/name@ref``, a clone URL or a local path.
+
+    A relative local path (``./fixtures/calc``) is taken relative to the file that calls
+    ``repo()``, so an eval file works from any current folder.
+    """
+    url, parsed_ref = _split_ref(spec)
+    if ref is None:
+        ref = parsed_ref
+    if _looks_local(url):
+        caller = sys._getframe(1).f_globals.get("__file__")
+        base = Path(caller).resolve().parent if caller else Path.cwd()
+        url = str((base / os.path.expanduser(url)).resolve())
+    return Repo(url=url, ref=ref)
+
+
+def _split_ref(spec: str) -> tuple[str, str | None]:
+    # "git@host:owner/name.git" has an "@" that is not a ref: a ref never holds ":".
+    head, sep, tail = spec.rpartition("@")
+    if sep and head and tail and ":" not in tail and not head.endswith(("://", ":")):
+        if "/" not in tail or "://" not in head:
+            return head, tail
+    return spec, None
+
+
+def _looks_local(url: str) -> bool:
+    return url.startswith(("/", "./", "../", "~")) or url in (".", "..")
+
+
+# --- checks ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """A shell command run in the workspace after the agent finishes; passes on exit 0."""
+
+    command: str
+    name: str | None = None
+    timeout_ms: int = 10 * 60 * 1000
+
+    @property
+    def label(self) -> str:
+        return self.name or self.command
+
+
+def command(cmd: str, *, name: str | None = None, timeout_ms: int = 10 * 60 * 1000) -> Command:
+    """``command("pytest -q")``: the trial passes this check when the command exits 0."""
+    return Command(command=cmd, name=name, timeout_ms=timeout_ms)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a validator may return instead of a plain bool."""
+
+    passed: bool
+    message: str = ""
+    score: float | None = None
+
+
+Validator = Callable[..., Any]
+Check = Command | Validator
+
+
+# --- preparation -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cache:
+    """One folder inside the workspace restored before prepare and saved after it."""
+
+    key: str
+    path: str
+
+
+# --- variants --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How a harness is configured: for the command harness, the process to run.
+
+    ``dir`` is shipped into the sandbox; ``install`` runs once per sandbox; ``run`` runs with
+    ``bash -c`` from the workspace for every turn. ``capabilities`` names what the process can
+    do beyond one prompt (``conversation-resume``, ``plan-mode``).
+    """
+
+    name: str
+    dir: str | None = None
+    run: str | None = None
+    install: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    system_prompt: str | None = None
+    capabilities: tuple[str, ...] = ()
+    plan_file: str | None = None
+
+
+def profile(
+    name: str,
+    *,
+    dir: str | None = None,
+    run: str | None = None,
+    install: str | None = None,
+    env: Mapping[str, str] | None = None,
+    system_prompt: str | None = None,
+    capabilities: Sequence[str] = (),
+    plan_file: str | None = None,
+) -> Profile:
+    """A harness profile. A relative ``dir`` is taken relative to the calling file."""
+    if dir is not None and not os.path.isabs(os.path.expanduser(dir)):
+        caller = sys._getframe(1).f_globals.get("__file__")
+        base = Path(caller).resolve().parent if caller else Path.cwd()
+        dir = str((base / dir).resolve())
+    return Profile(
+        name=name,
+        dir=dir,
+        run=run,
+        install=install,
+        env=dict(env or {}),
+        system_prompt=system_prompt,
+        capabilities=tuple(capabilities),
+        plan_file=plan_file,
+    )
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One condition to compare: a harness, a model, a profile and a sandbox."""
+
+    harness: str
+    model: str | None = None
+    profile: Profile | None = None
+    sandbox: str = "local"
+    name: str = ""
+    network: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+def variant(
+    harness: str,
+    *,
+    model: str | None = None,
+    profile: Profile | None = None,
+    sandbox: str = "local",
+    name: str | None = None,
+    network: bool = False,
+    **options: Any,
+) -> Variant:
+    """A variant; its default name joins harness, profile, model and a non-local sandbox."""
+    if name is None:
+        parts = [harness, profile.name if profile else None, model]
+        if sandbox != "local":
+            parts.append(sandbox)
+        name = ":".join(p for p in parts if p)
+    return Variant(
+        harness=harness,
+        model=model,
+        profile=profile,
+        sandbox=sandbox,
+        name=name,
+        network=network,
+        options=dict(options),
+    )
+
+
+# --- cases and suites ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    validate: Check | Sequence[Check] | None
+    name: str | None = None
+    variables: Mapping[str, Any] = field(default_factory=dict)
+    source: Source | None = None
+    prepare: Callable[..., Any] | None = None
+    cache: Cache | None = None
+    tags: tuple[str, ...] = ()
+    user: Any = None
+    max_turns: int = DEFAULT_MAX_TURNS
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    expected_output: str | None = None
+    plan_mode: bool = False
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+    @property
+    def checks(self) -> list[Check]:
+        """The case's checks as a list, whether ``validate`` held one or an array."""
+        if self.validate is None:
+            return []
+        if isinstance(self.validate, list | tuple):
+            return list(self.validate)
+        return [self.validate]
+
+
+def case(
+    id: str,
+    *,
+    validate: Check | Sequence[Check] | None = None,
+    name: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+    source: Source | None = None,
+    prepare: Callable[..., Any] | None = None,
+    cache: Cache | Mapping[str, str] | None = None,
+    tags: Sequence[str] = (),
+    user: Any = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    expected_output: str | None = None,
+    plan_mode: bool = False,
+) -> Case:
+    """One eval. ``validate`` is required; the rules are checked when the file is loaded."""
+    if isinstance(cache, Mapping):
+        cache = Cache(key=str(cache.get("key", "")), path=str(cache.get("path", "")))
+    if isinstance(validate, list):
+        validate = tuple(validate)
+    return Case(
+        id=id,
+        validate=validate,
+        name=name,
+        variables=dict(variables or {}),
+        source=source,
+        prepare=prepare,
+        cache=cache,
+        tags=tuple(tags),
+        user=user,
+        max_turns=max_turns,
+        timeout_ms=timeout_ms,
+        expected_output=expected_output,
+        plan_mode=plan_mode,
+    )
+
+
+@dataclass(frozen=True)
+class Suite:
+    id: str
+    prompt: str
+    cases: tuple[Case, ...]
+    variants: tuple[Variant, ...]
+    name: str | None = None
+    system_prompt: str | None = None
+    source: Source | None = None
+    trials: int = 1
+    capture_source: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.name or self.id
+
+
+def suite(
+    id: str,
+    *,
+    prompt: str,
+    cases: Sequence[Case],
+    variants: Sequence[Variant],
+    name: str | None = None,
+    system_prompt: str | None = None,
+    source: Source | None = None,
+    trials: int = 1,
+    capture_source: bool = True,
+) -> Suite:
+    """A prompt template with its cases and the variants to run them under."""
+    return Suite(
+        id=id,
+        prompt=prompt,
+        cases=tuple(cases),
+        variants=tuple(variants),
+        name=name,
+        system_prompt=system_prompt,
+        source=source,
+        trials=trials,
+        capture_source=capture_source,
+    )

@@ -1,0 +1,191 @@
+"""Proctor's settings, read top to bottom.
+
+Every value has a default that works on a laptop with nothing configured (SQLite under
+``PROCTOR_HOME``, no Redis: the embedded mode). Setting ``DATABASE_URL`` and ``REDIS_URL``
+switches to the scaled mode. A bad value stops start-up with one sentence naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, "").strip() or default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}.")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name, "").strip()
+    return [part.strip() for part in raw.split(",") if part.strip()] if raw else default
+
+
+# Where an embedded install keeps its database and artifacts: the current folder's .proctor/,
+# so `proctor eval` and `proctor serve` run from the same project folder share their results.
+PROCTOR_HOME = Path(env_str("PROCTOR_HOME", str(Path.cwd() / ".proctor"))).resolve()
+ARTIFACTS_DIR = Path(env_str("PROCTOR_ARTIFACTS_DIR", str(PROCTOR_HOME / "artifacts"))).resolve()
+CACHE_DIR = Path(env_str("PROCTOR_CACHE_DIR", str(PROCTOR_HOME / "cache"))).resolve()
+# `owner/name` sources resolve against this host.
+GIT_HOST = env_str("PROCTOR_GIT_HOST", "https://github.com")
+
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+EMBEDDED = not REDIS_URL
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "proctor-insecure-local-key-change-me-in-production")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "evals_app",
+    "runner",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "proctor.urls"
+WSGI_APPLICATION = None
+ASGI_APPLICATION = "proctor.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict:
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        PROCTOR_HOME.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{PROCTOR_HOME / 'proctor.sqlite3'}"
+    try:
+        config = dj_database_url.parse(url, conn_max_age=0)
+    except Exception as exc:  # the library raises several types for a malformed URL
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Trials write concurrently from a thread pool: IMMEDIATE transactions take the write
+        # lock up front (a read-then-write would otherwise fail with "database is locked"),
+        # WAL lets the dashboard read while trials write, and the timeout waits for the lock.
+        config["OPTIONS"] = {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+        config["TEST"] = {"NAME": str(PROCTOR_HOME / "test.sqlite3")}
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = PROCTOR_HOME / "staticfiles"
+
+# --- live updates ------------------------------------------------------------------------------
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "proctor.channel_layer.ThreadSafeInMemoryChannelLayer"}}
+
+# --- background work ---------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ALWAYS_EAGER = EMBEDDED
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- API ---------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Proctor API",
+    "DESCRIPTION": "Suites, cases, versions, batches, runs and trials; reruns.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("PROCTOR_LOG_LEVEL", "WARNING")},
+}

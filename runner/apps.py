@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RunnerConfig(AppConfig):
+    name = "runner"
+    verbose_name = "Runner"
