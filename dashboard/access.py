@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import Http404
 
-from evals_app.models import Batch, Case, CaseVersion, Organization, Run, Suite, Trial
+from evals_app.models import Batch, Case, CaseVersion, Organization, Run, Suite, Trial, Variant
 
 
 def organizations_of(user) -> QuerySet[Organization]:
@@ -28,6 +28,10 @@ def cases_for(user) -> QuerySet[Case]:
 
 def case_versions_for(user) -> QuerySet[CaseVersion]:
     return CaseVersion.objects.filter(case__organization__in=organizations_of(user))
+
+
+def variants_for(user) -> QuerySet[Variant]:
+    return Variant.objects.filter(organization__in=organizations_of(user))
 
 
 def batches_for(user) -> QuerySet[Batch]:

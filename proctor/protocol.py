@@ -26,6 +26,7 @@ Normalized ``data`` per kind, as stored in ``Event.data`` and ``events.jsonl``:
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,12 +106,19 @@ def _fields(tag: str, obj: dict) -> dict[str, Any]:
         usage = obj.get("usage")
         if usage is not None and not isinstance(usage, dict):
             raise ProtocolViolation("field 'usage' must be an object")
-        return {"role": role, "text": _text(obj, "text"), "usage": _usage(usage) if usage else None}
+        return {
+            "role": role,
+            "text": _text(obj, "text"),
+            # An empty object is checked too: it lacks the required counts.
+            "usage": None if usage is None else _usage(usage),
+        }
     if tag == "Command":
         if "exitCode" not in obj:
             raise ProtocolViolation("missing field 'exitCode' (it may be null)")
         exit_code = obj["exitCode"]
-        if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        if exit_code is not None and (
+            isinstance(exit_code, bool) or not isinstance(exit_code, int)
+        ):
             raise ProtocolViolation("field 'exitCode' must be an integer or null")
         return {
             "command": _text(obj, "command"),
@@ -152,7 +160,7 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
         return None
     try:
         obj = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
         return None
     if not isinstance(obj, dict) or obj.get("_tag") not in KNOWN_TAGS:
         return None
@@ -162,9 +170,17 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
         data = _fields(tag, obj)
         at = obj.get("at")
         if at is not None:
-            if isinstance(at, bool) or not isinstance(at, int | float) or at < 0:
+            # Python's json reads NaN and Infinity, which int() cannot convert.
+            if (
+                isinstance(at, bool)
+                or not isinstance(at, int | float)
+                or not math.isfinite(at)
+                or at < 0
+            ):
                 raise ProtocolViolation("field 'at' must be epoch milliseconds")
             stamp = int(at)
     except ProtocolViolation as exc:
-        return AgentEvent("ProtocolError", {"line": stripped[:4000], "error": f"{tag}: {exc}"}, stamp)
+        return AgentEvent(
+            "ProtocolError", {"line": stripped[:4000], "error": f"{tag}: {exc}"}, stamp
+        )
     return AgentEvent(tag, data, stamp)

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "channels",
     "django_htmx",
     "template_partials",
@@ -181,6 +182,17 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Suites, cases, versions, batches, runs and trials; reruns.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs page are behind sign-in like every other page.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The docs page's assets come from the installed sidecar package: no CDN is ever asked.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # Batches and trials both have a "status" with different choices: name each set.
+    "ENUM_NAME_OVERRIDES": {
+        "BatchStatusEnum": "evals_app.models.Batch.Status",
+        "TrialStatusEnum": "evals_app.models.Trial.Status",
+    },
 }
 
 LOGGING = {

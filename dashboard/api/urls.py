@@ -1,0 +1,24 @@
+"""The API's routes under /api/: one router for the domain, the schema and its docs page."""
+
+from django.contrib.auth.decorators import login_required
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from dashboard.api import views
+
+router = DefaultRouter()
+router.register("suites", views.SuiteViewSet, basename="api-suite")
+router.register("cases", views.CaseViewSet, basename="api-case")
+router.register("case-versions", views.CaseVersionViewSet, basename="api-caseversion")
+router.register("variants", views.VariantViewSet, basename="api-variant")
+router.register("batches", views.BatchViewSet, basename="api-batch")
+router.register("runs", views.RunViewSet, basename="api-run")
+router.register("trials", views.TrialViewSet, basename="api-trial")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # A browser page: send a signed-out reader to the sign-in page rather than a bare 403.
+    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+    path("", include(router.urls)),
+]

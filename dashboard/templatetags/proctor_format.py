@@ -1,0 +1,76 @@
+"""Filters that turn the numbers of a result into what a reader scans: durations, token
+counts, pass rates."""
+
+from __future__ import annotations
+
+from django import template
+
+from evals_app.stats import Tally
+
+register = template.Library()
+
+
+@register.filter
+def duration(ms: int | None) -> str:
+    """``1234`` -> ``1.2 s``; ``754000`` -> ``12 m 34 s``; empty for no value."""
+    if ms is None:
+        return ""
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} m {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} m"
+
+
+@register.filter
+def tokens(count: int | None) -> str:
+    """``532`` -> ``532``; ``12345`` -> ``12.3k``; ``2500000`` -> ``2.5M``."""
+    if count is None:
+        return ""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+@register.filter
+def thousands(count: int | None) -> str:
+    """``12345`` -> ``12,345``."""
+    return "" if count is None else f"{count:,}"
+
+
+@register.filter
+def percent(rate: float | None) -> str:
+    return "–" if rate is None else f"{rate * 100:.0f}%"
+
+
+@register.filter
+def rate_style(rate: float | None) -> str:
+    """The CSS custom property that places a cell on the red-to-green scale."""
+    return "" if rate is None else f"--rate: {rate:.3f}"
+
+
+@register.filter
+def tally_summary(tally: Tally) -> str:
+    """One line for a cell's hover title: outcomes, then mean tokens and duration."""
+    parts = [f"{tally.passed}/{tally.total} passed"]
+    for count, label in (
+        (tally.failed, "failed"),
+        (tally.timed_out, "timed out"),
+        (tally.errored, "errored"),
+        (tally.running, "running"),
+        (tally.queued, "queued"),
+    ):
+        if count:
+            parts.append(f"{count} {label}")
+    if tally.mean_tokens is not None:
+        parts.append(f"{tally.mean_tokens:,} tokens per trial")
+    if tally.mean_duration_ms is not None:
+        parts.append(f"{duration(tally.mean_duration_ms)} per trial")
+    return " · ".join(parts)

@@ -1,0 +1,115 @@
+"""A trial's transcript read a page at a time: events in order, with each turn's user message
+placed before the first event of that turn.
+
+A trial can hold many thousand events; the trial page shows the first page and loads the
+rest as the reader scrolls, and live updates append what arrives after the page was drawn.
+Each page costs three queries (the events, the turn of the event before, the turns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evals_app.models import Event, Trial, Turn
+
+PAGE_SIZE = 200
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """One event, with the turns (usually none, at most a few) that open before it."""
+
+    event: Event | None
+    opens: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    trial: Trial
+    entries: list[TranscriptEntry]
+    # The seq this page starts after, and the last seq it may reach (the end of the record
+    # when the page was first drawn; live updates bring what comes later).
+    after: int
+    upto: int | None
+    next_after: int | None
+    # The highest turn index whose message has been shown, this page included.
+    turns_shown: int
+    last_turn: int | None = None
+
+    @property
+    def last_seq(self) -> int:
+        seqs = [e.event.seq for e in self.entries if e.event is not None]
+        return seqs[-1] if seqs else self.after
+
+
+def last_seq(trial: Trial) -> int:
+    """The seq of the trial's latest stored event, -1 when it has none (one query)."""
+    seq = Event.objects.filter(trial=trial).order_by("-seq").values_list("seq", flat=True).first()
+    return -1 if seq is None else seq
+
+
+def last_turn(trial: Trial) -> int:
+    """The index of the trial's latest turn, -1 when it has none (one query)."""
+    index = Turn.objects.filter(trial=trial).order_by("-index").values_list("index", flat=True).first()
+    return -1 if index is None else index
+
+
+def transcript_page(
+    trial: Trial,
+    *,
+    after: int = -1,
+    upto: int | None = None,
+    limit: int = PAGE_SIZE,
+    turns_shown: int | None = None,
+    last_turn: int | None = None,
+) -> TranscriptPage:
+    """Events with ``after < seq <= upto`` (no upper bound when ``upto`` is None), at most
+    ``limit`` of them; ``next_after`` is set when more remain.
+
+    Each turn's message opens once, before its first event. ``turns_shown`` says which turns
+    the reader has already seen (by default: up to the turn of the event at ``after``); when
+    the page reaches the end, turns that have no event yet open too, up to ``last_turn``.
+    """
+    events_query = Event.objects.filter(trial=trial, seq__gt=after).order_by("seq")
+    if upto is not None:
+        events_query = events_query.filter(seq__lte=upto)
+    events = list(events_query[: limit + 1])
+    has_more = len(events) > limit
+    events = events[:limit]
+
+    if turns_shown is None:
+        previous = (
+            Event.objects.filter(trial=trial, seq__lte=after)
+            .order_by("-seq")
+            .values_list("turn_index", flat=True)
+            .first()
+        )
+        turns_shown = -1 if previous is None else previous
+    turns = {turn.index: turn for turn in Turn.objects.filter(trial=trial)}
+
+    entries = []
+    for event in events:
+        opens: tuple[Turn, ...] = ()
+        if event.turn_index > turns_shown:
+            opens = tuple(turns[i] for i in range(turns_shown + 1, event.turn_index + 1) if i in turns)
+            turns_shown = event.turn_index
+        entries.append(TranscriptEntry(event=event, opens=opens))
+    if not has_more:
+        # Turns that started but have no event yet still show their message, so a reader
+        # sees what the agent is working on.
+        trailing = tuple(
+            turns[i] for i in sorted(turns)
+            if i > turns_shown and (last_turn is None or i <= last_turn)
+        )
+        if trailing:
+            entries.append(TranscriptEntry(event=None, opens=trailing))
+            turns_shown = trailing[-1].index
+    return TranscriptPage(
+        trial=trial,
+        entries=entries,
+        after=after,
+        upto=upto,
+        next_after=events[-1].seq if has_more else None,
+        turns_shown=turns_shown,
+        last_turn=last_turn,
+    )

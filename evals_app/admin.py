@@ -1,0 +1,298 @@
+"""The Django admin for staff: organizations and their members, what was defined, what ran.
+
+A case's history shows read-only inline on the case: each version's number, date, what changed
+since the version before, and the validator source it captured. Versions and results are
+records, so the admin shows them without offering to change them.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.db.models import Count, Q
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from evals_app.models import (
+    Batch,
+    Case,
+    CaseVersion,
+    Check,
+    Organization,
+    Run,
+    Suite,
+    Trial,
+    Variant,
+)
+from evals_app.version_diff import describe_changes, unified_source_diff
+
+
+def _previous_version(version: CaseVersion) -> CaseVersion | None:
+    """The version just before this one (one query)."""
+    return (
+        CaseVersion.objects.filter(case_id=version.case_id, number__lt=version.number)
+        .order_by("-number")
+        .first()
+    )
+
+
+def _captured_callables(definition: dict) -> list[tuple[str, dict]]:
+    """(label, reference) for each piece of Python the version captured: prepare, validators."""
+    callables = []
+    if definition.get("prepare"):
+        callables.append(("prepare", definition["prepare"]))
+    for check in definition.get("checks") or []:
+        if check.get("kind") == "validator":
+            callables.append((f"check {check.get('name')}", check))
+    return callables
+
+
+def _source_lines(sources: dict, reference: dict) -> str | None:
+    """The captured lines ``start``..``end`` (1-based, inclusive) of a callable, or None
+    when its file was not captured."""
+    text = sources.get(reference.get("path", ""))
+    if text is None:
+        return None
+    lines = text.splitlines()
+    start, end = reference.get("start") or 1, reference.get("end") or len(lines)
+    return "\n".join(lines[start - 1 : end])
+
+
+def render_changes(version: CaseVersion) -> SafeString:
+    previous = _previous_version(version)
+    changes = describe_changes(previous.definition if previous else None, version.definition)
+    if not changes:
+        return format_html("<em>{}</em>", "no change in the definition")
+    return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((change,) for change in changes)))
+
+
+def render_validator_source(version: CaseVersion) -> SafeString:
+    blocks = []
+    for label, reference in _captured_callables(version.definition):
+        where = f"{reference.get('path')}:{reference.get('start')}-{reference.get('end')}"
+        text = _source_lines(version.sources or {}, reference)
+        if text is None:
+            blocks.append(format_html("<p><strong>{}</strong> ({}): source not captured</p>", label, where))
+        else:
+            blocks.append(format_html("<p><strong>{}</strong> ({})</p><pre>{}</pre>", label, where, text))
+    if not blocks:
+        return format_html("<em>{}</em>", "no Python validators")
+    return format_html_join("", "{}", ((block,) for block in blocks))
+
+
+class ReadOnlyInline(admin.TabularInline):
+    """Rows shown for reading: no add, change or delete from the parent's page."""
+
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "member_count", "created_at"]
+    search_fields = ["name", "slug", "members__username"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["members"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(member_count=Count("members", distinct=True))
+
+    @admin.display(description="members", ordering="member_count")
+    def member_count(self, obj: Organization) -> int:
+        return obj.member_count
+
+
+@admin.register(Suite)
+class SuiteAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "organization", "created_at"]
+    list_filter = ["organization"]
+    list_select_related = ["organization"]
+    search_fields = ["slug", "name"]
+
+
+class CaseVersionInline(ReadOnlyInline):
+    model = CaseVersion
+    fields = ["number", "created_at", "changes", "validator_source"]
+    readonly_fields = fields
+    ordering = ["-number"]
+    show_change_link = True
+
+    @admin.display(description="what changed")
+    def changes(self, version: CaseVersion) -> SafeString:
+        return render_changes(version)
+
+    @admin.display(description="validator source")
+    def validator_source(self, version: CaseVersion) -> SafeString:
+        return render_validator_source(version)
+
+
+@admin.register(Case)
+class CaseAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "suite", "organization", "tag_list", "version_count", "created_at"]
+    list_filter = ["organization", "suite"]
+    list_select_related = ["organization", "suite"]
+    search_fields = ["slug", "name", "suite__slug"]
+    inlines = [CaseVersionInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(version_count=Count("versions"))
+
+    @admin.display(description="tags")
+    def tag_list(self, case: Case) -> str:
+        return ", ".join(case.tags or [])
+
+    @admin.display(description="versions", ordering="version_count")
+    def version_count(self, case: Case) -> int:
+        return case.version_count
+
+
+@admin.register(CaseVersion)
+class CaseVersionAdmin(admin.ModelAdmin):
+    """Versions are immutable: viewable, never added, changed or deleted here."""
+
+    list_display = ["__str__", "case", "number", "short_hash", "created_at"]
+    list_filter = ["case__organization", "case__suite"]
+    list_select_related = ["case"]
+    search_fields = ["case__slug", "definition_hash"]
+    fields = [
+        "case",
+        "number",
+        "created_at",
+        "definition_hash",
+        "module_path",
+        "changes",
+        "validator_source",
+        "pretty_definition",
+        "source_diff",
+    ]
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="hash")
+    def short_hash(self, version: CaseVersion) -> str:
+        return version.definition_hash[:12]
+
+    @admin.display(description="what changed")
+    def changes(self, version: CaseVersion) -> SafeString:
+        return render_changes(version)
+
+    @admin.display(description="validator source")
+    def validator_source(self, version: CaseVersion) -> SafeString:
+        return render_validator_source(version)
+
+    @admin.display(description="definition")
+    def pretty_definition(self, version: CaseVersion) -> SafeString:
+        return format_html("<pre>{}</pre>", json.dumps(version.definition, indent=2, ensure_ascii=False))
+
+    @admin.display(description="source diff against the previous version")
+    def source_diff(self, version: CaseVersion) -> SafeString:
+        previous = _previous_version(version)
+        diff = unified_source_diff(previous.sources if previous else {}, version.sources or {})
+        return format_html("<pre>{}</pre>", diff) if diff else format_html("<em>{}</em>", "no source change")
+
+
+@admin.register(Variant)
+class VariantAdmin(admin.ModelAdmin):
+    list_display = ["name", "harness", "model", "sandbox", "organization", "created_at"]
+    list_filter = ["organization", "harness", "sandbox"]
+    list_select_related = ["organization"]
+    search_fields = ["name", "model", "harness"]
+    # The spec is what ran; its hash identifies the variant, so neither is edited by hand.
+    readonly_fields = ["spec", "spec_hash"]
+
+
+class RunInline(ReadOnlyInline):
+    model = Run
+    fields = ["case_version", "variant", "passed_of_total"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("case_version__case", "variant")
+            .annotate(
+                trial_total=Count("trials"),
+                trial_passed=Count("trials", filter=Q(trials__status=Trial.Status.PASSED)),
+            )
+        )
+
+    @admin.display(description="passed")
+    def passed_of_total(self, run: Run) -> str:
+        return f"{run.trial_passed}/{run.trial_total}"
+
+
+@admin.register(Batch)
+class BatchAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "organization", "status", "label", "parent", "created_by", "created_at", "finished_at"]
+    list_filter = ["status", "organization"]
+    list_select_related = ["organization", "parent", "created_by"]
+    search_fields = ["label", "created_by__username"]
+    date_hierarchy = "created_at"
+    readonly_fields = ["organization", "status", "parent", "options", "created_by", "created_at", "finished_at"]
+    inlines = [RunInline]
+
+
+class TrialInline(ReadOnlyInline):
+    model = Trial
+    fields = ["index", "status", "duration_ms", "input_tokens", "output_tokens"]
+    readonly_fields = fields
+    show_change_link = True
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "batch", "case_version", "variant"]
+    list_filter = ["batch__organization", "variant"]
+    list_select_related = ["batch", "case_version__case", "variant"]
+    search_fields = ["case_version__case__slug", "variant__name"]
+    readonly_fields = ["batch", "case_version", "variant", "spec"]
+    inlines = [TrialInline]
+
+
+class CheckInline(ReadOnlyInline):
+    model = Check
+    fields = ["index", "name", "kind", "passed", "score", "message", "output", "duration_ms"]
+    readonly_fields = fields
+
+
+@admin.register(Trial)
+class TrialAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "case", "variant", "batch", "index", "status", "duration_ms", "total_tokens"]
+    list_filter = ["status", "run__batch__organization", "run__variant"]
+    list_select_related = ["run__batch", "run__case_version__case", "run__variant"]
+    search_fields = ["run__case_version__case__slug", "run__variant__name", "finish_reason", "error"]
+    readonly_fields = [field.name for field in Trial._meta.concrete_fields if field.name != "id"]
+    inlines = [CheckInline]
+
+    @admin.display(description="case")
+    def case(self, trial: Trial) -> str:
+        return trial.run.case_version.case.slug
+
+    @admin.display(description="variant")
+    def variant(self, trial: Trial) -> str:
+        return trial.run.variant.name
+
+    @admin.display(description="batch")
+    def batch(self, trial: Trial) -> str:
+        return str(trial.run.batch)

@@ -1,0 +1,125 @@
+"""Finding eval files and importing the suites they define.
+
+An eval file is ``*.eval.py``: a Python module whose module-level ``Suite`` values are its
+suites. Import errors become one-line problems naming the file; no traceback reaches the person.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from proctor.definitions import Suite
+from proctor.validation import Problem
+
+EVAL_SUFFIX = ".eval.py"
+# Folders never searched: version control, virtual environments, dependencies, caches.
+SKIPPED_FOLDERS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "env",
+                   ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".proctor", "site-packages"}
+
+
+@dataclass
+class LoadedFile:
+    path: Path
+    suites: list[Suite]
+
+
+class LoadError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(p) for p in problems))
+        self.problems = problems
+
+
+def display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _is_virtualenv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").is_file()
+
+
+def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
+    """Eval files under the given files and folders (the current folder when none)."""
+    found: list[Path] = []
+    problems: list[Problem] = []
+    targets = [Path(p) for p in paths] or [Path.cwd()]
+    for target in targets:
+        if target.is_file():
+            if target.name.endswith(EVAL_SUFFIX):
+                found.append(target.resolve())
+            else:
+                problems.append(Problem(file=str(target), message=f"is not an eval file (its name must end in {EVAL_SUFFIX})"))
+        elif target.is_dir():
+            for folder, subfolders, filenames in os.walk(target):
+                subfolders[:] = sorted(
+                    name for name in subfolders
+                    if name not in SKIPPED_FOLDERS and not _is_virtualenv(Path(folder) / name)
+                )
+                found.extend(Path(folder, name).resolve() for name in sorted(filenames) if name.endswith(EVAL_SUFFIX))
+        else:
+            problems.append(Problem(file=str(target), message="does not exist"))
+    return list(dict.fromkeys(found)), problems
+
+
+_modules: dict[tuple[Path, int, int], list[Suite]] = {}
+_modules_lock = threading.Lock()
+
+
+def load_file(path: Path) -> LoadedFile:
+    """Import ``path`` (once per version of the file in this process) and collect its suites.
+
+    Raises LoadError with one problem when the file cannot be imported.
+    """
+    path = path.resolve()
+    try:
+        stat = path.stat()
+    except OSError:
+        raise LoadError([Problem(file=display_path(path), message="does not exist")]) from None
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    with _modules_lock:
+        if key not in _modules:
+            _modules[key] = _import_suites(path)
+        return LoadedFile(path=path, suites=_modules[key])
+
+
+def _import_suites(path: Path) -> list[Suite]:
+    name = "proctor_eval_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise LoadError([Problem(file=display_path(path), message="cannot be imported as a Python module")])
+    module = importlib.util.module_from_spec(spec)
+    # The file's folder is importable while it loads, so an eval can import its own helpers.
+    sys.path.insert(0, str(path.parent))
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise LoadError([Problem(file=display_path(path), message=f"line {exc.lineno}: syntax error: {exc.msg}")]) from None
+    except BaseException as exc:  # any error while importing the user's file, SystemExit included
+        line = _error_line(exc, path)
+        where = f"line {line}: " if line else ""
+        raise LoadError([Problem(file=display_path(path), message=f"{where}importing it raised {type(exc).__name__}: {exc}")]) from None
+    finally:
+        if sys.path and sys.path[0] == str(path.parent):
+            sys.path.pop(0)
+    suites = {id(value): value for value in vars(module).values() if isinstance(value, Suite)}
+    return list(suites.values())
+
+
+def _error_line(exc: BaseException, path: Path) -> int | None:
+    tb = exc.__traceback__
+    line = None
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve() == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line

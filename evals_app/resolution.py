@@ -1,0 +1,162 @@
+"""Turning an eval file's case into its resolved definition: the canonical JSON that a case
+version snapshots and hashes, plus the captured source of its Python code.
+
+Pure: no database. The catalog stores what this returns; the runner uses it to find which
+callable each recorded check names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals_app.source_capture import capture_callable, project_root, relative_to_root
+from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
+
+VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
+
+
+def template_variables(template: str) -> list[str]:
+    return list(dict.fromkeys(VARIABLE.findall(template)))
+
+
+def fill_template(template: str, variables: dict[str, Any]) -> str:
+    """``{{name}}`` replaced by its value; a name with no value is left for validation to name."""
+    return VARIABLE.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), template)
+
+
+def source_definition(source: Source | None) -> dict[str, Any]:
+    if source is None:
+        return {"kind": "empty"}
+    if isinstance(source, Files):
+        return {"kind": "files", "files": dict(sorted(source.files.items()))}
+    if isinstance(source, Repo):
+        return {"kind": "repo", "url": source.url, "ref": source.ref}
+    raise TypeError(f"unknown source {source!r}")
+
+
+@dataclass
+class ResolvedCheck:
+    check: Any  # the SDK object or callable to run
+    definition: dict[str, Any]
+    source_ref: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.definition["name"]
+
+    @property
+    def kind(self) -> str:
+        return self.definition["kind"]
+
+
+@dataclass
+class ResolvedCase:
+    suite: Suite
+    case: Case
+    module_path: Path
+    definition: dict[str, Any]
+    definition_hash: str
+    sources: dict[str, str]
+    checks: list[ResolvedCheck]
+
+
+def canonical_hash(obj: Any) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
+    """The case's resolved definition, its hash, its captured sources and its checks."""
+    root = project_root(module_path)
+    sources: dict[str, str] = {}
+    module_relative = relative_to_root(module_path, root)
+    if suite.capture_source and module_relative is not None:
+        sources[module_relative] = module_path.read_text(encoding="utf-8")
+
+    def captured(func: Any) -> dict[str, Any]:
+        info = capture_callable(func, root)
+        if suite.capture_source and info.path is not None and info.text is not None:
+            sources.setdefault(info.path, info.text)
+        return {**info.reference(), "sha256": info.sha256}
+
+    checks = []
+    for check in case.checks:
+        if isinstance(check, Command):
+            spec = {"kind": "command", "name": check.label, "command": check.command, "timeout_ms": check.timeout_ms}
+            checks.append(ResolvedCheck(check, spec))
+        else:
+            ref = captured(check)
+            name = getattr(check, "__name__", None) or ref["qualname"]
+            spec = {"kind": "validator", "name": name, **ref}
+            source_ref = {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+            checks.append(ResolvedCheck(check, spec, source_ref))
+
+    variables = dict(case.variables)
+    definition = {
+        "suite": suite.id,
+        "case": case.id,
+        "prompt": fill_template(suite.prompt, variables),
+        "system_prompt": suite.system_prompt,
+        "source": source_definition(case.source if case.source is not None else suite.source),
+        "prepare": captured(case.prepare) if case.prepare is not None else None,
+        "cache": {"key": case.cache.key, "path": case.cache.path} if case.cache else None,
+        "limits": {"max_turns": case.max_turns, "timeout_ms": case.timeout_ms},
+        "conversation": {
+            "user": conversation_definition(case.user),
+            "expected_output": case.expected_output,
+            "plan_mode": case.plan_mode,
+        },
+        "checks": [c.definition for c in checks],
+    }
+    if not suite.capture_source:
+        sources = {}
+    return ResolvedCase(
+        suite=suite,
+        case=case,
+        module_path=module_path,
+        definition=definition,
+        definition_hash=canonical_hash(definition),
+        sources=sources,
+        checks=checks,
+    )
+
+
+def conversation_definition(user: Any) -> Any:
+    """The case's ``user`` setting as JSON (conversation kinds describe themselves)."""
+    if user is None:
+        return None
+    describe = getattr(user, "to_definition", None)
+    return describe() if callable(describe) else repr(user)
+
+
+def variant_spec(variant: Variant) -> dict[str, Any]:
+    """The variant as run: everything that explains a result, with profile env values hidden
+    (they may hold keys; a changed value still changes the spec hash)."""
+    profile = variant.profile
+    profile_spec = None
+    if profile is not None:
+        profile_spec = {
+            "name": profile.name,
+            "dir": profile.dir,
+            "run": profile.run,
+            "install": profile.install,
+            "env": {k: "sha256:" + hashlib.sha256(v.encode()).hexdigest()[:12] for k, v in sorted(profile.env.items())},
+            "system_prompt": profile.system_prompt,
+            "capabilities": list(profile.capabilities),
+            "plan_file": profile.plan_file,
+        }
+    return {
+        "name": variant.name,
+        "harness": variant.harness,
+        "model": variant.model,
+        "sandbox": variant.sandbox,
+        "network": variant.network,
+        "profile": profile_spec,
+        "options": {k: repr(v) if not isinstance(v, str | int | float | bool | type(None)) else v
+                    for k, v in sorted(variant.options.items())},
+    }

@@ -1,0 +1,296 @@
+"""Pass rates: per grid cell (case version x variant) of a batch, per row and column, per check
+of a run, and per version and variant across a case's history.
+
+Every function here costs a fixed number of queries whatever the size of the batch: trials are
+counted by the database with filtered aggregates, never fetched and counted one by one, so the
+500-case grid costs what the 5-case grid costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
+
+from evals_app.models import Batch, Case, CaseVersion, Check, Run, Trial, Variant
+
+_STATUS = Trial.Status
+
+
+@dataclass(frozen=True)
+class Tally:
+    """How the trials of a cell (or a row, a column, a whole batch) came out."""
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    errored: int = 0
+    running: int = 0
+    tokens: int = 0
+    # Summed over the trials that recorded a duration; ``timed`` counts them.
+    duration_ms: int = 0
+    timed: int = 0
+
+    @property
+    def queued(self) -> int:
+        return self.total - self.finished - self.running
+
+    @property
+    def finished(self) -> int:
+        return self.passed + self.failed + self.timed_out + self.errored
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.finished
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over finished trials; None while nothing has finished."""
+        return self.passed / self.finished if self.finished else None
+
+    @property
+    def mean_tokens(self) -> int | None:
+        return round(self.tokens / self.finished) if self.finished else None
+
+    @property
+    def mean_duration_ms(self) -> int | None:
+        return round(self.duration_ms / self.timed) if self.timed else None
+
+    def __add__(self, other: Tally) -> Tally:
+        return Tally(
+            total=self.total + other.total,
+            passed=self.passed + other.passed,
+            failed=self.failed + other.failed,
+            timed_out=self.timed_out + other.timed_out,
+            errored=self.errored + other.errored,
+            running=self.running + other.running,
+            tokens=self.tokens + other.tokens,
+            duration_ms=self.duration_ms + other.duration_ms,
+            timed=self.timed + other.timed,
+        )
+
+
+def _tally_aggregates(trials: str) -> dict:
+    """Aggregate expressions counting the trials reached through the relation ``trials``
+    (``"trials"`` from a Run, ``""`` on Trial itself)."""
+    prefix = f"{trials}__" if trials else ""
+    status = f"{prefix}status"
+    pk = f"{trials}" if trials else "pk"
+    return {
+        "total": Count(pk),
+        "passed": Count(pk, filter=Q(**{status: _STATUS.PASSED})),
+        "failed": Count(pk, filter=Q(**{status: _STATUS.FAILED})),
+        "timed_out": Count(pk, filter=Q(**{status: _STATUS.TIMED_OUT})),
+        "errored": Count(pk, filter=Q(**{status: _STATUS.ERRORED})),
+        "running": Count(pk, filter=Q(**{status: _STATUS.RUNNING})),
+        "tokens": Coalesce(Sum(F(f"{prefix}input_tokens") + F(f"{prefix}output_tokens")), 0),
+        "duration_ms": Coalesce(Sum(f"{prefix}duration_ms"), 0),
+        "timed": Count(f"{prefix}duration_ms"),
+    }
+
+
+_TALLY_FIELDS = ("total", "passed", "failed", "timed_out", "errored", "running", "tokens",
+                 "duration_ms", "timed")
+
+
+def _tally(row: dict) -> Tally:
+    return Tally(**{name: int(row[name] or 0) for name in _TALLY_FIELDS})
+
+
+@dataclass(frozen=True)
+class GridCell:
+    """One run of the grid: a case version under a variant."""
+
+    run_id: int
+    case_version_id: int
+    variant_id: int
+    tally: Tally
+
+
+def run_cells(runs: QuerySet[Run]) -> list[GridCell]:
+    """The tally of every run in ``runs``, in one query."""
+    rows = runs.order_by().values("id", "case_version_id", "variant_id").annotate(
+        **_tally_aggregates("trials")
+    )
+    return [
+        GridCell(run_id=row["id"], case_version_id=row["case_version_id"],
+                 variant_id=row["variant_id"], tally=_tally(row))
+        for row in rows
+    ]
+
+
+def run_cell(run_id: int) -> GridCell | None:
+    """One cell, re-counted for a live update (one query)."""
+    cells = run_cells(Run.objects.filter(pk=run_id))
+    return cells[0] if cells else None
+
+
+def trials_tally(trials: QuerySet[Trial]) -> Tally:
+    """The tally of any set of trials, in one query."""
+    return _tally(trials.order_by().aggregate(**_tally_aggregates("")))
+
+
+def changed_run_ids(batch: Batch, since: datetime) -> list[int]:
+    """Runs of ``batch`` with a trial that started or finished at or after ``since`` (one
+    query): what a page rendered at ``since`` may show stale."""
+    return list(
+        Trial.objects.filter(run__batch=batch)
+        .filter(Q(started_at__gte=since) | Q(finished_at__gte=since))
+        .order_by()
+        .values_list("run_id", flat=True)
+        .distinct()
+    )
+
+
+@dataclass
+class GridRow:
+    case_version: CaseVersion
+    cells: list[GridCell | None]
+    total: Tally
+
+    @property
+    def case(self) -> Case:
+        return self.case_version.case
+
+
+@dataclass
+class GridColumn:
+    variant: Variant
+    total: Tally
+
+
+@dataclass
+class BatchGrid:
+    """The case x variant table of one batch, filtered and sorted, with its totals."""
+
+    batch: Batch
+    columns: list[GridColumn]
+    rows: list[GridRow]
+    total: Tally
+    # What the filters can offer: every suite and tag of the batch, before filtering.
+    suites: list[tuple[str, str]] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    case_count: int = 0
+
+
+SORTS = ("case", "rate", "-rate")
+
+
+def batch_grid(
+    batch: Batch,
+    *,
+    suite: str = "",
+    tag: str = "",
+    search: str = "",
+    sort: str = "case",
+) -> BatchGrid:
+    """The grid of ``batch`` in three queries (case versions, variants, cell tallies).
+
+    ``suite`` is a suite slug, ``tag`` one case tag, ``search`` matches the case's slug or
+    name; ``sort`` is ``case`` (suite then slug), ``rate`` (worst first), ``-rate`` (best
+    first), or ``v<variant id>`` / ``-v<variant id>`` to sort by one column.
+    """
+    runs = Run.objects.filter(batch=batch)
+    versions = list(
+        CaseVersion.objects.filter(pk__in=runs.values("case_version_id"))
+        .select_related("case__suite")
+        # The definition and captured sources can be large and the grid shows neither.
+        .defer("definition", "sources")
+        .order_by("case__suite__slug", "case__slug")
+    )
+    variants = list(Variant.objects.filter(pk__in=runs.values("variant_id")).order_by("name", "pk"))
+    cells = {(c.case_version_id, c.variant_id): c for c in run_cells(runs)}
+
+    suites = sorted({(v.case.suite.slug, v.case.suite.name) for v in versions})
+    tags = sorted({t for v in versions for t in (v.case.tags or []) if isinstance(t, str)})
+    needle = search.strip().lower()
+    shown = [
+        v for v in versions
+        if (not suite or v.case.suite.slug == suite)
+        and (not tag or tag in (v.case.tags or []))
+        and (not needle or needle in v.case.slug.lower() or needle in v.case.name.lower())
+    ]
+
+    rows = []
+    for version in shown:
+        row_cells = [cells.get((version.pk, variant.pk)) for variant in variants]
+        rows.append(GridRow(version, row_cells, _sum(c.tally for c in row_cells if c)))
+    columns = [
+        GridColumn(variant, _sum(row.cells[i].tally for row in rows if row.cells[i]))  # type: ignore[union-attr]
+        for i, variant in enumerate(variants)
+    ]
+    _sort_rows(rows, sort, variants)
+    return BatchGrid(
+        batch=batch,
+        columns=columns,
+        rows=rows,
+        total=_sum(row.total for row in rows),
+        suites=suites,
+        tags=tags,
+        case_count=len(versions),
+    )
+
+
+def _sum(tallies: Iterable[Tally]) -> Tally:
+    total = Tally()
+    for tally in tallies:
+        total = total + tally
+    return total
+
+
+def _sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:
+    descending = sort.startswith("-")
+    key = sort.lstrip("-")
+    if key == "rate":
+        rates = [row.total.pass_rate for row in rows]
+    elif key.startswith("v") and key[1:].isdigit():
+        column = next((i for i, v in enumerate(variants) if v.pk == int(key[1:])), None)
+        if column is None:
+            return
+        rates = [cell.tally.pass_rate if (cell := row.cells[column]) else None for row in rows]
+    else:
+        return
+    # Rows with nothing finished go last in either direction: they say nothing yet. The sort
+    # is stable, so equal rates keep the suite-then-case order.
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (rates[i] is None, -(rates[i] or 0.0) if descending else (rates[i] or 0.0)),
+    )
+    rows[:] = [rows[i] for i in order]
+
+
+def row_tally(batch_id: int, case_version_id: int) -> Tally:
+    """A row's total, re-counted for a live update (one query)."""
+    return trials_tally(Trial.objects.filter(run__batch_id=batch_id, run__case_version_id=case_version_id))
+
+
+def column_tally(batch_id: int, variant_id: int) -> Tally:
+    """A column's total, re-counted for a live update (one query)."""
+    return trials_tally(Trial.objects.filter(run__batch_id=batch_id, run__variant_id=variant_id))
+
+
+def check_tallies(run: Run) -> dict[int, tuple[int, int]]:
+    """``{check index: (passed, total)}`` across the run's trials, in one query."""
+    rows = (
+        Check.objects.filter(trial__run=run)
+        .order_by()
+        .values("index")
+        .annotate(total=Count("pk"), passed=Count("pk", filter=Q(passed=True)))
+    )
+    return {row["index"]: (row["passed"], row["total"]) for row in rows}
+
+
+def version_variant_tallies(case: Case) -> dict[tuple[int, int], Tally]:
+    """``{(case version id, variant id): Tally}`` over every batch that ran the case, in one
+    query: the case history's pass rate per version and variant."""
+    rows = (
+        Trial.objects.filter(run__case_version__case=case)
+        .order_by()
+        .values("run__case_version_id", "run__variant_id")
+        .annotate(**_tally_aggregates(""))
+    )
+    return {(row["run__case_version_id"], row["run__variant_id"]): _tally(row) for row in rows}

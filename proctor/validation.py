@@ -1,0 +1,216 @@
+"""The rules an eval's definitions must follow, checked before anything runs.
+
+Each broken rule is one Problem: the file, the suite and case, the field, and the rule in plain
+words. All problems are collected, so a person fixes a file in one pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from proctor.definitions import Cache, Case, Command, Files, Repo, Suite, Variant
+
+HANDLE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+HANDLE_MAX = 100
+MAX_TAGS = 12
+MAX_CHECKS = 20
+MAX_TURNS_RANGE = (1, 50)
+TIMEOUT_MS_RANGE = (1_000, 3_600_000)
+TRIALS_RANGE = (1, 1000)
+VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    message: str
+    suite: str | None = None
+    case: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.suite:
+            where.append(f"suite {self.suite}")
+        if self.case:
+            where.append(f"case {self.case}")
+        return f"{self.file}: {', '.join(where) + ': ' if where else ''}{self.message}"
+
+
+def handle_problem(field: str, value: object) -> str | None:
+    if not isinstance(value, str) or not value:
+        return f"{field} is required: 1 to {HANDLE_MAX} lowercase letters, digits and single hyphens"
+    if len(value) > HANDLE_MAX:
+        return f"{field} {value[:20]!r}… is {len(value)} characters; the most is {HANDLE_MAX}"
+    if not HANDLE.match(value):
+        return (
+            f"{field} {value!r} must be lowercase letters, digits and single hyphens, "
+            "not starting or ending with a hyphen (like health-route)"
+        )
+    return None
+
+
+def _in_range(field: str, value: object, bounds: tuple[int, int], unit: str = "") -> str | None:
+    low, high = bounds
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return f"{field} must be a whole number from {low:,} to {high:,}{unit} (got {value!r})"
+    return None
+
+
+def _check_problems(case: Case, is_check: Callable[[object], bool]) -> list[str]:
+    validate = case.validate
+    if validate is None:
+        return ["validate is required: a command(), a validator, a judge, or a list of validators and judges"]
+    if isinstance(validate, list | tuple):
+        problems = []
+        if not validate:
+            problems.append("validate is an empty list; give at least one check")
+        if len(validate) > MAX_CHECKS:
+            problems.append(f"validate holds {len(validate)} checks; the most is {MAX_CHECKS}")
+        for position, check in enumerate(validate, start=1):
+            if isinstance(check, Command):
+                problems.append(
+                    f"validate[{position}] is a command(), which cannot go in a list; "
+                    "use it alone, or run it from a validator with ctx.exec()"
+                )
+            elif not is_check(check):
+                problems.append(f"validate[{position}] is a {type(check).__name__}, not a validator or judge")
+        return problems
+    if not isinstance(validate, Command) and not is_check(validate):
+        return [f"validate is a {type(validate).__name__}, not a command(), validator or judge"]
+    return []
+
+
+def _cache_problem(cache: object) -> str | None:
+    if cache is None:
+        return None
+    if not isinstance(cache, Cache) or not cache.key or not cache.path:
+        return "cache needs a key and a path, like {'key': 'deps-v1', 'path': 'node_modules'}"
+    path = PurePosixPath(cache.path)
+    if path.is_absolute() or ".." in path.parts or str(path) in (".", ""):
+        return f"cache path {cache.path!r} must stay inside the workspace (a relative folder, no '..')"
+    return None
+
+
+def _source_problem(field: str, source: object) -> str | None:
+    if source is None or isinstance(source, Repo):
+        return None
+    if isinstance(source, Files):
+        for path in source.files:
+            pure = PurePosixPath(path)
+            if pure.is_absolute() or ".." in pure.parts:
+                return f"{field} file {path!r} must stay inside the workspace"
+        return None
+    return f"{field} must be files(...), repo(...) or left out, not {type(source).__name__}"
+
+
+def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool] = callable) -> list[str]:
+    problems = []
+    for message in (
+        handle_problem("id", case.id),
+        _in_range("max_turns", case.max_turns, MAX_TURNS_RANGE),
+        _in_range("timeout_ms", case.timeout_ms, TIMEOUT_MS_RANGE, " milliseconds"),
+        _cache_problem(case.cache),
+        _source_problem("source", case.source),
+    ):
+        if message:
+            problems.append(message)
+    if len(case.tags) > MAX_TAGS:
+        problems.append(f"tags holds {len(case.tags)} labels; the most is {MAX_TAGS}")
+    for tag in case.tags:
+        if not isinstance(tag, str) or not tag.strip() or len(tag) > 50:
+            problems.append(f"tag {tag!r} must be a label of 1 to 50 characters")
+    if case.prepare is not None and not callable(case.prepare):
+        problems.append("prepare must be a function that receives the prepare helpers")
+    problems.extend(_check_problems(case, is_check))
+    if isinstance(suite.prompt, str):
+        missing = [name for name in dict.fromkeys(VARIABLE.findall(suite.prompt)) if name not in case.variables]
+        for name in missing:
+            problems.append(f"prompt variable {{{{{name}}}}} has no value in variables")
+    return problems
+
+
+def _variant_problems(variants: Sequence[Variant], known_harnesses: Iterable[str] | None,
+                      known_sandboxes: Iterable[str] | None) -> list[str]:
+    problems = []
+    harnesses = set(known_harnesses) if known_harnesses is not None else None
+    sandboxes = set(known_sandboxes) if known_sandboxes is not None else None
+    seen: set[str] = set()
+    for variant in variants:
+        if not isinstance(variant, Variant):
+            problems.append(f"variants must be built with variant(...), not {type(variant).__name__}")
+            continue
+        if variant.name in seen:
+            problems.append(f"variant name {variant.name!r} is used twice; give one of them name=...")
+        seen.add(variant.name)
+        if harnesses is not None and variant.harness not in harnesses:
+            problems.append(f"variant {variant.name}: unknown harness {variant.harness!r} (known: {', '.join(sorted(harnesses))})")
+        if sandboxes is not None and variant.sandbox not in sandboxes:
+            problems.append(f"variant {variant.name}: unknown sandbox {variant.sandbox!r} (known: {', '.join(sorted(sandboxes))})")
+        if variant.harness == "command" and (variant.profile is None or not variant.profile.run):
+            problems.append(f"variant {variant.name}: the command harness needs profile(..., run='...')")
+    return problems
+
+
+def suite_problems(
+    suite: Suite,
+    file: str,
+    *,
+    known_harnesses: Iterable[str] | None = None,
+    known_sandboxes: Iterable[str] | None = None,
+    is_check: Callable[[object], bool] = callable,
+) -> list[Problem]:
+    """Every rule ``suite`` and its cases break, one Problem each."""
+    problems: list[Problem] = []
+    sid = suite.id if isinstance(suite.id, str) else None
+
+    def add(message: str, case: str | None = None) -> None:
+        problems.append(Problem(file=file, suite=sid, case=case, message=message))
+
+    if (message := handle_problem("id", suite.id)) is not None:
+        add(message)
+    if not isinstance(suite.prompt, str) or not suite.prompt.strip():
+        add("prompt is required: the template each case fills in, like '{{task}}'")
+    if (message := _in_range("trials", suite.trials, TRIALS_RANGE)) is not None:
+        add(message)
+    if (message := _source_problem("source", suite.source)) is not None:
+        add(message)
+    if not suite.cases:
+        add("cases is empty; a suite needs at least one case")
+    if not suite.variants:
+        add("variants is empty; a suite needs at least one variant to run under")
+    for message in _variant_problems(suite.variants, known_harnesses, known_sandboxes):
+        add(message)
+    for case in suite.cases:
+        if not isinstance(case, Case):
+            add(f"cases must be built with case(...), not {type(case).__name__}")
+            continue
+        for message in case_problems(suite, case, is_check=is_check):
+            add(message, case.id if isinstance(case.id, str) else None)
+    return problems
+
+
+def duplicate_problems(suites: Sequence[tuple[str, Suite]]) -> list[Problem]:
+    """Suite ids and case ids used twice across the loaded files (a case id is unique within an
+    organization, whatever suite holds it)."""
+    problems = []
+    suite_files: dict[str, str] = {}
+    case_owners: dict[str, tuple[str, str]] = {}
+    for file, suite in suites:
+        if suite.id in suite_files:
+            problems.append(Problem(file=file, suite=suite.id, message=f"suite id is already used in {suite_files[suite.id]}"))
+        suite_files.setdefault(suite.id, file)
+        for case in suite.cases:
+            if not isinstance(case, Case):
+                continue
+            if case.id in case_owners:
+                other_file, other_suite = case_owners[case.id]
+                problems.append(Problem(
+                    file=file, suite=suite.id, case=case.id,
+                    message=f"id is already used by suite {other_suite} in {other_file}; case ids are unique within an organization",
+                ))
+            else:
+                case_owners[case.id] = (file, suite.id)
+    return problems

@@ -1,0 +1,67 @@
+"""A finished batch as the plain data ``proctor eval --json`` prints (a fixed number of
+queries, whatever the batch's size)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import Prefetch
+
+from evals_app.models import Batch, Check, Run, Trial
+
+
+def batch_report(batch: Batch) -> dict[str, Any]:
+    runs = (
+        Run.objects.filter(batch=batch)
+        .select_related("case_version__case__suite", "variant")
+        .prefetch_related(
+            Prefetch("trials", queryset=Trial.objects.order_by("index").prefetch_related(
+                Prefetch("checks", queryset=Check.objects.order_by("index"))
+            ))
+        )
+        .order_by("case_version__case__suite__slug", "case_version__case__slug", "variant__name")
+    )
+    return {
+        "batch": batch.pk,
+        "runs": [
+            {
+                "suite": run.case_version.case.suite.slug,
+                "case": run.case_version.case.slug,
+                "case_version": run.case_version.number,
+                "variant": run.variant.name,
+                "trials": [_trial(t) for t in run.trials.all()],
+            }
+            for run in runs
+        ],
+    }
+
+
+def _trial(trial: Trial) -> dict[str, Any]:
+    return {
+        "index": trial.index,
+        "status": trial.status,
+        "finish_reason": trial.finish_reason,
+        "duration_ms": trial.duration_ms,
+        "answer": trial.answer,
+        "error": trial.error,
+        "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
+        "checks": [
+            {"name": c.name, "kind": c.kind, "passed": c.passed, "message": c.message} for c in trial.checks.all()
+        ],
+    }
+
+
+def overall_pass_rate(batch: Batch) -> float:
+    statuses = list(Trial.objects.filter(run__batch=batch).values_list("status", flat=True))
+    return sum(1 for s in statuses if s == Trial.Status.PASSED) / len(statuses) if statuses else 0.0
+
+
+def warnings_by_variant(report: dict[str, Any]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = defaultdict(dict)
+    for run in report["runs"]:
+        for trial in run["trials"]:
+            if trial["status"] in ("timed_out", "errored"):
+                bucket = counts[run["variant"]]
+                bucket[trial["status"]] = bucket.get(trial["status"], 0) + 1
+    return dict(counts)

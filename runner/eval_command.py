@@ -1,0 +1,107 @@
+"""What ``proctor eval`` does, apart from parsing arguments and printing: load, validate,
+record versions and a batch, and wait for it. Kept separate from the management command so it
+reads top to bottom and is tested directly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from evals_app.catalog import ownership_problems, record_cases, record_variant
+from evals_app.loading import LoadError, discover, display_path, load_file
+from evals_app.models import Batch, Organization
+from evals_app.resolution import ResolvedCase, resolve_case
+from proctor.definitions import Suite, Variant
+from proctor.validation import Problem, duplicate_problems, suite_problems
+from runner.batches import RunRequest, create_batch
+from runner.harnesses import HARNESSES
+from runner.sandboxes import SANDBOXES
+
+
+class InvalidInput(Exception):
+    def __init__(self, problems: Sequence[Problem | str]) -> None:
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = [str(p) for p in problems]
+
+
+@dataclass
+class Selection:
+    cases: list[str] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)
+    trials: int | None = None
+
+
+@dataclass
+class Planned:
+    resolved: ResolvedCase
+    variants: list[Variant]
+    trials: int
+
+
+def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
+    files, problems = discover(paths)
+    loaded: list[tuple[Path, Suite]] = []
+    for path in files:
+        try:
+            loaded.extend((path, suite) for suite in load_file(path).suites)
+        except LoadError as exc:
+            problems.extend(exc.problems)
+    if not files and not problems:
+        problems.append(Problem(file=display_path(Path(paths[0]) if paths else Path.cwd()),
+                                message="holds no *.eval.py files"))
+    for path, suite in loaded:
+        problems.extend(suite_problems(suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES))
+    problems.extend(duplicate_problems([(display_path(p), s) for p, s in loaded]))
+    if files and not loaded and not problems:
+        problems.append(Problem(file=", ".join(display_path(f) for f in files), message="defines no suite at module level"))
+    if problems:
+        raise InvalidInput(problems)
+    return loaded
+
+
+def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[Planned]:
+    """Resolve every selected case (capturing sources) and pick its variants."""
+    planned = []
+    known_cases = {c.id for _, s in loaded for c in s.cases}
+    known_variants = {v.name for _, s in loaded for v in s.variants}
+    problems = [f"--case {c}: no loaded suite has a case with this id" for c in selection.cases if c not in known_cases]
+    problems += [f"--variant {v}: no loaded suite has a variant with this name (known: {', '.join(sorted(known_variants))})"
+                 for v in selection.variants if v not in known_variants]
+    if problems:
+        raise InvalidInput(problems)
+    for path, suite in loaded:
+        variants = [v for v in suite.variants if not selection.variants or v.name in selection.variants]
+        if not variants:
+            continue
+        for case in suite.cases:
+            if selection.cases and case.id not in selection.cases:
+                continue
+            planned.append(Planned(resolve_case(suite, case, path), variants, selection.trials or suite.trials))
+    if not planned:
+        raise InvalidInput(["nothing to run: the --case and --variant filters select no case and variant together"])
+    return planned
+
+
+def record_batch(organization: Organization, planned: list[Planned], options: dict) -> tuple[Batch, list[int], int]:
+    """Versions, variants, the batch, its runs and trials, all or nothing.
+
+    Returns the batch, its trial ids and how many new case versions were made."""
+    resolved = [p.resolved for p in planned]
+    problems = ownership_problems(organization, resolved, lambda r: display_path(r.module_path))
+    if problems:
+        raise InvalidInput(problems)
+    with transaction.atomic():
+        recorded = record_cases(organization, resolved)
+        variant_rows = {}
+        requests = []
+        for plan, rec in zip(planned, recorded, strict=True):
+            for variant in plan.variants:
+                key = (plan.resolved.suite.id, variant.name)
+                if key not in variant_rows:
+                    variant_rows[key] = record_variant(organization, variant)
+                requests.append(RunRequest(rec.version, variant_rows[key], plan.trials))
+        batch, trial_ids = create_batch(organization, requests, options=options)
+    return batch, trial_ids, sum(1 for r in recorded if r.created)

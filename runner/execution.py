@@ -1,0 +1,107 @@
+"""Running a queued trial from the database: claim it, rebuild its plan from the eval file
+its case version came from, execute it, and close the batch when its last trial ends.
+
+Idempotent: a trial that is not queued (already taken, or finished) is left alone, so a task
+delivered twice runs the trial once.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from evals_app.loading import LoadError, load_file
+from evals_app.models import Batch, Trial
+from evals_app.resolution import canonical_hash, resolve_case, variant_spec
+from runner import benchmark, publishing
+from runner.recorder import DatabaseRecorder
+from runner.recording import TrialOutcome
+from runner.trial import TrialPlan, execute_trial
+
+log = logging.getLogger(__name__)
+
+
+class PlanError(Exception):
+    """The trial's definition can no longer be run as recorded; one sentence says why."""
+
+
+def claim(trial_id: int) -> Trial | None:
+    with transaction.atomic():
+        trial = Trial.objects.select_for_update().filter(pk=trial_id).first()
+        if trial is None or trial.status != Trial.Status.QUEUED:
+            return None
+        trial.status = Trial.Status.RUNNING
+        trial.started_at = timezone.now()
+        trial.save(update_fields=["status", "started_at"])
+        Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(status=Batch.Status.RUNNING)
+    return Trial.objects.select_related("run__case_version__case", "run__variant", "run__batch").get(pk=trial_id)
+
+
+def build_plan(trial: Trial) -> TrialPlan:
+    """Import the eval file again and find the exact case and variant this trial pinned."""
+    version = trial.run.case_version
+    definition = version.definition
+    try:
+        loaded = load_file(Path(version.module_path))
+    except LoadError as exc:
+        raise PlanError(str(exc.problems[0])) from None
+    suite = next((s for s in loaded.suites if s.id == definition["suite"]), None)
+    case = next((c for c in suite.cases if c.id == definition["case"]), None) if suite else None
+    if suite is None or case is None:
+        raise PlanError(f"{version.module_path} no longer defines case {definition['case']} of suite {definition['suite']}")
+    resolved = resolve_case(suite, case, loaded.path)
+    if resolved.definition_hash != version.definition_hash:
+        raise PlanError(
+            f"case {case.id} changed in {version.module_path} since version {version.number} was recorded; "
+            "run `proctor eval` to record and run the new version"
+        )
+    wanted = trial.run.variant.spec_hash
+    variant = next((v for v in suite.variants if canonical_hash(variant_spec(v)) == wanted), None)
+    if variant is None:
+        raise PlanError(f"variant {trial.run.variant.name} is no longer defined by suite {suite.id} in {version.module_path}")
+    return TrialPlan(
+        resolved=resolved,
+        variant=variant,
+        index=trial.index,
+        cache_root=Path(settings.CACHE_DIR),
+        git_host=settings.GIT_HOST,
+    )
+
+
+def run_trial_by_id(trial_id: int) -> str | None:
+    """Run one queued trial; returns its final status, or None when it was not queued."""
+    trial = claim(trial_id)
+    if trial is None:
+        return None
+    recorder = DatabaseRecorder(trial)
+    try:
+        plan = build_plan(trial)
+    except PlanError as exc:
+        recorder.trial_started()
+        recorder.trial_finished(TrialOutcome(status="errored", finish_reason="definition", error=str(exc)))
+        status = "errored"
+    else:
+        status = execute_trial(plan, recorder).status
+    finish_batch_if_done(trial.run.batch_id)
+    return status
+
+
+def finish_batch_if_done(batch_id: int) -> bool:
+    """Mark the batch finished (and write benchmark.json) once no trial is left to run."""
+    with transaction.atomic():
+        batch = Batch.objects.select_for_update().get(pk=batch_id)
+        if batch.status == Batch.Status.FINISHED:
+            return False
+        open_trials = Trial.objects.filter(run__batch_id=batch_id).exclude(status__in=Trial.FINAL_STATUSES)
+        if open_trials.exists():
+            return False
+        batch.status = Batch.Status.FINISHED
+        batch.finished_at = timezone.now()
+        batch.save(update_fields=["status", "finished_at"])
+    benchmark.write_benchmark(batch)
+    publishing.batch_changed(batch_id=batch_id, status=batch.status)
+    return True

@@ -1,0 +1,39 @@
+"""Harnesses by name. A new agent is one module and one line here."""
+
+from __future__ import annotations
+
+from proctor.definitions import Variant
+from runner.harnesses.base import (
+    CONVERSATION_RESUME,
+    PLAN_MODE,
+    Harness,
+    HarnessError,
+    TurnRequest,
+    TurnResult,
+)
+from runner.harnesses.command import CommandHarness
+
+HARNESSES: dict[str, type[Harness]] = {
+    "command": CommandHarness,
+}
+
+
+def create_harness(variant: Variant) -> Harness:
+    try:
+        harness_class = HARNESSES[variant.harness]
+    except KeyError:
+        known = ", ".join(sorted(HARNESSES))
+        raise HarnessError(f"variant {variant.name}: unknown harness {variant.harness!r} (known: {known})") from None
+    return harness_class(variant)
+
+
+__all__ = [
+    "CONVERSATION_RESUME",
+    "HARNESSES",
+    "PLAN_MODE",
+    "Harness",
+    "HarnessError",
+    "TurnRequest",
+    "TurnResult",
+    "create_harness",
+]

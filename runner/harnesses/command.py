@@ -1,0 +1,194 @@
+"""The ``command`` harness: runs a process you own that prints the event protocol.
+
+The profile says what to run (``run``, through ``bash -c`` from the workspace), what to install
+once (``install``) and which folder to ship (``dir``, copied to ``$HOME/profile``, exposed as
+``PROCTOR_PROFILE_DIR`` and put first on ``PATH``). The process gets the ``SPHYNX_*`` variables
+of the original protocol, so a runner written for it runs unchanged; follow-up turns run the
+profile again with ``PROCTOR_SESSION_ID`` (the previous ``Started`` session id) and
+``PROCTOR_MODE`` (``plan`` or ``act``) set.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from proctor.definitions import Profile, Variant
+from proctor.protocol import AgentEvent, parse_line
+from runner.harnesses.base import (
+    CONVERSATION_RESUME,
+    PLAN_MODE,
+    EventSink,
+    Harness,
+    HarnessError,
+    RawSink,
+    TurnRequest,
+    TurnResult,
+)
+from runner.harnesses.shell_trace import RECORDER_SCRIPT, read_trace
+from runner.sandboxes import Sandbox
+
+INSTALL_TIMEOUT_S = 30 * 60
+
+
+class CommandHarness(Harness):
+    name = "command"
+    # What any process can do; a profile adds conversation-resume / plan-mode when its process
+    # understands PROCTOR_SESSION_ID / PROCTOR_MODE.
+    capabilities = frozenset()
+
+    def __init__(self, variant: Variant) -> None:
+        super().__init__(variant)
+        if variant.profile is None or not variant.profile.run:
+            raise HarnessError(
+                f"variant {variant.name}: the command harness needs a profile with a run command"
+            )
+        self.profile: Profile = variant.profile
+        self.capabilities = frozenset(self.profile.capabilities) & {CONVERSATION_RESUME, PLAN_MODE}
+
+    def _proctor_dir(self, sandbox: Sandbox) -> Path:
+        return sandbox.host_home / ".proctor"
+
+    def setup(self, sandbox: Sandbox, log: RawSink) -> None:
+        proctor_dir = self._proctor_dir(sandbox)
+        proctor_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(RECORDER_SCRIPT, proctor_dir / "shell_recorder.sh")
+        if self.profile.system_prompt is not None:
+            (proctor_dir / "system_prompt.md").write_text(self.profile.system_prompt, encoding="utf-8")
+        if self.profile.dir:
+            source = Path(self.profile.dir)
+            if not source.is_dir():
+                raise HarnessError(f"profile {self.profile.name}: folder {source} does not exist")
+            shutil.copytree(source, sandbox.host_home / "profile", symlinks=True)
+        if self.profile.install:
+            result = sandbox.run(
+                ["bash", "-c", self.profile.install],
+                env=self._env(sandbox, prompt="", model=self.variant.model, trace=False),
+                timeout_s=INSTALL_TIMEOUT_S,
+                on_line=log,
+            )
+            if result.timed_out or result.exit_code != 0:
+                status = "timed out" if result.timed_out else f"exited {result.exit_code}"
+                tail = result.output.strip().splitlines()[-5:]
+                raise HarnessError(
+                    f"profile {self.profile.name}: install {status}" + (": " + " | ".join(tail) if tail else "")
+                )
+
+    def _env(
+        self,
+        sandbox: Sandbox,
+        *,
+        prompt: str,
+        model: str | None,
+        trace: bool,
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        mode: str = "",
+    ) -> dict[str, str]:
+        home = sandbox.home
+        proctor_dir = f"{home}/.proctor"
+        profile_dir = f"{home}/profile"
+        env = {
+            "SPHYNX_PROMPT": prompt,
+            "SPHYNX_MODEL": model or "",
+            "SPHYNX_HOME": home,
+            "SPHYNX_WORKSPACE": sandbox.workspace,
+            "SPHYNX_TRACE_LOG": f"{proctor_dir}/trace.log",
+            "PROCTOR_PROFILE_DIR": profile_dir,
+        }
+        if system_prompt is not None:
+            (self._proctor_dir(sandbox) / "system_prompt.md").write_text(system_prompt, encoding="utf-8")
+            env["SPHYNX_SYSTEM_PROMPT_FILE"] = f"{proctor_dir}/system_prompt.md"
+        elif self.profile.system_prompt is not None:
+            env["SPHYNX_SYSTEM_PROMPT_FILE"] = f"{proctor_dir}/system_prompt.md"
+        if session_id:
+            env["PROCTOR_SESSION_ID"] = session_id
+        if mode:
+            env["PROCTOR_MODE"] = mode
+        if trace:
+            env["BASH_ENV"] = f"{proctor_dir}/shell_recorder.sh"
+        env.update(self.profile.env)
+        env["PATH"] = f"{profile_dir}:{env.get('PATH') or sandbox.base_env()['PATH']}"
+        return env
+
+    def run_turn(
+        self,
+        sandbox: Sandbox,
+        request: TurnRequest,
+        *,
+        emit: EventSink,
+        raw: RawSink,
+        timeout_s: float,
+    ) -> TurnResult:
+        trace_log = self._proctor_dir(sandbox) / "trace.log"
+        trace_log.unlink(missing_ok=True)  # each turn records only the commands it ran
+        state = _TurnState()
+
+        def on_line(stream: str, line: str) -> None:
+            raw(stream, line)
+            if stream != "stdout":
+                return
+            event = parse_line(line)
+            if event is None:
+                return
+            state.observe(event)
+            if event.kind == "Finished":
+                # Held back so the commands the shell recorder saw come before the end.
+                state.finished_event = state.finished_event or event
+            else:
+                emit(event)
+
+        env = self._env(
+            sandbox,
+            prompt=request.prompt,
+            model=request.model,
+            trace=True,
+            system_prompt=request.system_prompt,
+            session_id=request.session_id,
+            mode=request.mode,
+        )
+        result = sandbox.run(["bash", "-c", self.profile.run or ""], env=env, timeout_s=timeout_s, on_line=on_line)
+        for event in read_trace(trace_log, already_printed=state.printed_commands):
+            emit(event)
+        trace_log.unlink(missing_ok=True)
+        if state.finished_event is not None:
+            emit(state.finished_event)
+        if result.timed_out:
+            reason = "timed out"
+        elif state.finish_reason is None:
+            reason = f"exit {result.exit_code}"
+            emit(AgentEvent("Finished", {"reason": reason}))
+        else:
+            reason = state.finish_reason
+        return TurnResult(
+            session_id=state.session_id or request.session_id,
+            finish_reason=reason,
+            timed_out=result.timed_out,
+            exit_code=result.exit_code,
+            answer=state.answer,
+            duration_ms=result.duration_ms,
+            usage=state.usage,
+        )
+
+
+class _TurnState:
+    """What the runner needs to remember of one turn's events."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.finish_reason: str | None = None
+        self.answer = ""
+        self.printed_commands: set[str] = set()
+        self.usage: dict[str, int] = {}
+        self.finished_event: AgentEvent | None = None
+
+    def observe(self, event: AgentEvent) -> None:
+        data = event.data
+        if event.kind == "Started":
+            self.session_id = data["session_id"]
+        elif event.kind == "Message" and data["role"] == "assistant":
+            self.answer = data["text"]
+        elif event.kind == "Command":
+            self.printed_commands.add(data["command"])
+        elif event.kind == "Finished" and self.finish_reason is None:
+            self.finish_reason = data["reason"]

@@ -1,0 +1,164 @@
+"""proctor eval [PATH...]: run eval files as a batch and print a case x variant table."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from evals_app.models import Batch, Organization, Trial
+from runner import artifacts, dispatch
+from runner.batch_report import batch_report, overall_pass_rate, warnings_by_variant
+from runner.eval_command import InvalidInput, Selection, load_suites, plan_batch, record_batch
+from runner.schema import ensure_database
+
+POLL_S = 0.2
+
+
+def pass_rate(value: str) -> float:
+    rate = float(value)
+    if rate > 1:  # "80" means 80 %
+        rate /= 100
+    if not 0 <= rate <= 1:
+        raise ValueError(value)
+    return rate
+
+
+class Command(BaseCommand):
+    help = "Run *.eval.py files (default: every one below the current folder) as one batch."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="*", help="eval files or folders to search")
+        parser.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
+        parser.add_argument("--variant", action="append", default=[], metavar="NAME", help="run only this variant (repeatable)")
+        parser.add_argument("--trials", type=int, metavar="N", help="trials per case and variant (overrides the suite)")
+        parser.add_argument("-j", "--jobs", type=int, default=dispatch.default_concurrency(), metavar="N",
+                            help="trials run at once (default: the CPU count)")
+        parser.add_argument("--fail-under", type=pass_rate, metavar="RATE",
+                            help="exit 1 when the overall pass rate is below RATE (0-1, or a percentage)")
+        parser.add_argument("--json", action="store_true", help="print only the results as JSON on stdout")
+        parser.add_argument("--org", default=Organization.EMBEDDED_SLUG, metavar="SLUG",
+                            help="organization to record under (default: the embedded default)")
+        parser.add_argument("--no-wait", action="store_true", help="queue the batch and exit (scaled mode)")
+
+    def handle(self, *args, **options) -> None:
+        err = Console(stderr=True, highlight=False)
+        out = Console(highlight=False, soft_wrap=True)
+        if options["trials"] is not None and options["trials"] < 1:
+            self._invalid(err, ["--trials must be 1 or more"])
+        if options["jobs"] < 1:
+            self._invalid(err, ["-j must be 1 or more"])
+        try:
+            loaded = load_suites(options["paths"])
+            planned = plan_batch(loaded, Selection(options["case"], options["variant"], options["trials"]))
+        except InvalidInput as exc:
+            self._invalid(err, exc.problems)
+        ensure_database()
+        organization = self._organization(err, options["org"])
+        dispatch.configure_local_workers(options["jobs"])
+        try:
+            batch, trial_ids, new_versions = record_batch(
+                organization, planned, options={"paths": options["paths"], "jobs": options["jobs"]}
+            )
+        except InvalidInput as exc:
+            self._invalid(err, exc.problems)
+        if not options["json"]:
+            versions = f", {new_versions} new case version{'s' if new_versions != 1 else ''}" if new_versions else ""
+            err.print(f"Batch {batch.pk}: {len(trial_ids)} trial{'s' if len(trial_ids) != 1 else ''}{versions}")
+        dispatch.enqueue(trial_ids)
+        if options["no_wait"]:
+            if options["json"]:
+                out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))
+            return
+        self._wait(batch, len(trial_ids), err, quiet=options["json"])
+        batch.refresh_from_db()
+        report = batch_report(batch)
+        if options["json"]:
+            sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+        else:
+            self._print_table(out, batch, report)
+        rate = overall_pass_rate(batch)
+        if options["fail_under"] is not None and rate < options["fail_under"]:
+            if not options["json"]:
+                err.print(f"[red]Pass rate {rate:.0%} is under --fail-under {options['fail_under']:.0%}.[/red]")
+            sys.exit(1)
+
+    def _invalid(self, err: Console, problems) -> None:
+        for problem in problems:
+            err.print(problem, markup=False)
+        sys.exit(2)
+
+    def _organization(self, err: Console, slug: str) -> Organization:
+        if slug == Organization.EMBEDDED_SLUG:
+            return Organization.embedded_default()
+        organization = Organization.objects.filter(slug=slug).first()
+        if organization is None:
+            self._invalid(err, [f"--org {slug}: no such organization (create it with `proctor createuser --org {slug}`)"])
+        return organization
+
+    def _wait(self, batch: Batch, total: int, err: Console, *, quiet: bool) -> None:
+        trials = Trial.objects.filter(run__batch=batch)
+        if not settings.EMBEDDED and not quiet:
+            err.print("Queued on the broker; waiting for `proctor worker` processes to run it.")
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
+                       "[yellow]{task.fields[timed_out]} timed out[/] [magenta]{task.fields[errored]} errored[/]"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=quiet,
+            transient=False,
+        ) as progress:
+            task = progress.add_task("trials", total=total, passed=0, failed=0, timed_out=0, errored=0)
+            while True:
+                counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
+                for status in trials.filter(status__in=Trial.FINAL_STATUSES).values_list("status", flat=True):
+                    counts[status] += 1
+                done = sum(counts.values())
+                progress.update(task, completed=done, **counts)
+                if done >= total:
+                    break
+                time.sleep(POLL_S)
+        # The last trial's thread closes the batch just after its trial; wait for it briefly.
+        for _ in range(50):
+            if Batch.objects.filter(pk=batch.pk, status=Batch.Status.FINISHED).exists():
+                break
+            time.sleep(0.05)
+
+    def _print_table(self, out: Console, batch: Batch, report: dict) -> None:
+        variants = list(dict.fromkeys(run["variant"] for run in report["runs"]))
+        table = Table(title=f"Batch {batch.pk}", title_justify="left")
+        table.add_column("case")
+        for name in variants:
+            table.add_column(escape(name), justify="center")
+        rows: dict[tuple[str, str], dict[str, str]] = {}
+        for run in report["runs"]:
+            trials = run["trials"]
+            passed = sum(1 for t in trials if t["status"] == "passed")
+            marks = "".join(
+                {"timed_out": " ⏱", "errored": " ⚠"}.get(s, "")
+                for s in sorted({t["status"] for t in trials} & {"timed_out", "errored"})
+            )
+            style = "green" if passed == len(trials) else "red" if passed == 0 else "yellow"
+            rows.setdefault((run["suite"], run["case"]), {})[run["variant"]] = f"[{style}]{passed}/{len(trials)}[/]{marks}"
+        for (suite, case), cells in rows.items():
+            table.add_row(escape(f"{suite} / {case}"), *[cells.get(v, "—") for v in variants])
+        out.print(table)
+        for variant, warnings in warnings_by_variant(report).items():
+            listed = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in warnings.items())
+            out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
+        for run in report["runs"]:
+            for trial in run["trials"]:
+                if trial["status"] == "errored":
+                    where = escape(f"{run['case']} × {run['variant']} #{trial['index']}: {trial['error']}")
+                    out.print(f"[magenta]errored[/] {where}")
+        out.print(f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`", markup=False)

@@ -1,0 +1,145 @@
+"""Redaction: keeping secrets out of everything Proctor stores or prints.
+
+Two sources of secrets: the values a case's prepare returned (a test API key it created) are
+known exactly and removed wherever they appear; anything else that merely looks like a
+credential (a provider key, a bearer token, ``password=...``) is removed by its shape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+REDACTED = "[redacted]"
+
+# Shorter values are too likely to be ordinary words or numbers to remove everywhere.
+MIN_SECRET_LENGTH = 4
+# A number returned by prepare is a secret only when it is long enough to be a token:
+# a port (4173) or a count stays readable.
+MIN_NUMERIC_SECRET_LENGTH = 6
+
+# Each pattern either matches the credential itself or marks it with a group named "value";
+# text around that group (a header name, "Bearer ") stays, so the log still says what it was.
+_KEY_SHAPES = [
+    # OpenAI and Anthropic (sk-..., sk-proj-..., sk-ant-...): random text holding a digit.
+    r"\bsk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}",
+    # GitHub personal, OAuth, app and refresh tokens; fine-grained tokens.
+    r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+    # AWS access key ids.
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    # Slack bot, user, app and workspace tokens.
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",
+    # Google API keys.
+    r"\bAIza[0-9A-Za-z_-]{30,}",
+    # PEM private keys, whole.
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    # Authorization: Bearer <token>
+    r"(?i:\bbearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})",
+    # api_key=..., "token": "...", X-Api-Key: ..., DB_PASSWORD=... (quotes may be JSON-escaped)
+    r"(?i:\b(?:[a-z0-9]+[_.-]){0,6}(?:api[_-]?key|key|token|secret|password|passwd))\b"
+    r"[\\\"']*\s*[:=]\s*[\\\"']*(?P<value>[^\s\"'\\]{8,})",
+]
+_KEY_PATTERNS = [re.compile(shape) for shape in _KEY_SHAPES]
+
+
+class Redactor:
+    """Replaces known secrets and key-shaped text with ``[redacted]``."""
+
+    def __init__(self, secrets: Iterable[str] = ()):
+        kept = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
+        self._secrets = tuple(sorted(kept, key=lambda s: (-len(s), s)))
+        forms: set[str] = set()
+        for secret in self._secrets:
+            forms.add(secret)
+            # A secret inside JSON text (a logged payload, an event line) appears escaped.
+            forms.add(json.dumps(secret)[1:-1])
+            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+        self._forms = tuple(sorted(forms, key=lambda s: (-len(s), s)))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self._secrets
+
+    def with_secrets(self, values: Iterable[str]) -> Redactor:
+        """A new redactor that also removes ``values``; this one is left as it was."""
+        return Redactor([*self._secrets, *values])
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret and key-shaped value replaced by ``[redacted]``.
+
+        All spans to hide are found in the original text first and merged, so overlapping
+        secrets are hidden whole and no leftover piece of one survives the other's removal.
+        """
+        if not text:
+            return text
+        spans: list[tuple[int, int]] = []
+        for form in self._forms:
+            start = text.find(form)
+            while start != -1:
+                spans.append((start, start + len(form)))
+                start = text.find(form, start + 1)
+        for pattern in _KEY_PATTERNS:
+            group = "value" if "value" in pattern.groupindex else 0
+            spans.extend(match.span(group) for match in pattern.finditer(text))
+        if not spans:
+            return text
+        return _replace_spans(text, spans)
+
+    def redact_obj(self, obj: Any) -> Any:
+        """A copy of ``obj`` with every string inside dicts, lists and tuples redacted; dict
+        keys and non-string values are kept as they are."""
+        if isinstance(obj, str):
+            return self.redact(obj)
+        if isinstance(obj, dict):
+            return {key: self.redact_obj(value) for key, value in obj.items()}
+        if isinstance(obj, list):
+            return [self.redact_obj(value) for value in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.redact_obj(value) for value in obj)
+        return obj
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    merged: list[list[int]] = []
+    for start, stop in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+        else:
+            merged.append([start, stop])
+    pieces: list[str] = []
+    position = 0
+    for start, stop in merged:
+        pieces.append(text[position:start])
+        pieces.append(REDACTED)
+        position = stop
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def secret_values(obj: Any) -> list[str]:
+    """The values in what prepare returned that must never be shown: every string of 4+
+    characters and every number whose text has 6+, found at any depth. Dict keys are names,
+    not secrets, and are not returned."""
+    found: list[str] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            if len(value) >= MIN_SECRET_LENGTH:
+                found.append(value)
+        elif isinstance(value, bool):
+            return
+        elif isinstance(value, int | float):
+            if len(str(value)) >= MIN_NUMERIC_SECRET_LENGTH:
+                found.append(str(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                collect(item)
+
+    collect(obj)
+    return list(dict.fromkeys(found))

@@ -1,0 +1,107 @@
+"""What every sandbox offers: a workspace and a home, processes run inside them, files.
+
+A sandbox runs each process in its own process group with stdin closed, streams its output line
+by line, and on timeout kills the whole group, so an agent's children never outlive it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Called for each output line as it arrives: (stream name "stdout" | "stderr", line without \n).
+LineSink = Callable[[str, str], None]
+
+
+class SandboxError(Exception):
+    """The sandbox itself broke (not the agent): the trial is errored, not failed."""
+
+
+class PathEscapesWorkspace(ValueError):
+    """A path given by an eval (validator, prepare) points outside the workspace."""
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_ms: int
+
+    @property
+    def output(self) -> str:
+        """stdout followed by stderr: what a person reading a command's result wants to see."""
+        if self.stdout and self.stderr:
+            return self.stdout.rstrip("\n") + "\n" + self.stderr
+        return self.stdout or self.stderr
+
+
+class Sandbox(abc.ABC):
+    """One trial's isolated place to work. ``workspace`` and ``home`` are paths as processes
+    inside the sandbox see them; ``host_workspace`` is where the host reads and writes them."""
+
+    kind: str = ""
+    workspace: str
+    home: str
+    host_workspace: Path
+    host_home: Path
+
+    @abc.abstractmethod
+    def base_env(self) -> dict[str, str]:
+        """The environment every process starts from (PATH, HOME, ...), before a step's own."""
+
+    @abc.abstractmethod
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout_s: float | None = None,
+        on_line: LineSink | None = None,
+    ) -> ProcessResult:
+        """Run ``argv`` to completion (or until ``timeout_s``), stdin closed."""
+
+    @abc.abstractmethod
+    def destroy(self) -> None:
+        """Remove everything the sandbox made. Safe to call twice."""
+
+    def resolve(self, path: str) -> Path:
+        """The host path of ``path`` (relative to the workspace, or absolute inside it).
+
+        Raises PathEscapesWorkspace for anything outside the workspace, symlinks included.
+        """
+        root = self.host_workspace.resolve()
+        candidate = Path(path)
+        if candidate.is_absolute():
+            try:
+                candidate = candidate.relative_to(self.workspace)
+            except ValueError:
+                raise PathEscapesWorkspace(f"{path} is outside the workspace") from None
+        resolved = (root / candidate).resolve()
+        if resolved != root and root not in resolved.parents:
+            raise PathEscapesWorkspace(f"{path} is outside the workspace")
+        return resolved
+
+    def read_text(self, path: str) -> str:
+        return self.resolve(path).read_text(encoding="utf-8", errors="replace")
+
+    def write_text(self, path: str, text: str) -> None:
+        target = self.resolve(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def exists(self, path: str) -> bool:
+        try:
+            return self.resolve(path).exists()
+        except PathEscapesWorkspace:
+            return False
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.destroy()

@@ -1,0 +1,62 @@
+"""The ``local`` sandbox: a fresh temporary folder per trial, processes in their own group.
+
+It isolates files and processes, not the system: use ``bwrap`` or ``docker`` for an agent that
+must not touch the machine. Processes get a clean environment (no worker secrets leak in).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from runner.sandboxes.base import LineSink, ProcessResult, Sandbox
+from runner.sandboxes.processes import run_process
+
+# Passed through from the worker so tools behave as they do for the person running Proctor.
+INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+class LocalSandbox(Sandbox):
+    kind = "local"
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="proctor-trial-"))
+        self.host_workspace = self.root / "workspace"
+        self.host_home = self.root / "home"
+        self.tmp = self.root / "tmp"
+        for folder in (self.host_workspace, self.host_home, self.tmp):
+            folder.mkdir()
+        self.workspace = str(self.host_workspace)
+        self.home = str(self.host_home)
+
+    def base_env(self) -> dict[str, str]:
+        env = {name: os.environ[name] for name in INHERITED if name in os.environ}
+        env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        # The Python that runs Proctor comes first, so an agent written with the runner kit
+        # (`python3 agent.py` importing proctor.runner) finds it without an install step.
+        python_bin = os.path.dirname(sys.executable)
+        if python_bin not in env["PATH"].split(os.pathsep):
+            env["PATH"] = python_bin + os.pathsep + env["PATH"]
+        env.setdefault("LANG", "C.UTF-8")
+        env.update(HOME=self.home, TMPDIR=str(self.tmp), TERM="dumb", USER=os.environ.get("USER", "proctor"))
+        return env
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout_s: float | None = None,
+        on_line: LineSink | None = None,
+    ) -> ProcessResult:
+        full_env = self.base_env()
+        full_env.update(env or {})
+        return run_process(argv, env=full_env, cwd=cwd or self.workspace, timeout_s=timeout_s, on_line=on_line)
+
+    def destroy(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

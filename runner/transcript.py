@@ -1,0 +1,96 @@
+"""The conversation as validators and artifacts read it: turns with what happened in each."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from proctor.protocol import AgentEvent
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+@dataclass
+class TurnTranscript:
+    index: int
+    prompt: str
+    origin: dict[str, Any] = field(default_factory=dict)
+    mode: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    file_changes: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
+    finish_reason: str = ""
+    _usage_events_seen: bool = field(default=False, repr=False)
+
+    @property
+    def answer(self) -> str:
+        """The turn's last assistant message."""
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                return message["text"]
+        return ""
+
+    def add(self, event: AgentEvent) -> None:
+        data = event.data
+        if event.kind == "Message":
+            self.messages.append({"role": data["role"], "text": data["text"]})
+            # Usage attached to messages counts only while the turn printed no Usage line,
+            # so an agent that reports both is not counted twice.
+            if data.get("usage") and not self._usage_events_seen:
+                self._add_usage(data["usage"])
+        elif event.kind == "Command":
+            self.commands.append(dict(data))
+        elif event.kind == "ToolCall":
+            self.tool_calls.append(dict(data))
+        elif event.kind == "FileChange":
+            self.file_changes.extend(data["paths"])
+        elif event.kind == "Usage":
+            if not self._usage_events_seen:
+                self._usage_events_seen = True
+                self.usage = dict.fromkeys(USAGE_KEYS, 0)
+            self._add_usage(data)
+        elif event.kind == "Finished" and not self.finish_reason:
+            self.finish_reason = data["reason"]
+
+    def _add_usage(self, usage: dict[str, int]) -> None:
+        for key in USAGE_KEYS:
+            self.usage[key] += int(usage.get(key, 0))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("_usage_events_seen")
+        data["answer"] = self.answer
+        return data
+
+
+@dataclass
+class Transcript:
+    turns: list[TurnTranscript] = field(default_factory=list)
+
+    def start_turn(self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = "") -> TurnTranscript:
+        turn = TurnTranscript(index=len(self.turns), prompt=prompt, origin=origin or {}, mode=mode)
+        self.turns.append(turn)
+        return turn
+
+    @property
+    def answer(self) -> str:
+        """The agent's last assistant message across the whole conversation."""
+        for turn in reversed(self.turns):
+            if turn.answer:
+                return turn.answer
+        return ""
+
+    def text(self) -> str:
+        """Every assistant message, joined: what a validator searches for a claim."""
+        return "\n\n".join(
+            m["text"] for turn in self.turns for m in turn.messages if m["role"] == "assistant"
+        )
+
+    def usage(self) -> dict[str, int]:
+        total = dict.fromkeys(USAGE_KEYS, 0)
+        for turn in self.turns:
+            for key in USAGE_KEYS:
+                total[key] += turn.usage[key]
+        return total

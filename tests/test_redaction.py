@@ -1,0 +1,160 @@
+"""Redaction: secrets never reach logs, the terminal or stored evidence."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.redaction import Redactor, secret_values
+
+# Built from pieces so this file itself never holds a whole key-shaped string.
+OPENAI_KEY = "sk-" + "proj-" + "Xy7" * 10
+ANTHROPIC_KEY = "sk-" + "ant-api03-" + "Q9z" * 10
+GITHUB_TOKEN = "ghp" + "_" + "A1b2C3d4" * 5
+GITHUB_OAUTH = "gho" + "_" + "Z9y8X7w6" * 5
+GITHUB_PAT = "github" + "_pat_" + "11ABCDEFG0" + "_xYz" * 6
+AWS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
+SLACK_TOKEN = "xoxb" + "-1234567890-0987654321-" + "aBcDeFgHiJ"
+GOOGLE_KEY = "AIza" + "SyD-" + "abc123XYZ_" * 4
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        OPENAI_KEY,
+        ANTHROPIC_KEY,
+        GITHUB_TOKEN,
+        GITHUB_OAUTH,
+        GITHUB_PAT,
+        AWS_KEY,
+        SLACK_TOKEN,
+        GOOGLE_KEY,
+    ],
+    ids=["openai", "anthropic", "github", "github-oauth", "github-pat", "aws", "slack", "google"],
+)
+def test_it_hides_keys_by_their_shape(key):
+    text = f"calling the API with {key} now"
+
+    assert Redactor().redact(text) == "calling the API with [redacted] now"
+
+
+def test_it_hides_a_bearer_token_but_keeps_the_header():
+    text = "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.signature"
+
+    assert Redactor().redact(text) == "Authorization: Bearer [redacted]"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("OPENAI_API_KEY=abcd1234efgh", "OPENAI_API_KEY=[redacted]"),
+        ("db password: correct-horse-battery", "db password: [redacted]"),
+        ('{"access_token": "tok_98765432"}', '{"access_token": "[redacted]"}'),
+        ("X-Api-Key: 0123456789abcdef", "X-Api-Key: [redacted]"),
+        ("client_secret = s3cr3t-value!", "client_secret = [redacted]"),
+    ],
+)
+def test_it_hides_the_value_of_a_named_credential_and_keeps_its_name(text, expected):
+    assert Redactor().redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "listening on http://localhost:4173",
+        "token: short",
+        "monkey: bananasplit",
+        "the task-force-planning-meeting-notes are in docs/",
+        "install scikit-learn and sk-learn-compatible-estimators",
+        "3 passed, 0 failed in 1.42s",
+    ],
+)
+def test_it_leaves_ordinary_text_alone(text):
+    assert Redactor(["hunter22"]).redact(text) == text
+
+
+def test_it_hides_every_occurrence_of_a_known_secret():
+    redactor = Redactor(["prep-4f9a"])
+
+    redacted = redactor.redact("created prep-4f9a; export KEY_ID=prep-4f9a")
+
+    assert redacted == "created [redacted]; export KEY_ID=[redacted]"
+
+
+def test_it_hides_the_longer_of_two_secrets_whole():
+    redactor = Redactor(["abcd", "abcdefgh"])
+
+    assert redactor.redact("value abcdefgh end") == "value [redacted] end"
+
+
+def test_it_hides_overlapping_secrets_without_leaving_a_piece():
+    redactor = Redactor(["alpha-beta", "beta-gamma"])
+
+    assert redactor.redact("x alpha-beta-gamma y") == "x [redacted] y"
+
+
+def test_it_ignores_secrets_shorter_than_four_characters():
+    redactor = Redactor(["abc", "", "on"])
+
+    assert redactor.redact("abc on") == "abc on"
+
+
+def test_it_hides_a_secret_inside_json_text():
+    secret = 'pa"ss\\w\u00e9rd'
+    redactor = Redactor([secret])
+
+    for encoded in (json.dumps({"key": secret}), json.dumps({"key": secret}, ensure_ascii=False)):
+        redacted = redactor.redact(encoded)
+        assert redacted == '{"key": "[redacted]"}'
+
+
+def test_it_redacts_every_string_in_a_nested_object():
+    redactor = Redactor(["s3cret-token"])
+    event = {
+        "s3cret-token": ["echo s3cret-token", ("ok", {"note": f"used {GITHUB_TOKEN}"})],
+        "exit": 0,
+        "ok": True,
+    }
+
+    redacted = redactor.redact_obj(event)
+
+    assert redacted == {
+        "s3cret-token": ["echo [redacted]", ("ok", {"note": "used [redacted]"})],
+        "exit": 0,
+        "ok": True,
+    }
+    assert event["s3cret-token"][0] == "echo s3cret-token"
+
+
+def test_with_secrets_adds_to_a_new_redactor():
+    base = Redactor(["first-secret"])
+
+    more = base.with_secrets(["second-secret"])
+
+    assert more.redact("first-secret second-secret") == "[redacted] [redacted]"
+    assert base.redact("first-secret second-secret") == "[redacted] second-secret"
+
+
+def test_secret_values_finds_long_strings_and_numbers_at_any_depth():
+    prepared = {
+        "port": 4173,
+        "api": {"key": "test-key-123", "ids": [987654321, "ab"]},
+        "user": ("alice", 3.14159265),
+        "debug": True,
+        "retries": 3,
+    }
+
+    assert secret_values(prepared) == ["test-key-123", "987654321", "alice", "3.14159265"]
+
+
+def test_secret_values_of_a_plain_string():
+    assert secret_values("only-one-secret") == ["only-one-secret"]
+    assert secret_values("abc") == []
+
+
+def test_prepared_secrets_are_hidden_but_a_port_stays_visible():
+    prepared = {"port": 4173, "token": 20240611}
+    redactor = Redactor(secret_values(prepared))
+
+    assert redactor.redact("server 4173 with id 20240611") == "server 4173 with id [redacted]"
