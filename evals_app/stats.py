@@ -1,5 +1,5 @@
-"""Pass rates: per grid cell (case version x variant) of a batch, per row and column, per check
-of a run, and per version and variant across a case's history.
+"""Pass rates: per grid cell (case version x variant) of a batch, per row and column, and per
+version and variant across a case's history.
 
 Every function here costs a fixed number of queries whatever the size of the batch: trials are
 counted by the database with filtered aggregates, never fetched and counted one by one, so the
@@ -15,7 +15,7 @@ from datetime import datetime
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from evals_app.models import Batch, Case, CaseVersion, Check, Run, Trial, Variant
+from evals_app.models import Batch, Case, CaseVersion, Run, Trial, Variant
 
 _STATUS = Trial.Status
 
@@ -271,17 +271,6 @@ def row_tally(batch_id: int, case_version_id: int) -> Tally:
 def column_tally(batch_id: int, variant_id: int) -> Tally:
     """A column's total, re-counted for a live update (one query)."""
     return trials_tally(Trial.objects.filter(run__batch_id=batch_id, run__variant_id=variant_id))
-
-
-def check_tallies(run: Run) -> dict[int, tuple[int, int]]:
-    """``{check index: (passed, total)}`` across the run's trials, in one query."""
-    rows = (
-        Check.objects.filter(trial__run=run)
-        .order_by()
-        .values("index")
-        .annotate(total=Count("pk"), passed=Count("pk", filter=Q(passed=True)))
-    )
-    return {row["index"]: (row["passed"], row["total"]) for row in rows}
 
 
 def version_variant_tallies(case: Case) -> dict[tuple[int, int], Tally]:

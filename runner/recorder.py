@@ -52,9 +52,8 @@ class DatabaseRecorder:
 
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
         self.flush()
-        Turn.objects.update_or_create(
-            trial_id=self.trial_id, index=index,
-            defaults={"prompt": prompt, "origin": origin, "mode": mode, "started_at": timezone.now()},
+        Turn.objects.create(
+            trial_id=self.trial_id, index=index, prompt=prompt, origin=origin, mode=mode, started_at=timezone.now()
         )
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
@@ -90,18 +89,17 @@ class DatabaseRecorder:
         )
 
     def check(self, index: int, result: CheckResult) -> None:
-        Check.objects.update_or_create(
-            trial_id=self.trial_id, index=index,
-            defaults={
-                "name": result.name[:300],
-                "kind": result.kind,
-                "passed": result.passed,
-                "score": result.score,
-                "message": result.message,
-                "output": result.output,
-                "source_ref": result.source_ref,
-                "duration_ms": result.duration_ms,
-            },
+        Check.objects.create(
+            trial_id=self.trial_id,
+            index=index,
+            name=result.name[:300],
+            kind=result.kind,
+            passed=result.passed,
+            score=result.score,
+            message=result.message,
+            output=result.output,
+            source_ref=result.source_ref,
+            duration_ms=result.duration_ms,
         )
 
     def artifact(self, relative_path: str, text: str) -> None:

@@ -3,6 +3,8 @@ counts, pass rates."""
 
 from __future__ import annotations
 
+import json
+
 from django import template
 
 from evals_app.stats import Tally
@@ -74,3 +76,33 @@ def tally_summary(tally: Tally) -> str:
     if tally.mean_duration_ms is not None:
         parts.append(f"{duration(tally.mean_duration_ms)} per trial")
     return " · ".join(parts)
+
+
+@register.filter
+def as_json(value: object) -> str:
+    """Indented JSON for a stored spec or definition (escaped by the template as usual)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def line_count(text: str | None) -> int:
+    return 0 if not text else text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+@register.filter
+def origin_label(origin: dict | None) -> str:
+    """Who wrote a turn's message: the eval's author, the responder, or the runner itself."""
+    if not origin:
+        return "authored"
+    if "responder" in origin:
+        return "responder"
+    if "runner" in origin:
+        return f"runner · {origin['runner']}" if isinstance(origin["runner"], str) else "runner"
+    return ", ".join(str(key) for key in origin)
+
+
+@register.filter
+def origin_reason(origin: dict | None) -> str:
+    """The responder's one-line reason for its reply, when it gave one."""
+    responder = (origin or {}).get("responder")
+    return str(responder.get("reason") or "") if isinstance(responder, dict) else ""

@@ -87,3 +87,9 @@ def api_as():
         return client
 
     return client_for
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # Every test signs users in; the production hasher is deliberately slow.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

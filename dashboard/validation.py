@@ -1,0 +1,103 @@
+"""The validation panel: each check of a case version with the source that graded it, its pass
+rate across a run's trials and its result on each trial.
+
+The source is the text captured when the version was made (``CaseVersion.sources``), never the
+eval file as it is today, so a reader sees exactly the code that produced the result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.safestring import SafeString
+
+from dashboard.highlighting import highlight_code, source_lines
+from evals_app.models import CaseVersion, Check, Run, Trial
+
+
+@dataclass
+class CheckReport:
+    index: int
+    name: str
+    kind: str
+    # Highlighted source, and where it came from ("evals/api.eval.py, lines 10–14").
+    source: SafeString | None
+    source_label: str
+    # Why there is no source to show, when there is none.
+    source_missing: str = ""
+    results: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(1 for check in self.results if check.passed)
+
+    @property
+    def total(self) -> int:
+        return len(self.results)
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.total if self.total else None
+
+    @property
+    def failed(self) -> bool:
+        return any(not check.passed for check in self.results)
+
+
+def run_check_reports(run: Run) -> list[CheckReport]:
+    """Every check of the run's case version with its result on each trial (one query for the
+    checks; ``run.case_version`` should already be loaded)."""
+    checks = list(
+        Check.objects.filter(trial__run=run).select_related("trial").order_by("index", "trial__index")
+    )
+    return _reports(run.case_version, checks)
+
+
+def trial_check_reports(trial: Trial) -> list[CheckReport]:
+    """Every check of the trial's case version with this trial's result (one query)."""
+    checks = list(Check.objects.filter(trial=trial).select_related("trial").order_by("index"))
+    return _reports(trial.run.case_version, checks)
+
+
+def _reports(version: CaseVersion, checks: list[Check]) -> list[CheckReport]:
+    defined = {i: spec for i, spec in enumerate(version.definition.get("checks") or [])}
+    by_index: dict[int, list[Check]] = {}
+    for check in checks:
+        by_index.setdefault(check.index, []).append(check)
+    reports = []
+    for index in sorted(set(defined) | set(by_index)):
+        results = by_index.get(index, [])
+        spec = defined.get(index) or {}
+        # A check recorded without a definition entry (none today) still shows its results.
+        if not spec and results:
+            spec = {"kind": results[0].kind, "name": results[0].name, **results[0].source_ref}
+        reports.append(_report(index, spec, results, version.sources or {}))
+    return reports
+
+
+def _report(index: int, spec: dict[str, Any], results: list[Check], sources: dict[str, str]) -> CheckReport:
+    kind = spec.get("kind", "")
+    name = spec.get("name") or (results[0].name if results else f"check {index + 1}")
+    report = CheckReport(index=index, name=name, kind=kind, source=None, source_label="", results=results)
+    if kind == "command":
+        report.source = highlight_code(spec.get("command", ""), "shell")
+        report.source_label = "shell command"
+    elif "path" in spec and "start" in spec:
+        path, start, end = spec["path"], int(spec["start"]), int(spec.get("end", spec["start"]))
+        report.source_label = f"{path}, lines {start}–{end}"
+        text = sources.get(path)
+        if text is None:
+            report.source_missing = "The source was not captured for this version."
+        else:
+            report.source = highlight_code(source_lines(text, start, end), "python", first_line=start)
+    elif kind == "judge" and spec.get("rubric"):
+        report.source = highlight_code(str(spec["rubric"]), "text")
+        report.source_label = "rubric"
+    else:
+        shown = {k: v for k, v in spec.items() if k not in ("kind", "name")}
+        if shown:
+            report.source = highlight_code(json.dumps(shown, indent=2, ensure_ascii=False), "json")
+            report.source_label = "definition"
+    return report

@@ -1,0 +1,79 @@
+"""The home page: the case x variant grid of one batch, the latest by default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from dashboard.access import batches_for, get_or_404
+from dashboard.views import HtmxHttpRequest
+from evals_app.stats import GridColumn, batch_grid
+
+# The batch picker offers this many recent batches (plus the one shown, if older).
+PICKER_SIZE = 50
+
+
+@dataclass(frozen=True)
+class SortLink:
+    """A header that sorts the rows: its query string and the direction it shows now."""
+
+    href: str
+    direction: str  # "asc", "desc" or "" when the rows are not sorted by it
+
+
+@login_required
+def grid(request: HtmxHttpRequest, batch_id: int | None = None) -> HttpResponse:
+    batches = batches_for(request.user).order_by("-created_at", "-id")
+    chosen = batch_id or request.GET.get("batch")
+    batch = get_or_404(batches, pk=chosen) if chosen else batches.first()
+    if batch is None:
+        return render(request, "dashboard/no_batches.html")
+
+    filters = {
+        "suite": request.GET.get("suite", ""),
+        "tag": request.GET.get("tag", ""),
+        "search": request.GET.get("q", ""),
+        "sort": request.GET.get("sort", "case"),
+    }
+    grid = batch_grid(batch, **filters)
+    recent = list(batches.only("id", "created_at", "label", "status", "parent_id")[:PICKER_SIZE])
+    if batch not in recent:
+        recent.append(batch)
+    context = {
+        "batch": batch,
+        "grid": grid,
+        "filters": filters,
+        "recent_batches": recent,
+        "case_sort": _sort_link(request, "case", filters["sort"]),
+        "rate_sort": _sort_link(request, "rate", filters["sort"]),
+        "columns": [(column, _column_sort(request, column, filters["sort"])) for column in grid.columns],
+        # Live updates catch up on what changed after this moment (see consumers.py).
+        "rendered_at_ms": int(timezone.now().timestamp() * 1000),
+    }
+    template = "dashboard/grid.html"
+    if request.htmx and request.htmx.target == "grid":
+        template += "#grid"
+    return render(request, template, context)
+
+
+def _column_sort(request: HtmxHttpRequest, column: GridColumn, current: str) -> SortLink:
+    return _sort_link(request, f"v{column.variant.pk}", current)
+
+
+def _sort_link(request: HtmxHttpRequest, key: str, current: str) -> SortLink:
+    """Sorting by a rate starts worst first (failing cases on top); a second click flips it."""
+    params = {k: v for k, v in request.GET.items() if k != "sort" and v}
+    if key == "case":
+        direction, next_sort = ("asc" if current == "case" else ""), "case"
+    elif current == key:
+        direction, next_sort = "asc", f"-{key}"
+    elif current == f"-{key}":
+        direction, next_sort = "desc", key
+    else:
+        direction, next_sort = "", key
+    return SortLink(href="?" + urlencode({**params, "sort": next_sort}), direction=direction)

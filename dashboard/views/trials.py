@@ -1,0 +1,71 @@
+"""The trial page (transcript, checks, plan, verdicts, artifacts) and its artifact files."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import render
+
+from dashboard import artifacts
+from dashboard.access import get_or_404, trials_for
+from dashboard.markdown import render_markdown
+from dashboard.transcript import last_seq, last_turn, transcript_page
+from dashboard.validation import trial_check_reports
+from dashboard.views import HtmxHttpRequest, int_param
+from evals_app.models import Trial
+
+PLAN_PATH = "outputs/plan.md"
+
+
+def trial_for_page(user, trial_id: int) -> Trial:
+    return get_or_404(
+        trials_for(user).select_related("run__batch", "run__case_version__case__suite", "run__variant"),
+        pk=trial_id,
+    )
+
+
+@login_required
+def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
+    trial = trial_for_page(request.user, trial_id)
+    after = int_param(request, "after", -1)
+    if "after" in request.GET:
+        # A later page of a long transcript, asked for as the reader scrolls.
+        page = transcript_page(
+            trial, after=after, upto=int_param(request, "upto"), last_turn=int_param(request, "turn")
+        )
+        if request.htmx:
+            return render(request, "dashboard/trial.html#transcript_page", {"trial": trial, "page": page})
+    else:
+        page = transcript_page(trial, upto=last_seq(trial), last_turn=last_turn(trial))
+
+    folder = artifacts.trial_folder(trial)
+    files, file_count = artifacts.list_files(folder) if folder else ([], 0)
+    plan = artifacts.read_small_text(folder, PLAN_PATH) if folder else None
+    context = {
+        "trial": trial,
+        "run": trial.run,
+        "batch": trial.run.batch,
+        "page": page,
+        "turns": list(trial.turns.order_by("index")),
+        "reports": trial_check_reports(trial),
+        "files": files,
+        "file_count": file_count,
+        "plan_html": render_markdown(plan) if plan is not None else None,
+        "verdicts": artifacts.responder_verdicts(folder) if folder else [],
+    }
+    return render(request, "dashboard/trial.html", context)
+
+
+@login_required
+def trial_artifact(request: HtmxHttpRequest, trial_id: int, path: str) -> FileResponse:
+    """One file of the trial's artifacts folder, always as plain text: an agent wrote it, so
+    the browser must never run or sniff it as anything else."""
+    trial = get_or_404(trials_for(request.user), pk=trial_id)
+    folder = artifacts.trial_folder(trial)
+    target = artifacts.resolve_inside(folder, path) if folder else None
+    if target is None:
+        raise Http404("No such artifact.")
+    response = FileResponse(target.open("rb"), content_type="text/plain; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    return response

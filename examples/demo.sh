@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `make demo`: grade the examples with nothing configured, then say where to look.
+set -u
+cd "$(dirname "$0")"
+PROCTOR=../.venv/bin/proctor
+export PROCTOR_HOME="${PROCTOR_HOME:-$PWD/.proctor}"
+
+echo "== Running the examples (SQLite and artifacts under $PROCTOR_HOME) =="
+$PROCTOR eval
+status=$?
+if [ $status -ne 0 ]; then
+  echo "proctor eval exited $status" >&2
+  exit $status
+fi
+if $PROCTOR help createuser >/dev/null 2>&1; then
+  $PROCTOR createuser demo --org default --password demo >/dev/null
+  signin="Sign in as demo / demo."
+else
+  signin=""
+fi
+cat <<MSG
+
+== Where to look ==
+  Results per batch:  $PROCTOR_HOME/artifacts/batches/<id>/benchmark.json
+  Each trial:         $PROCTOR_HOME/artifacts/batches/<id>/trials/<id>/ (events.jsonl, conversation.json, workspace.diff)
+  The dashboard:      make serve, then open http://127.0.0.1:8000/  $signin
+  Again, as JSON:     cd examples && ../.venv/bin/proctor eval --json
+MSG
