@@ -13,13 +13,14 @@ from django.contrib import admin
 from django.db.models import Count, Q
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from evals_app.models import (
     Batch,
     Case,
     CaseVersion,
     Check,
+    Consultation,
     Organization,
     Run,
     Suite,
@@ -65,7 +66,8 @@ def render_changes(version: CaseVersion) -> SafeString:
     changes = describe_changes(previous.definition if previous else None, version.definition)
     if not changes:
         return format_html("<em>{}</em>", "no change in the definition")
-    return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((change,) for change in changes)))
+    # Line breaks, not a list: the admin wraps read-only values in a <p>.
+    return format_html_join(mark_safe("<br>"), "{}", ((change,) for change in changes))
 
 
 def render_validator_source(version: CaseVersion) -> SafeString:
@@ -74,9 +76,11 @@ def render_validator_source(version: CaseVersion) -> SafeString:
         where = f"{reference.get('path')}:{reference.get('start')}-{reference.get('end')}"
         text = _source_lines(version.sources or {}, reference)
         if text is None:
-            blocks.append(format_html("<p><strong>{}</strong> ({}): source not captured</p>", label, where))
+            blocks.append(
+                format_html("<strong>{}</strong> ({}): source not captured<br>", label, where)
+            )
         else:
-            blocks.append(format_html("<p><strong>{}</strong> ({})</p><pre>{}</pre>", label, where, text))
+            blocks.append(format_html("<strong>{}</strong> ({})<pre>{}</pre>", label, where, text))
     if not blocks:
         return format_html("<em>{}</em>", "no Python validators")
     return format_html_join("", "{}", ((block,) for block in blocks))
@@ -110,7 +114,7 @@ class OrganizationAdmin(admin.ModelAdmin):
 
     @admin.display(description="members", ordering="member_count")
     def member_count(self, obj: Organization) -> int:
-        return obj.member_count
+        return obj.member_count  # type: ignore[attr-defined]  # annotated by get_queryset
 
 
 @admin.register(Suite)
@@ -123,8 +127,13 @@ class SuiteAdmin(admin.ModelAdmin):
 
 class CaseVersionInline(ReadOnlyInline):
     model = CaseVersion
-    fields = ["number", "created_at", "changes", "validator_source"]
-    readonly_fields = fields
+    readonly_fields = (
+        "number",
+        "created_at",
+        "changes",
+        "validator_source",
+    )
+    fields = readonly_fields
     ordering = ["-number"]
     show_change_link = True
 
@@ -139,7 +148,15 @@ class CaseVersionInline(ReadOnlyInline):
 
 @admin.register(Case)
 class CaseAdmin(admin.ModelAdmin):
-    list_display = ["slug", "name", "suite", "organization", "tag_list", "version_count", "created_at"]
+    list_display = [
+        "slug",
+        "name",
+        "suite",
+        "organization",
+        "tag_list",
+        "version_count",
+        "created_at",
+    ]
     list_filter = ["organization", "suite"]
     list_select_related = ["organization", "suite"]
     search_fields = ["slug", "name", "suite__slug"]
@@ -154,7 +171,7 @@ class CaseAdmin(admin.ModelAdmin):
 
     @admin.display(description="versions", ordering="version_count")
     def version_count(self, case: Case) -> int:
-        return case.version_count
+        return case.version_count  # type: ignore[attr-defined]  # annotated by get_queryset
 
 
 @admin.register(CaseVersion)
@@ -165,7 +182,7 @@ class CaseVersionAdmin(admin.ModelAdmin):
     list_filter = ["case__organization", "case__suite"]
     list_select_related = ["case"]
     search_fields = ["case__slug", "definition_hash"]
-    fields = [
+    readonly_fields = (
         "case",
         "number",
         "created_at",
@@ -175,8 +192,8 @@ class CaseVersionAdmin(admin.ModelAdmin):
         "validator_source",
         "pretty_definition",
         "source_diff",
-    ]
-    readonly_fields = fields
+    )
+    fields = readonly_fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -201,13 +218,19 @@ class CaseVersionAdmin(admin.ModelAdmin):
 
     @admin.display(description="definition")
     def pretty_definition(self, version: CaseVersion) -> SafeString:
-        return format_html("<pre>{}</pre>", json.dumps(version.definition, indent=2, ensure_ascii=False))
+        return format_html(
+            "<pre>{}</pre>", json.dumps(version.definition, indent=2, ensure_ascii=False)
+        )
 
     @admin.display(description="source diff against the previous version")
     def source_diff(self, version: CaseVersion) -> SafeString:
         previous = _previous_version(version)
         diff = unified_source_diff(previous.sources if previous else {}, version.sources or {})
-        return format_html("<pre>{}</pre>", diff) if diff else format_html("<em>{}</em>", "no source change")
+        return (
+            format_html("<pre>{}</pre>", diff)
+            if diff
+            else format_html("<em>{}</em>", "no source change")
+        )
 
 
 @admin.register(Variant)
@@ -222,8 +245,12 @@ class VariantAdmin(admin.ModelAdmin):
 
 class RunInline(ReadOnlyInline):
     model = Run
-    fields = ["case_version", "variant", "passed_of_total"]
-    readonly_fields = fields
+    readonly_fields = (
+        "case_version",
+        "variant",
+        "passed_of_total",
+    )
+    fields = readonly_fields
     show_change_link = True
 
     def get_queryset(self, request):
@@ -239,24 +266,47 @@ class RunInline(ReadOnlyInline):
 
     @admin.display(description="passed")
     def passed_of_total(self, run: Run) -> str:
-        return f"{run.trial_passed}/{run.trial_total}"
+        return f"{run.trial_passed}/{run.trial_total}"  # type: ignore[attr-defined]  # annotated
 
 
 @admin.register(Batch)
 class BatchAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "organization", "status", "label", "parent", "created_by", "created_at", "finished_at"]
+    list_display = [
+        "__str__",
+        "organization",
+        "status",
+        "label",
+        "parent",
+        "created_by",
+        "created_at",
+        "finished_at",
+    ]
     list_filter = ["status", "organization"]
     list_select_related = ["organization", "parent", "created_by"]
     search_fields = ["label", "created_by__username"]
     date_hierarchy = "created_at"
-    readonly_fields = ["organization", "status", "parent", "options", "created_by", "created_at", "finished_at"]
+    readonly_fields = [
+        "organization",
+        "status",
+        "parent",
+        "options",
+        "created_by",
+        "created_at",
+        "finished_at",
+    ]
     inlines = [RunInline]
 
 
 class TrialInline(ReadOnlyInline):
     model = Trial
-    fields = ["index", "status", "duration_ms", "input_tokens", "output_tokens"]
-    readonly_fields = fields
+    readonly_fields = (
+        "index",
+        "status",
+        "duration_ms",
+        "input_tokens",
+        "output_tokens",
+    )
+    fields = readonly_fields
     show_change_link = True
 
 
@@ -272,18 +322,57 @@ class RunAdmin(admin.ModelAdmin):
 
 class CheckInline(ReadOnlyInline):
     model = Check
-    fields = ["index", "name", "kind", "passed", "score", "message", "output", "duration_ms"]
-    readonly_fields = fields
+    readonly_fields = (
+        "index",
+        "name",
+        "kind",
+        "passed",
+        "score",
+        "message",
+        "output",
+        "duration_ms",
+    )
+    fields = readonly_fields
+
+
+class ConsultationInline(ReadOnlyInline):
+    model = Consultation
+    readonly_fields = (
+        "kind",
+        "turn_index",
+        "check_index",
+        "model",
+        "verdict",
+        "reason",
+        "cause",
+        "duration_ms",
+    )
+    fields = readonly_fields
+    show_change_link = False
 
 
 @admin.register(Trial)
 class TrialAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "case", "variant", "batch", "index", "status", "duration_ms", "total_tokens"]
+    list_display = [
+        "__str__",
+        "case",
+        "variant",
+        "batch",
+        "index",
+        "status",
+        "duration_ms",
+        "total_tokens",
+    ]
     list_filter = ["status", "run__batch__organization", "run__variant"]
     list_select_related = ["run__batch", "run__case_version__case", "run__variant"]
-    search_fields = ["run__case_version__case__slug", "run__variant__name", "finish_reason", "error"]
+    search_fields = [
+        "run__case_version__case__slug",
+        "run__variant__name",
+        "finish_reason",
+        "error",
+    ]
     readonly_fields = [field.name for field in Trial._meta.concrete_fields if field.name != "id"]
-    inlines = [CheckInline]
+    inlines = [CheckInline, ConsultationInline]
 
     @admin.display(description="case")
     def case(self, trial: Trial) -> str:

@@ -15,10 +15,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
 from proctor.definitions import Suite
 from proctor.validation import Problem
 
 EVAL_SUFFIX = ".eval.py"
+EVAL_SUFFIXES = (EVAL_SUFFIX, EVAL_JSON_SUFFIX)
 # Folders never searched: version control, virtual environments, dependencies, caches.
 SKIPPED_FOLDERS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "env",
                    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".proctor", "site-packages"}
@@ -54,17 +56,17 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
     targets = [Path(p) for p in paths] or [Path.cwd()]
     for target in targets:
         if target.is_file():
-            if target.name.endswith(EVAL_SUFFIX):
+            if target.name.endswith(EVAL_SUFFIXES):
                 found.append(target.resolve())
             else:
-                problems.append(Problem(file=str(target), message=f"is not an eval file (its name must end in {EVAL_SUFFIX})"))
+                problems.append(Problem(file=str(target), message=f"is not an eval file (its name must end in {EVAL_SUFFIX} or {EVAL_JSON_SUFFIX})"))
         elif target.is_dir():
             for folder, subfolders, filenames in os.walk(target):
                 subfolders[:] = sorted(
                     name for name in subfolders
                     if name not in SKIPPED_FOLDERS and not _is_virtualenv(Path(folder) / name)
                 )
-                found.extend(Path(folder, name).resolve() for name in sorted(filenames) if name.endswith(EVAL_SUFFIX))
+                found.extend(Path(folder, name).resolve() for name in sorted(filenames) if name.endswith(EVAL_SUFFIXES))
         else:
             problems.append(Problem(file=str(target), message="does not exist"))
     return list(dict.fromkeys(found)), problems
@@ -87,8 +89,16 @@ def load_file(path: Path) -> LoadedFile:
     key = (path, stat.st_mtime_ns, stat.st_size)
     with _modules_lock:
         if key not in _modules:
-            _modules[key] = _import_suites(path)
+            _modules[key] = _json_suites(path) if path.name.endswith(EVAL_JSON_SUFFIX) else _import_suites(path)
         return LoadedFile(path=path, suites=_modules[key])
+
+
+def _json_suites(path: Path) -> list[Suite]:
+    try:
+        return load_json_suites(path)
+    except JsonEvalError as exc:
+        raise LoadError([Problem(file=display_path(path), suite=p.suite, case=p.case, message=p.message)
+                         for p in exc.problems]) from None
 
 
 def _import_suites(path: Path) -> list[Suite]:

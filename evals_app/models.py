@@ -202,6 +202,11 @@ class Trial(models.Model):
     # The conversation's own record: completed, or stopped with a cause.
     conversation_outcome = models.CharField(max_length=40, blank=True, default="")
     stop_cause = models.CharField(max_length=60, blank=True, default="")
+    # Why the responder produced no usable reply, when stop_cause is responder_cannot_answer.
+    responder_cause = models.CharField(max_length=40, blank=True, default="")
+    # Plan mode: "" (not a plan-mode case), "planning" (never left it) or "approved".
+    plan_state = models.CharField(max_length=20, blank=True, default="")
+    plan_signal = models.CharField(max_length=20, blank=True, default="")
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     cache_read_tokens = models.PositiveBigIntegerField(default=0)
@@ -252,6 +257,9 @@ class Turn(models.Model):
         constraints = [models.UniqueConstraint(fields=["trial", "index"], name="turn_index_unique_in_trial")]
         ordering = ["trial", "index"]
 
+    def __str__(self) -> str:
+        return f"turn {self.index} of trial {self.trial_id}"
+
 
 class Event(models.Model):
     """A normalized record of what the agent did, in the order it happened."""
@@ -278,6 +286,9 @@ class Event(models.Model):
         constraints = [models.UniqueConstraint(fields=["trial", "seq"], name="event_seq_unique_in_trial")]
         ordering = ["trial", "seq"]
 
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.seq} of trial {self.trial_id}"
+
 
 class Check(models.Model):
     """The result of one validator, judge or assertion on one trial."""
@@ -297,3 +308,38 @@ class Check(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["trial", "index"], name="check_index_unique_in_trial")]
         ordering = ["trial", "index"]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {'passed' if self.passed else 'failed'}"
+
+
+class Consultation(models.Model):
+    """One call of the responder, a judge or a simulated user: what it was shown, what it said.
+
+    Kept so a verdict can be audited without rerunning anything.
+    """
+
+    class Kind(models.TextChoices):
+        RESPONDER = "responder"
+        JUDGE = "judge"
+        SIMULATED_USER = "simulated_user"
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="consultations")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    # The conversation round it followed (responder, simulated user) or the check it graded.
+    turn_index = models.PositiveIntegerField(null=True, blank=True)
+    check_index = models.PositiveIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=200, blank=True, default="")
+    prompt = models.JSONField(default=list)
+    answer = models.TextField(blank=True, default="")
+    verdict = models.CharField(max_length=40, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    cause = models.CharField(max_length=40, blank=True, default="")
+    duration_ms = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["trial", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} consultation of trial {self.trial_id}"

@@ -16,6 +16,7 @@ from typing import Any
 
 from evals_app.source_capture import capture_callable, project_root, relative_to_root
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
+from proctor.judges import Judge
 
 VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
 
@@ -88,6 +89,10 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
     for check in case.checks:
         if isinstance(check, Command):
             spec = {"kind": "command", "name": check.label, "command": check.command, "timeout_ms": check.timeout_ms}
+            checks.append(ResolvedCheck(check, spec))
+        elif isinstance(check, Judge):
+            spec = {"kind": "judge", "name": check.label, "rubric": check.rubric, "model": check.model,
+                    "threshold": check.threshold}
             checks.append(ResolvedCheck(check, spec))
         else:
             ref = captured(check)

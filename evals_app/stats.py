@@ -80,7 +80,7 @@ def _tally_aggregates(trials: str) -> dict:
     prefix = f"{trials}__" if trials else ""
     status = f"{prefix}status"
     pk = f"{trials}" if trials else "pk"
-    return {
+    aggregates = {
         "total": Count(pk),
         "passed": Count(pk, filter=Q(**{status: _STATUS.PASSED})),
         "failed": Count(pk, filter=Q(**{status: _STATUS.FAILED})),
@@ -91,6 +91,8 @@ def _tally_aggregates(trials: str) -> dict:
         "duration_ms": Coalesce(Sum(f"{prefix}duration_ms"), 0),
         "timed": Count(f"{prefix}duration_ms"),
     }
+    # Prefixed, so no alias shadows a Trial field that another aggregate reads.
+    return {f"tally_{name}": expression for name, expression in aggregates.items()}
 
 
 _TALLY_FIELDS = ("total", "passed", "failed", "timed_out", "errored", "running", "tokens",
@@ -98,7 +100,7 @@ _TALLY_FIELDS = ("total", "passed", "failed", "timed_out", "errored", "running",
 
 
 def _tally(row: dict) -> Tally:
-    return Tally(**{name: int(row[name] or 0) for name in _TALLY_FIELDS})
+    return Tally(**{name: int(row[f"tally_{name}"] or 0) for name in _TALLY_FIELDS})
 
 
 @dataclass(frozen=True)

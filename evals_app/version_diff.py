@@ -91,7 +91,9 @@ def _describe_value(label: str, before: Any, after: Any) -> list[str]:
     if before is None:
         return [f"{label} added" if not _quotable(after) else f"{label}: null -> {_show(after)}"]
     if after is None:
-        return [f"{label} removed" if not _quotable(before) else f"{label}: {_show(before)} -> null"]
+        return [
+            f"{label} removed" if not _quotable(before) else f"{label}: {_show(before)} -> null"
+        ]
     if isinstance(before, dict) and isinstance(after, dict):
         changes: list[str] = []
         for key in _keys_in_order(before, after):

@@ -4,6 +4,7 @@
 package's top level imports nothing of Django, so eval files stay plain Python.
 """
 
+from proctor.conversations import Responder, Turn, Turns, responder, turn, turns
 from proctor.definitions import (
     Cache,
     Case,
@@ -22,8 +23,17 @@ from proctor.definitions import (
     suite,
     variant,
 )
+from proctor.judges import Judge, judge
 
 __all__ = [
+    "Judge",
+    "Responder",
+    "Turn",
+    "Turns",
+    "judge",
+    "responder",
+    "turn",
+    "turns",
     "Cache",
     "Case",
     "Command",

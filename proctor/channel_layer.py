@@ -8,6 +8,7 @@ websockets and hands every send from another thread to that loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer
@@ -19,10 +20,8 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
         self._serving_loop: asyncio.AbstractEventLoop | None = None
 
     def _remember_loop(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):
             self._serving_loop = asyncio.get_running_loop()
-        except RuntimeError:
-            pass
 
     async def receive(self, channel: str) -> dict:
         self._remember_loop()

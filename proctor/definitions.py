@@ -66,9 +66,9 @@ def repo(spec: str, *, ref: str | None = None) -> Repo:
 def _split_ref(spec: str) -> tuple[str, str | None]:
     # "git@host:owner/name.git" has an "@" that is not a ref: a ref never holds ":".
     head, sep, tail = spec.rpartition("@")
-    if sep and head and tail and ":" not in tail and not head.endswith(("://", ":")):
-        if "/" not in tail or "://" not in head:
-            return head, tail
+    is_ref = sep and head and tail and ":" not in tail and not head.endswith(("://", ":"))
+    if is_ref and ("/" not in tail or "://" not in head):
+        return head, tail
     return spec, None
 
 

@@ -201,3 +201,29 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("PROCTOR_LOG_LEVEL", "WARNING")},
 }
+
+# --- model endpoint for judges and the responder (runner/llm) -----------------------------------
+# Either an OpenAI-compatible Chat Completions endpoint (base URL like http://host:port/v1, a key,
+# a model) or a command that reads the prompt as JSON on stdin and prints the answer. Left empty,
+# a case with a judge or a responder fails its consultations with a sentence naming these.
+PROCTOR_LLM_BASE_URL = os.environ.get("PROCTOR_LLM_BASE_URL", "").strip() or None
+PROCTOR_LLM_API_KEY = os.environ.get("PROCTOR_LLM_API_KEY", "").strip() or None
+PROCTOR_LLM_MODEL = os.environ.get("PROCTOR_LLM_MODEL", "").strip() or None
+PROCTOR_LLM_COMMAND = os.environ.get("PROCTOR_LLM_COMMAND", "").strip() or None
+
+
+def _llm_timeout_s() -> float:
+    raw = os.environ.get("PROCTOR_LLM_TIMEOUT_S", "").strip()
+    if not raw:
+        return 120.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise ImproperlyConfigured(f"PROCTOR_LLM_TIMEOUT_S must be a positive number of seconds, not {raw!r}.")
+    return value
+
+
+PROCTOR_LLM_TIMEOUT_S = _llm_timeout_s()
+# --- end of model endpoint settings ---------------------------------------------------------------

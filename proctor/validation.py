@@ -11,7 +11,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from proctor.conversations import DELIVER_WHEN, Responder, Turns
 from proctor.definitions import Cache, Case, Command, Files, Repo, Suite, Variant
+from proctor.judges import Judge
 
 HANDLE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HANDLE_MAX = 100
@@ -106,7 +108,37 @@ def _source_problem(field: str, source: object) -> str | None:
     return f"{field} must be files(...), repo(...) or left out, not {type(source).__name__}"
 
 
-def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool] = callable) -> list[str]:
+def is_check(value: object) -> bool:
+    """A validator (any callable) or a model judge."""
+    return isinstance(value, Judge) or callable(value)
+
+
+def _conversation_problems(case: Case) -> list[str]:
+    user = case.user
+    problems = []
+    if user is not None and not isinstance(user, Turns | Responder):
+        problems.append(f"user must be turns(...) or responder(...), not {type(user).__name__}")
+    if isinstance(user, Turns):
+        if not user.turns:
+            problems.append("user=turns() holds no turn")
+        for position, item in enumerate(user.turns, start=1):
+            if not isinstance(item.prompt, str) or not item.prompt.strip():
+                problems.append(f"turn {position} has an empty prompt")
+            if item.deliver_when not in DELIVER_WHEN:
+                problems.append(f"turn {position}: deliver_when must be one of {', '.join(DELIVER_WHEN)}, not {item.deliver_when!r}")
+            if item.agent_response_matches is not None:
+                try:
+                    re.compile(item.agent_response_matches)
+                except re.error as exc:
+                    problems.append(f"turn {position}: agent_response_matches is not a valid regex ({exc})")
+    if isinstance(user, Responder) and (message := _in_range("responder max_turns", user.max_turns, MAX_TURNS_RANGE)):
+        problems.append(message)
+    if not isinstance(case.plan_mode, bool):
+        problems.append("plan_mode must be True or False")
+    return problems
+
+
+def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool] = is_check) -> list[str]:
     problems = []
     for message in (
         handle_problem("id", case.id),
@@ -125,6 +157,10 @@ def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool
     if case.prepare is not None and not callable(case.prepare):
         problems.append("prepare must be a function that receives the prepare helpers")
     problems.extend(_check_problems(case, is_check))
+    problems.extend(_conversation_problems(case))
+    for check in case.checks:
+        if isinstance(check, Judge) and not (isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1):
+            problems.append(f"judge {check.label!r}: threshold must be from 0 to 1")
     if isinstance(suite.prompt, str):
         missing = [name for name in dict.fromkeys(VARIABLE.findall(suite.prompt)) if name not in case.variables]
         for name in missing:
@@ -160,7 +196,7 @@ def suite_problems(
     *,
     known_harnesses: Iterable[str] | None = None,
     known_sandboxes: Iterable[str] | None = None,
-    is_check: Callable[[object], bool] = callable,
+    is_check: Callable[[object], bool] = is_check,
 ) -> list[Problem]:
     """Every rule ``suite`` and its cases break, one Problem each."""
     problems: list[Problem] = []

@@ -3,7 +3,6 @@ queries, whatever the batch's size)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from django.db.models import Prefetch
@@ -55,13 +54,3 @@ def _trial(trial: Trial) -> dict[str, Any]:
 def overall_pass_rate(batch: Batch) -> float:
     statuses = list(Trial.objects.filter(run__batch=batch).values_list("status", flat=True))
     return sum(1 for s in statuses if s == Trial.Status.PASSED) / len(statuses) if statuses else 0.0
-
-
-def warnings_by_variant(report: dict[str, Any]) -> dict[str, dict[str, int]]:
-    counts: dict[str, dict[str, int]] = defaultdict(dict)
-    for run in report["runs"]:
-        for trial in run["trials"]:
-            if trial["status"] in ("timed_out", "errored"):
-                bucket = counts[run["variant"]]
-                bucket[trial["status"]] = bucket.get(trial["status"], 0) + 1
-    return dict(counts)

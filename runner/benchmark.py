@@ -31,13 +31,16 @@ def summarize(batch: Batch) -> dict[str, Any]:
         )
         .order_by("run__variant__name")
     )
-    stops = defaultdict(dict)
+    stops: dict[str, dict[str, int]] = defaultdict(dict)
     for row in (
-        Trial.objects.filter(run__batch=batch, conversation_outcome="stopped")
-        .values("run__variant__name", "stop_cause")
+        Trial.objects.filter(run__batch=batch)
+        .filter(Q(conversation_outcome="stopped") | Q(plan_state="planning"))
+        .values("run__variant__name", "stop_cause", "responder_cause", "plan_state")
         .annotate(n=Count("id"))
     ):
-        stops[row["run__variant__name"]][row["stop_cause"]] = row["n"]
+        bucket = stops[row["run__variant__name"]]
+        for name in _warning_names(row):
+            bucket[name] = bucket.get(name, 0) + row["n"]
     variants = {}
     for row in rows:
         name = row["run__variant__name"]
@@ -47,8 +50,7 @@ def summarize(batch: Batch) -> dict[str, Any]:
             warnings["timed_out"] = row["timed_out"]
         if row["errored"]:
             warnings["errored"] = row["errored"]
-        for cause, n in sorted(stops[name].items()):
-            warnings[f"stopped:{cause}"] = n
+        warnings.update(sorted(stops[name].items()))
         variants[name] = {
             "trials": row["total"],
             "passed": row["passed"],
@@ -69,6 +71,19 @@ def summarize(batch: Batch) -> dict[str, Any]:
         "validity_warnings": {name: v["validity_warnings"] for name, v in variants.items() if v["validity_warnings"]},
         "variants": variants,
     }
+
+
+def _warning_names(row: dict[str, Any]) -> list[str]:
+    """The validity warnings one group of trials raises. An agent that did not ask when a script
+    expected it is a result about the agent, not a threat to the comparison: no warning."""
+    names = []
+    if row["stop_cause"] == "responder_cannot_answer":
+        names.append(f"responder_cannot_answer:{row['responder_cause'] or 'unknown'}")
+    elif row["stop_cause"] == "max_turns_reached":
+        names.append("max_turns_reached")
+    if row["plan_state"] == "planning":
+        names.append("never_left_planning")
+    return names
 
 
 def write_benchmark(batch: Batch) -> dict[str, Any]:

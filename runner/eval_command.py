@@ -14,10 +14,11 @@ from evals_app.catalog import ownership_problems, record_cases, record_variant
 from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, resolve_case
+from proctor.conversations import Responder
 from proctor.definitions import Suite, Variant
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches import RunRequest, create_batch
-from runner.harnesses import HARNESSES
+from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE
 from runner.sandboxes import SANDBOXES
 
 
@@ -54,12 +55,40 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
                                 message="holds no *.eval.py files"))
     for path, suite in loaded:
         problems.extend(suite_problems(suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES))
+        problems.extend(capability_problems(suite, display_path(path)))
     problems.extend(duplicate_problems([(display_path(p), s) for p, s in loaded]))
     if files and not loaded and not problems:
         problems.append(Problem(file=", ".join(display_path(f) for f in files), message="defines no suite at module level"))
     if problems:
         raise InvalidInput(problems)
     return loaded
+
+
+def capability_problems(suite: Suite, file: str) -> list[Problem]:
+    """Conversation and plan-mode cases on harnesses that cannot run them, found before any
+    sandbox is built."""
+    problems = []
+    for variant in suite.variants:
+        harness = HARNESSES.get(variant.harness)
+        if harness is None:
+            continue
+        capabilities = harness.capabilities_for(variant)
+        for case in suite.cases:
+            needs = []
+            if (case.user is not None or case.plan_mode) and CONVERSATION_RESUME not in capabilities:
+                needs.append(CONVERSATION_RESUME)
+            if case.plan_mode and PLAN_MODE not in capabilities:
+                needs.append(PLAN_MODE)
+            if needs:
+                why = "plan mode" if case.plan_mode else "a conversation"
+                problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
+                    f"needs {' and '.join(needs)} for {why}, which harness {variant.harness} "
+                    f"does not have under variant {variant.name} (see `proctor harness list`)")))
+            elif case.plan_mode and not isinstance(case.user, Responder) and not harness.declares_plan_file(variant):
+                problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
+                    f"plan mode under variant {variant.name} needs a responder: harness {variant.harness} "
+                    "writes no plan file, so only a responder can say when the plan is presented")))
+    return problems
 
 
 def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[Planned]:

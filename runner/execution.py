@@ -69,6 +69,8 @@ def build_plan(trial: Trial) -> TrialPlan:
         index=trial.index,
         cache_root=Path(settings.CACHE_DIR),
         git_host=settings.GIT_HOST,
+        responder_model=trial.run.batch.options.get("responder_model"),
+        judge_model=trial.run.batch.options.get("judge_model"),
     )
 
 

@@ -7,9 +7,9 @@ its commands print is collected and logged only after redaction.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
-import asyncio
 import inspect
 import shutil
 import tempfile

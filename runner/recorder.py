@@ -18,7 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from evals_app.models import Check, Event, Trial, Turn
+from evals_app.models import Check, Consultation, Event, Trial, Turn
 from proctor.protocol import AgentEvent
 from runner import artifacts, publishing
 from runner.checks import CheckResult
@@ -105,6 +105,31 @@ class DatabaseRecorder:
     def artifact(self, relative_path: str, text: str) -> None:
         artifacts.write_text(self.folder, relative_path, text)
 
+    def consultation(self, record) -> None:
+        """A responder, judge or simulated-user call: a row for the dashboard, and its prompt
+        and verdict as files (responder/turn-<n>/, judges/check-<i>/) for audit."""
+        Consultation.objects.create(
+            trial_id=self.trial_id,
+            kind=record.kind,
+            turn_index=record.turn_index,
+            check_index=record.check_index,
+            model=record.model[:200],
+            prompt=record.prompt,
+            answer=record.answer,
+            verdict=record.verdict[:40],
+            reason=record.reason,
+            cause=record.cause[:40],
+            duration_ms=record.duration_ms,
+        )
+        if record.kind == "judge":
+            folder = f"judges/check-{record.check_index}"
+        else:
+            folder = f"{'responder' if record.kind == 'responder' else 'simulated-user'}/turn-{record.turn_index}"
+        self.artifact(f"{folder}/prompt.json", json.dumps(record.prompt, indent=2, ensure_ascii=False))
+        self.artifact(f"{folder}/verdict.json", json.dumps(
+            {"verdict": record.verdict, "reason": record.reason, "cause": record.cause or None,
+             "model": record.model, "answer": record.answer}, indent=2, ensure_ascii=False))
+
     def trial_finished(self, outcome: TrialOutcome) -> None:
         self.flush()
         self._events_file.close()
@@ -119,6 +144,9 @@ class DatabaseRecorder:
                 session_id=outcome.session_id[:200],
                 conversation_outcome=outcome.conversation_outcome,
                 stop_cause=outcome.stop_cause,
+                responder_cause=outcome.responder_cause,
+                plan_state=outcome.plan_state,
+                plan_signal=outcome.plan_signal,
                 input_tokens=usage.get("input_tokens", 0),
                 output_tokens=usage.get("output_tokens", 0),
                 cache_read_tokens=usage.get("cache_read_tokens", 0),

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from proctor.protocol import AgentEvent
 from runner.checks import CheckResult
+from runner.llm import ConsultationRecord
 from runner.redaction import Redactor
 
 
@@ -24,6 +25,9 @@ class TrialOutcome:
     session_id: str = ""
     conversation_outcome: str = ""
     stop_cause: str = ""
+    responder_cause: str = ""
+    plan_state: str = ""
+    plan_signal: str = ""
     usage: dict[str, int] = field(default_factory=dict)
     score: float | None = None
     duration_ms: int = 0
@@ -46,6 +50,8 @@ class TrialRecorder(Protocol):
 
     def artifact(self, relative_path: str, text: str) -> None: ...
 
+    def consultation(self, record: ConsultationRecord) -> None: ...
+
     def trial_finished(self, outcome: TrialOutcome) -> None: ...
 
 
@@ -60,6 +66,7 @@ class MemoryRecorder:
         self.logs: list[str] = []
         self.checks: list[CheckResult] = []
         self.artifacts: dict[str, str] = {}
+        self.consultations: list[ConsultationRecord] = []
         self.outcome: TrialOutcome | None = None
 
     def trial_started(self) -> None:
@@ -86,6 +93,9 @@ class MemoryRecorder:
     def artifact(self, relative_path: str, text: str) -> None:
         self.artifacts[relative_path] = text
 
+    def consultation(self, record: ConsultationRecord) -> None:
+        self.consultations.append(record)
+
     def trial_finished(self, outcome: TrialOutcome) -> None:
         self.outcome = outcome
 
@@ -93,6 +103,7 @@ class MemoryRecorder:
         """All text the trial reported, for tests that prove a secret appears nowhere."""
         parts = [repr(self.turns), repr(self.events), repr(self.raw), repr(self.logs)]
         parts += [repr(c) for c in self.checks] + list(self.artifacts.values()) + [repr(self.outcome)]
+        parts += [repr(c) for c in self.consultations]
         return "\n".join(parts)
 
 
@@ -133,6 +144,12 @@ class RedactingRecorder:
 
     def artifact(self, relative_path: str, text: str) -> None:
         self.inner.artifact(relative_path, self.redactor.redact(text))
+
+    def consultation(self, record: ConsultationRecord) -> None:
+        r = self.redactor
+        record.prompt = r.redact_obj(record.prompt)
+        record.answer, record.reason = r.redact(record.answer), r.redact(record.reason)
+        self.inner.consultation(record)
 
     def trial_finished(self, outcome: TrialOutcome) -> None:
         r = self.redactor

@@ -18,6 +18,9 @@ from runner.sandboxes import Sandbox
 from runner.transcript import Transcript
 
 
+DENIED_STATUSES = {"denied", "refused", "rejected", "blocked", "permission_denied"}
+
+
 @dataclass
 class AgentClock:
     budget_ms: int
@@ -53,6 +56,8 @@ class AgentSession:
         self.session_id: str | None = None
         self.timed_out = False
         self.last_result: TurnResult | None = None
+        # Actions refused to the agent (by its harness or its mode), for permission-denials.json.
+        self.denials: list[dict[str, Any]] = []
 
     def send(self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = "") -> TurnResult:
         """Deliver one user message and run the agent until it answers (or time runs out)."""
@@ -80,5 +85,17 @@ class AgentSession:
         self.session_id = result.session_id or self.session_id
         turn.finish_reason = turn.finish_reason or result.finish_reason
         self.recorder.turn_finished(turn.index, answer=turn.answer, usage=turn.usage)
+        self._note_denials(turn.index, mode, turn.tool_calls, result.permission_denials)
         self.last_result = result
         return result
+
+    def _note_denials(self, index: int, mode: str, tool_calls: list[dict[str, Any]], refused: list[dict[str, Any]]) -> None:
+        """A refusal while planning is the mode working: attributed to plan mode, not a warning."""
+        found = [
+            {"tool": call.get("name"), "input": call.get("input"), "status": call.get("status")}
+            for call in tool_calls
+            if (call.get("status") or "").lower() in DENIED_STATUSES
+        ]
+        found.extend(refused)
+        for denial in found:
+            self.denials.append({**denial, "turn": index, "mode": mode or None, "plan_mode_attributed": mode == "plan"})

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals_app.resolution import ResolvedCase
+from proctor.conversations import Responder
 from proctor.definitions import Command, Variant
+from proctor.judges import Judge
 from runner.checks import CheckContext, CheckResult, run_command_check, run_validator
 from runner.conversation import drive_conversation
 from runner.harnesses import HarnessError, create_harness
+from runner.judging import judge_config, run_judge
+from runner.llm import resolve_config
 from runner.preparing import PrepareError, run_prepare
 from runner.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.redaction import Redactor, secret_values
@@ -34,6 +38,25 @@ class TrialPlan:
     index: int
     cache_root: Path
     git_host: str
+    # Model overrides from the command line (--responder-model, --judge-model).
+    responder_model: str | None = None
+    judge_model: str | None = None
+
+
+def responder_config(plan: TrialPlan, user: object):
+    """The model endpoint the responder consults, when the case has one."""
+    if not isinstance(user, Responder):
+        return None
+    return resolve_config(model_override=plan.responder_model or user.model)
+
+
+def _run_judge(judge: Judge, ctx: CheckContext, plan: TrialPlan, index: int, recorder: RedactingRecorder,
+               approved_plan: str | None) -> CheckResult:
+    """A model judge grades outside the sandbox; its prompt and answer are kept."""
+    config = judge_config(judge, cli_model=plan.judge_model)
+    result, record = run_judge(judge, ctx, config=config, index=index, plan=approved_plan)
+    recorder.consultation(record)
+    return result
 
 
 class InfrastructureError(Exception):
@@ -97,8 +120,20 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         system_prompt=definition["system_prompt"],
         timeout_ms=definition["limits"]["timeout_ms"],
     )
-    conversation = drive_conversation(session, opening_prompt=definition["prompt"])
+    conversation = drive_conversation(
+        session,
+        opening_prompt=definition["prompt"],
+        user=case.user,
+        max_turns=case.max_turns,
+        plan_mode=case.plan_mode,
+        plan_file=harness.plan_file(sandbox),
+        responder_config=responder_config(plan, case.user),
+    )
     transcript = session.transcript
+    if conversation.plan is not None:
+        recorder.artifact("outputs/plan.md", conversation.plan)
+    if session.denials:
+        recorder.artifact("permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False))
 
     recorder.artifact("workspace.diff", snapshot.diff(sandbox.host_workspace))
     snapshot.discard()
@@ -108,6 +143,8 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
             {
                 "outcome": conversation.outcome,
                 "stop_cause": conversation.stop_cause or None,
+                "responder_outcome": {"cause": conversation.responder_cause} if conversation.responder_cause else None,
+                "plan": conversation.plan_record(),
                 "session_id": session.session_id,
                 "turns": [turn.to_json() for turn in transcript.turns],
             },
@@ -122,6 +159,9 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         session_id=session.session_id or "",
         conversation_outcome=conversation.outcome,
         stop_cause=conversation.stop_cause,
+        responder_cause=conversation.responder_cause,
+        plan_state=conversation.plan_state,
+        plan_signal=conversation.plan_signal,
         usage=usage,
     )
     if session.timed_out:
@@ -133,6 +173,8 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     for index, check in enumerate(resolved.checks):
         if isinstance(check.check, Command):
             result = run_command_check(check.check, ctx)
+        elif isinstance(check.check, Judge):
+            result = _run_judge(check.check, ctx, plan, index, recorder, conversation.plan)
         else:
             result = run_validator(check.check, ctx, name=check.name, source_ref=check.source_ref)
         results.append(result)

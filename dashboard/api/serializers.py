@@ -14,6 +14,7 @@ from evals_app.models import (
     Case,
     CaseVersion,
     Check,
+    Consultation,
     Event,
     Run,
     Suite,
@@ -114,7 +115,17 @@ class VariantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Variant
-        fields = ["id", "organization", "name", "harness", "model", "sandbox", "spec", "spec_hash", "created_at"]
+        fields = [
+            "id",
+            "organization",
+            "name",
+            "harness",
+            "model",
+            "sandbox",
+            "spec",
+            "spec_hash",
+            "created_at",
+        ]
 
 
 class VariantSummarySerializer(serializers.ModelSerializer):
@@ -172,7 +183,17 @@ class RunSerializer(TrialCountsMixin, serializers.ModelSerializer):
 class CheckSerializer(serializers.ModelSerializer):
     class Meta:
         model = Check
-        fields = ["index", "name", "kind", "passed", "score", "message", "output", "source_ref", "duration_ms"]
+        fields = [
+            "index",
+            "name",
+            "kind",
+            "passed",
+            "score",
+            "message",
+            "output",
+            "source_ref",
+            "duration_ms",
+        ]
 
 
 class TurnSerializer(serializers.ModelSerializer):
@@ -188,6 +209,26 @@ class TurnSerializer(serializers.ModelSerializer):
             "output_tokens",
             "started_at",
             "finished_at",
+        ]
+
+
+class ConsultationSerializer(serializers.ModelSerializer):
+    """A responder, judge or simulated-user call: the prompt it was shown and its verdict."""
+
+    class Meta:
+        model = Consultation
+        fields = [
+            "kind",
+            "turn_index",
+            "check_index",
+            "model",
+            "prompt",
+            "answer",
+            "verdict",
+            "reason",
+            "cause",
+            "duration_ms",
+            "created_at",
         ]
 
 
@@ -208,6 +249,9 @@ class TrialSerializer(serializers.ModelSerializer):
             "error",
             "conversation_outcome",
             "stop_cause",
+            "responder_cause",
+            "plan_state",
+            "plan_signal",
             "score",
             "input_tokens",
             "output_tokens",
@@ -223,12 +267,14 @@ class TrialSerializer(serializers.ModelSerializer):
 
 
 class TrialDetailSerializer(TrialSerializer):
-    """One trial with its answer, session and turns; events are paged separately."""
+    """One trial with its answer, session, turns and consultations; events are paged
+    separately."""
 
     turns = TurnSerializer(many=True, read_only=True)
+    consultations = ConsultationSerializer(many=True, read_only=True)
 
     class Meta(TrialSerializer.Meta):
-        fields = [*TrialSerializer.Meta.fields, "answer", "session_id", "turns"]
+        fields = [*TrialSerializer.Meta.fields, "answer", "session_id", "turns", "consultations"]
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -239,10 +285,15 @@ class EventSerializer(serializers.ModelSerializer):
 
 class RerunBatchRequestSerializer(serializers.Serializer):
     scope = serializers.ChoiceField(
-        choices=[("all", "every run again"), ("failed", "only failed, errored and timed-out trials")],
+        choices=[
+            ("all", "every run again"),
+            ("failed", "only failed, errored and timed-out trials"),
+        ],
         default="all",
     )
 
 
 class RerunCaseRequestSerializer(serializers.Serializer):
-    case = serializers.CharField(max_length=100, help_text="The slug of a case that ran in this batch.")
+    case = serializers.CharField(
+        max_length=100, help_text="The slug of a case that ran in this batch."
+    )

@@ -19,6 +19,10 @@ router.register("trials", views.TrialViewSet, basename="api-trial")
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # A browser page: send a signed-out reader to the sign-in page rather than a bare 403.
-    path("docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+    path(
+        "docs/",
+        login_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
+        name="api-docs",
+    ),
     path("", include(router.urls)),
 ]

@@ -50,7 +50,9 @@ def _whole_number(request: Request, name: str) -> int | None:
 def _trial_status(request: Request) -> str | None:
     raw = request.query_params.get("status")
     if raw and raw not in serializers.TRIAL_STATUSES:
-        raise ValidationError({"status": f"status must be one of {', '.join(serializers.TRIAL_STATUSES)}."})
+        raise ValidationError(
+            {"status": f"status must be one of {', '.join(serializers.TRIAL_STATUSES)}."}
+        )
     return raw or None
 
 
@@ -100,7 +102,9 @@ class SuiteViewSet(viewsets.ReadOnlyModelViewSet):
         parameters=[
             OpenApiParameter("suite", str, description="Only cases of the suite with this slug."),
             OpenApiParameter("tag", str, description="Only cases carrying this tag."),
-            OpenApiParameter("search", str, description="Cases whose slug or name contains this text."),
+            OpenApiParameter(
+                "search", str, description="Cases whose slug or name contains this text."
+            ),
         ],
     )
 )
@@ -108,7 +112,9 @@ class CaseViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.CaseSerializer
 
     def get_queryset(self):
-        versions = CaseVersion.objects.only("id", "case_id", "number", "definition_hash", "created_at")
+        versions = CaseVersion.objects.only(
+            "id", "case_id", "number", "definition_hash", "created_at"
+        )
         cases = (
             access.cases_for(self.request.user)
             .select_related("organization", "suite")
@@ -121,7 +127,9 @@ class CaseViewSet(viewsets.ReadOnlyModelViewSet):
         if params.get("suite"):
             cases = cases.filter(suite__slug=params["suite"])
         if params.get("search"):
-            cases = cases.filter(Q(slug__icontains=params["search"]) | Q(name__icontains=params["search"]))
+            cases = cases.filter(
+                Q(slug__icontains=params["search"]) | Q(name__icontains=params["search"])
+            )
         if params.get("tag"):
             cases = _cases_tagged(cases, params["tag"])
         return cases
@@ -130,7 +138,9 @@ class CaseViewSet(viewsets.ReadOnlyModelViewSet):
 @extend_schema_view(
     list=extend_schema(
         summary="Case versions (definitions; sources on the detail endpoint)",
-        parameters=[OpenApiParameter("case", str, description="Only versions of the case with this slug.")],
+        parameters=[
+            OpenApiParameter("case", str, description="Only versions of the case with this slug.")
+        ],
     ),
     retrieve=extend_schema(summary="One case version with its captured sources and changes"),
 )
@@ -154,14 +164,23 @@ class VariantViewSet(viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.VariantSerializer
 
     def get_queryset(self):
-        return access.variants_for(self.request.user).select_related("organization").order_by("name", "id")
+        return (
+            access.variants_for(self.request.user)
+            .select_related("organization")
+            .order_by("name", "id")
+        )
 
 
 @extend_schema_view(
     list=extend_schema(
         summary="Batches, newest first, with trial counts per status",
         parameters=[
-            OpenApiParameter("status", str, enum=list(Batch.Status.values), description="Only batches in this status.")
+            OpenApiParameter(
+                "status",
+                str,
+                enum=list(Batch.Status.values),
+                description="Only batches in this status.",
+            )
         ],
     )
 )
@@ -173,7 +192,9 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         wanted = self.request.query_params.get("status") if self.action == "list" else None
         if wanted:
             if wanted not in Batch.Status.values:
-                raise ValidationError({"status": f"status must be one of {', '.join(Batch.Status.values)}."})
+                raise ValidationError(
+                    {"status": f"status must be one of {', '.join(Batch.Status.values)}."}
+                )
             batches = batches.filter(status=wanted)
         return batches
 
@@ -206,7 +227,11 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         body = serializers.RerunCaseRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         slug = body.validated_data["case"]
-        case = access.cases_for(request.user).filter(organization=batch.organization_id, slug=slug).first()
+        case = (
+            access.cases_for(request.user)
+            .filter(organization=batch.organization_id, slug=slug)
+            .first()
+        )
         if case is None or not batch.runs.filter(case_version__case=case).exists():
             raise ValidationError({"case": f"Batch {batch.pk} has no runs of case {slug!r}."})
         from runner import reruns
@@ -271,7 +296,12 @@ class EventPagination(PageNumberPagination):
         parameters=[
             OpenApiParameter("run", int, description="Only trials of this run."),
             OpenApiParameter("batch", int, description="Only trials of this batch."),
-            OpenApiParameter("status", str, enum=list(serializers.TRIAL_STATUSES), description="Only trials in this status."),
+            OpenApiParameter(
+                "status",
+                str,
+                enum=list(serializers.TRIAL_STATUSES),
+                description="Only trials in this status.",
+            ),
         ],
     ),
     retrieve=extend_schema(summary="One trial with its checks and turns"),
@@ -285,12 +315,14 @@ class TrialViewSet(viewsets.ReadOnlyModelViewSet):
         return serializers.TrialSerializer
 
     def get_queryset(self):
-        trials = access.trials_for(self.request.user).select_related("run").order_by("run_id", "index")
+        trials = (
+            access.trials_for(self.request.user).select_related("run").order_by("run_id", "index")
+        )
         if self.action == "events":
             return trials
         trials = trials.prefetch_related("checks")
         if self.action == "retrieve":
-            return trials.prefetch_related("turns")
+            return trials.prefetch_related("turns", "consultations")
         run_id = _whole_number(self.request, "run")
         if run_id is not None:
             trials = trials.filter(run_id=run_id)
@@ -305,9 +337,17 @@ class TrialViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         summary="A trial's events in order, paginated",
         parameters=[
-            OpenApiParameter("kind", str, enum=list(Event.Kind.values), description="Only events of this kind."),
-            OpenApiParameter("after", OpenApiTypes.INT, description="Only events with a larger seq (follow a live trial)."),
-            OpenApiParameter("page_size", OpenApiTypes.INT, description="Events per page (at most 5000)."),
+            OpenApiParameter(
+                "kind", str, enum=list(Event.Kind.values), description="Only events of this kind."
+            ),
+            OpenApiParameter(
+                "after",
+                OpenApiTypes.INT,
+                description="Only events with a larger seq (follow a live trial).",
+            ),
+            OpenApiParameter(
+                "page_size", OpenApiTypes.INT, description="Events per page (at most 5000)."
+            ),
         ],
         responses=serializers.EventSerializer(many=True),
     )
@@ -318,7 +358,9 @@ class TrialViewSet(viewsets.ReadOnlyModelViewSet):
         kind = request.query_params.get("kind")
         if kind:
             if kind not in Event.Kind.values:
-                raise ValidationError({"kind": f"kind must be one of {', '.join(Event.Kind.values)}."})
+                raise ValidationError(
+                    {"kind": f"kind must be one of {', '.join(Event.Kind.values)}."}
+                )
             events = events.filter(kind=kind)
         after = _whole_number(request, "after")
         if after is not None:

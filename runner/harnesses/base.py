@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
@@ -45,6 +46,8 @@ class TurnResult:
     answer: str = ""
     duration_ms: int = 0
     usage: dict[str, int] = field(default_factory=dict)
+    # Actions the agent's own harness refused (e.g. Claude Code's permission_denials).
+    permission_denials: list[dict] = field(default_factory=list)
 
 
 class Harness(abc.ABC):
@@ -53,6 +56,16 @@ class Harness(abc.ABC):
 
     def __init__(self, variant: Variant) -> None:
         self.variant = variant
+
+    @classmethod
+    def capabilities_for(cls, variant: Variant) -> frozenset[str]:
+        """What this harness can do under ``variant`` (known before any sandbox exists)."""
+        return cls.capabilities
+
+    @classmethod
+    def declares_plan_file(cls, variant: Variant) -> bool:
+        """Whether the harness writes its plan to a file under ``variant``."""
+        return False
 
     def setup(self, sandbox: Sandbox, log: RawSink) -> None:  # noqa: B027 (optional hook)
         """Install what the agent needs into the sandbox, once per trial."""
@@ -68,6 +81,11 @@ class Harness(abc.ABC):
         timeout_s: float,
     ) -> TurnResult:
         """Run one turn to completion, emitting events as they happen."""
+
+    def plan_file(self, sandbox: Sandbox) -> Path | None:
+        """Where this harness writes the plan it presents in plan mode (a file or a folder on
+        the host), or None when it writes none and a responder must decide."""
+        return None
 
     def missing_capabilities(self, *, conversation: bool, plan_mode: bool) -> list[str]:
         needed = []

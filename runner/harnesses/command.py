@@ -44,7 +44,22 @@ class CommandHarness(Harness):
                 f"variant {variant.name}: the command harness needs a profile with a run command"
             )
         self.profile: Profile = variant.profile
-        self.capabilities = frozenset(self.profile.capabilities) & {CONVERSATION_RESUME, PLAN_MODE}
+        self.capabilities = self.capabilities_for(variant)
+
+    @classmethod
+    def capabilities_for(cls, variant: Variant) -> frozenset[str]:
+        declared = variant.profile.capabilities if variant.profile else ()
+        return frozenset(declared) & {CONVERSATION_RESUME, PLAN_MODE}
+
+    @classmethod
+    def declares_plan_file(cls, variant: Variant) -> bool:
+        return bool(variant.profile and variant.profile.plan_file)
+
+    def plan_file(self, sandbox: Sandbox) -> Path | None:
+        """The profile's ``plan_file``, relative to the sandbox's home."""
+        if not self.profile.plan_file:
+            return None
+        return sandbox.host_home / self.profile.plan_file.removeprefix("~/").lstrip("/")
 
     def _proctor_dir(self, sandbox: Sandbox) -> Path:
         return sandbox.host_home / ".proctor"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -31,10 +32,8 @@ def _pump(stream: IO[bytes], name: str, kept: list[str], on_line: LineSink | Non
 
 
 def _kill_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_process(
@@ -80,10 +79,8 @@ def run_process(
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc.pid, signal.SIGTERM)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=TERMINATE_GRACE_S)
-        except subprocess.TimeoutExpired:
-            pass
     _kill_group(proc.pid, signal.SIGKILL)
     proc.wait()
     for pump in pumps:

@@ -42,7 +42,9 @@ def make_user(username: str, org: Organization | None = None, **fields) -> User:
     return user
 
 
-def make_definition(suite: str, case: str, *, prompt: str = "Add a /health route", timeout_ms: int = 900000) -> dict:
+def make_definition(
+    suite: str, case: str, *, prompt: str = "Add a /health route", timeout_ms: int = 900000
+) -> dict:
     return {
         "suite": suite,
         "case": case,
@@ -77,21 +79,31 @@ def make_case(
     definitions: list[dict] | None = None,
 ) -> Case:
     """A case with one version per definition (default: one version)."""
-    suite, _ = Suite.objects.get_or_create(organization=org, slug=suite_slug, defaults={"name": suite_slug.upper()})
-    case = Case.objects.create(organization=org, suite=suite, slug=slug, name=slug.replace("-", " "), tags=tags or [])
-    for number, definition in enumerate(definitions or [make_definition(suite_slug, slug)], start=1):
+    suite, _ = Suite.objects.get_or_create(
+        organization=org, slug=suite_slug, defaults={"name": suite_slug.upper()}
+    )
+    case = Case.objects.create(
+        organization=org, suite=suite, slug=slug, name=slug.replace("-", " "), tags=tags or []
+    )
+    for number, definition in enumerate(
+        definitions or [make_definition(suite_slug, slug)], start=1
+    ):
         CaseVersion.objects.create(
             case=case,
             number=number,
             definition=definition,
-            definition_hash=hashlib.sha256(json.dumps(definition, sort_keys=True).encode()).hexdigest(),
+            definition_hash=hashlib.sha256(
+                json.dumps(definition, sort_keys=True).encode()
+            ).hexdigest(),
             sources={"evals/api.eval.py": VALIDATOR_SOURCE},
             module_path=f"/srv/{org.slug}/evals/api.eval.py",
         )
     return case
 
 
-def make_variant(org: Organization, name: str, *, harness: str = "command", model: str = "") -> Variant:
+def make_variant(
+    org: Organization, name: str, *, harness: str = "command", model: str = ""
+) -> Variant:
     spec = {"name": name, "harness": harness, "model": model, "sandbox": "local"}
     return Variant.objects.create(
         organization=org,
@@ -117,7 +129,9 @@ def make_batch(
     for case in cases:
         version = case.latest_version()
         for variant in variants:
-            run = Run.objects.create(batch=batch, case_version=version, variant=variant, spec=variant.spec)
+            run = Run.objects.create(
+                batch=batch, case_version=version, variant=variant, spec=variant.spec
+            )
             for index, status in enumerate(statuses):
                 trial = Trial.objects.create(
                     run=run,

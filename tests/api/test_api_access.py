@@ -55,7 +55,9 @@ def test_it_lists_only_the_members_organization(endpoint, api_as, alice, acme_wo
 
 
 @pytest.mark.parametrize("endpoint", LIST_ENDPOINTS)
-def test_it_hides_another_organizations_objects_from_lists(endpoint, api_as, charlie, acme_world, globex_world):
+def test_it_hides_another_organizations_objects_from_lists(
+    endpoint, api_as, charlie, acme_world, globex_world
+):
     ids = listed_ids(api_as(charlie).get(f"/api/{endpoint}/"))
 
     assert ids
@@ -80,9 +82,14 @@ def test_it_answers_404_to_reruns_of_another_organizations_objects(api_as, charl
     client = api_as(charlie)
     batch, run = acme_world.batch, acme_world.runs[0]
 
-    assert client.post(f"/api/batches/{batch.id}/rerun/", {"scope": "all"}, format="json").status_code == 404
+    assert (
+        client.post(f"/api/batches/{batch.id}/rerun/", {"scope": "all"}, format="json").status_code
+        == 404
+    )
     assert client.post(f"/api/runs/{run.id}/rerun/").status_code == 404
-    response = client.post(f"/api/batches/{batch.id}/rerun-case/", {"case": "health-route"}, format="json")
+    response = client.post(
+        f"/api/batches/{batch.id}/rerun-case/", {"case": "health-route"}, format="json"
+    )
     assert response.status_code == 404
     assert batch.reruns.count() == 0
 

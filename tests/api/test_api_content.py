@@ -51,7 +51,10 @@ def test_it_filters_cases_by_suite_tag_and_search(query, slugs, api_as, alice, a
 def test_it_lists_versions_without_sources_and_filters_them_by_case(api_as, alice, acme_world):
     versions = results(api_as(alice).get("/api/case-versions/?case=health-route"))
 
-    assert [(v["case"], v["number"]) for v in versions] == [("health-route", 1), ("health-route", 2)]
+    assert [(v["case"], v["number"]) for v in versions] == [
+        ("health-route", 1),
+        ("health-route", 2),
+    ]
     assert versions[1]["definition"]["limits"]["timeout_ms"] == 1800000
     assert "sources" not in versions[0]
 
@@ -104,7 +107,9 @@ def test_it_filters_batches_by_status_and_rejects_an_unknown_status(api_as, alic
     assert response.json() == {"status": "status must be one of queued, running, finished."}
 
 
-def test_it_lists_a_batchs_runs_with_case_version_variant_and_pass_rate(api_as, alice, acme_world, globex_world):
+def test_it_lists_a_batchs_runs_with_case_version_variant_and_pass_rate(
+    api_as, alice, acme_world, globex_world
+):
     runs = results(api_as(alice).get(f"/api/runs/?batch={acme_world.batch.id}"))
 
     assert len(runs) == 4
@@ -121,7 +126,9 @@ def test_it_filters_runs_by_case_and_variant(api_as, alice, acme_world):
     codex = acme_world.variants[1]
     runs = results(api_as(alice).get(f"/api/runs/?case=login-form&variant={codex.id}"))
 
-    assert [(r["case_version"]["case"], r["variant"]["name"]) for r in runs] == [("login-form", "codex")]
+    assert [(r["case_version"]["case"], r["variant"]["name"]) for r in runs] == [
+        ("login-form", "codex")
+    ]
 
 
 def test_it_rejects_a_batch_filter_that_is_not_a_number(api_as, alice, acme_world):
@@ -157,7 +164,9 @@ def test_it_shows_a_trials_turns_and_answer(api_as, alice, acme_world):
     trial = acme_world.runs[0].trials.get(index=0)
     trial.answer = "Added the route."
     trial.save()
-    Turn.objects.create(trial=trial, index=0, prompt="Add a /health route", origin={}, answer="Done.")
+    Turn.objects.create(
+        trial=trial, index=0, prompt="Add a /health route", origin={}, answer="Done."
+    )
 
     shown = api_as(alice).get(f"/api/trials/{trial.id}/").json()
 

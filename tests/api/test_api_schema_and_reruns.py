@@ -48,7 +48,9 @@ def test_it_names_a_case_that_did_not_run_in_the_batch(api_as, alice, acme_world
     )
 
     assert response.status_code == 400
-    assert response.json() == {"case": f"Batch {acme_world.batch.id} has no runs of case 'search-box'."}
+    assert response.json() == {
+        "case": f"Batch {acme_world.batch.id} has no runs of case 'search-box'."
+    }
 
 
 def test_it_rejects_an_unknown_rerun_scope(api_as, alice, acme_world):
@@ -79,7 +81,9 @@ def assert_created_rerun(response, source: Batch) -> Batch:
 
 
 def test_it_reruns_a_whole_batch(reruns, api_as, alice, acme_world):
-    response = api_as(alice).post(f"/api/batches/{acme_world.batch.id}/rerun/", {"scope": "all"}, format="json")
+    response = api_as(alice).post(
+        f"/api/batches/{acme_world.batch.id}/rerun/", {"scope": "all"}, format="json"
+    )
 
     new_batch = assert_created_rerun(response, acme_world.batch)
     assert new_batch.runs.count() == 4

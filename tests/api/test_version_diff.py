@@ -104,7 +104,13 @@ def test_it_describes_a_new_source_kind_and_a_moved_repo_ref():
 
 
 def test_it_describes_prepare_cache_system_prompt_and_conversation():
-    prepare = {"qualname": "install", "path": "evals/api.eval.py", "start": 1, "end": 3, "sha256": "p"}
+    prepare = {
+        "qualname": "install",
+        "path": "evals/api.eval.py",
+        "start": 1,
+        "end": 3,
+        "sha256": "p",
+    }
     new = changed(
         system_prompt="Be terse.",
         prepare=prepare,

@@ -8,7 +8,9 @@ from rest_framework.authtoken.models import Token
 
 
 class Command(BaseCommand):
-    help = "Print a user's API token (send it as 'Authorization: Token <key>'), creating it if needed."
+    help = (
+        "Print a user's API token (send it as 'Authorization: Token <key>'), creating it if needed."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("username")
@@ -21,7 +23,9 @@ class Command(BaseCommand):
     def handle(self, *args, username: str, reset: bool, **options) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
-            raise CommandError(f"There is no user named {username!r}; create one with `proctor createuser`.")
+            raise CommandError(
+                f"There is no user named {username!r}; create one with `proctor createuser`."
+            )
         if reset:
             Token.objects.filter(user=user).delete()
         token, _ = Token.objects.get_or_create(user=user)

@@ -14,8 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evals_app.models import Batch, Organization, Trial
-from runner import artifacts, dispatch
-from runner.batch_report import batch_report, overall_pass_rate, warnings_by_variant
+from runner import artifacts, benchmark, dispatch
+from runner.batch_report import batch_report, overall_pass_rate
 from runner.eval_command import InvalidInput, Selection, load_suites, plan_batch, record_batch
 from runner.schema import ensure_database
 
@@ -46,6 +46,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print only the results as JSON on stdout")
         parser.add_argument("--org", default=Organization.EMBEDDED_SLUG, metavar="SLUG",
                             help="organization to record under (default: the embedded default)")
+        parser.add_argument("--responder-model", metavar="MODEL", help="model the responder consults (overrides the eval)")
+        parser.add_argument("--judge-model", metavar="MODEL", help="model that grades judge checks (overrides the eval)")
         parser.add_argument("--no-wait", action="store_true", help="queue the batch and exit (scaled mode)")
 
     def handle(self, *args, **options) -> None:
@@ -65,7 +67,10 @@ class Command(BaseCommand):
         dispatch.configure_local_workers(options["jobs"])
         try:
             batch, trial_ids, new_versions = record_batch(
-                organization, planned, options={"paths": options["paths"], "jobs": options["jobs"]}
+                organization, planned, options={
+                    "paths": options["paths"], "jobs": options["jobs"],
+                    "responder_model": options["responder_model"], "judge_model": options["judge_model"],
+                }
             )
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
@@ -153,8 +158,8 @@ class Command(BaseCommand):
         for (suite, case), cells in rows.items():
             table.add_row(escape(f"{suite} / {case}"), *[cells.get(v, "—") for v in variants])
         out.print(table)
-        for variant, warnings in warnings_by_variant(report).items():
-            listed = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in warnings.items())
+        for variant, warnings in benchmark.summarize(batch)["validity_warnings"].items():
+            listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
         for run in report["runs"]:
             for trial in run["trials"]:

@@ -1,0 +1,165 @@
+"""Live updates for one batch: a websocket per open page, joined to the batch's group.
+
+The page says what it shows in the query string (``watch=grid``, ``watch=run&run=<id>`` or
+``watch=trial&trial=<id>``); when the runner publishes a change the consumer re-renders the
+fragments of that page on the server and sends them as HTML that the htmx websocket extension
+swaps in by element id. A connection from anyone who may not see the batch is refused before
+it is accepted, exactly as a page would answer 404.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.db.models import Q
+
+from dashboard import fragments
+from dashboard.access import batches_for, runs_for, trials_for
+from evals_app.models import Batch, Run, Trial
+from evals_app.stats import changed_run_ids
+from runner.publishing import batch_group
+
+
+@dataclass
+class Watch:
+    """What the connected page shows, and how far its transcript has got."""
+
+    kind: str  # grid | run | trial
+    run_id: int | None = None
+    trial_id: int | None = None
+    # When the page was drawn: changes after it are sent on connect.
+    since: datetime | None = None
+    # The trial page's last event and turn shown.
+    after: int = -1
+    turns_shown: int = -1
+
+    @classmethod
+    def from_query(cls, query_string: bytes) -> Watch | None:
+        params = {k: v[-1] for k, v in parse_qs(query_string.decode("latin-1")).items()}
+        try:
+            watch = cls(kind=params.get("watch", "grid"))
+            if "since" in params:
+                watch.since = datetime.fromtimestamp(int(params["since"]) / 1000, tz=UTC)
+            if watch.kind == "run":
+                watch.run_id = int(params["run"])
+            elif watch.kind == "trial":
+                watch.trial_id = int(params["trial"])
+                watch.after = int(params.get("after", -1))
+                watch.turns_shown = int(params.get("turn", -1))
+            elif watch.kind != "grid":
+                return None
+        except (KeyError, ValueError, OverflowError, OSError):
+            return None
+        return watch
+
+
+class BatchConsumer(AsyncWebsocketConsumer):
+    batch: Batch
+    watch: Watch
+    run: Run | None = None
+    trial: Trial | None = None
+
+    async def connect(self) -> None:
+        watch = Watch.from_query(self.scope.get("query_string", b""))
+        allowed = watch is not None and await database_sync_to_async(self._load)(watch)
+        if not allowed:
+            await self.close()
+            return
+        await self.channel_layer.group_add(batch_group(self.batch.pk), self.channel_name)
+        await self.accept()
+        html = await database_sync_to_async(self._catch_up)()
+        if html:
+            await self.send(text_data=html)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "batch"):
+            await self.channel_layer.group_discard(batch_group(self.batch.pk), self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """Pages only listen; anything they send is ignored."""
+
+    # --- messages from runner.publishing, one handler per type ------------------------------
+
+    async def trial_changed(self, message: dict) -> None:
+        await self._send(await database_sync_to_async(self._trial_changed)(message))
+
+    async def trial_event(self, message: dict) -> None:
+        if self.watch.kind == "trial" and message.get("trial_id") == self.watch.trial_id:
+            await self._send(await database_sync_to_async(self._transcript_tail)())
+
+    async def batch_changed(self, message: dict) -> None:
+        if self.watch.kind == "grid":
+            await self._send(await database_sync_to_async(self._batch_status)())
+
+    # --- rendering, in a database thread ----------------------------------------------------
+
+    def _load(self, watch: Watch) -> bool:
+        """Scope everything through the access helpers: another organization's batch, or a
+        run or trial outside this batch, is refused."""
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            return False
+        batch_id = self.scope["url_route"]["kwargs"]["batch_id"]
+        batch = batches_for(user).filter(pk=batch_id).first()
+        if batch is None:
+            return False
+        if watch.kind == "run":
+            self.run = runs_for(user).filter(pk=watch.run_id, batch=batch).first()
+            if self.run is None:
+                return False
+        if watch.kind == "trial":
+            self.trial = (
+                trials_for(user)
+                .select_related("run__case_version", "run__batch")
+                .filter(pk=watch.trial_id, run__batch=batch)
+                .first()
+            )
+            if self.trial is None:
+                return False
+        self.batch, self.watch = batch, watch
+        return True
+
+    def _catch_up(self) -> str:
+        """What changed between drawing the page and opening this socket."""
+        if self.watch.kind == "grid":
+            if self.watch.since is None:
+                return fragments.batch_status(self.batch)
+            return fragments.grid_catch_up(self.batch, changed_run_ids(self.batch, self.watch.since))
+        if self.watch.kind == "run" and self.run is not None:
+            trials = self.run.trials.all()
+            if self.watch.since is not None:
+                since = self.watch.since
+                trials = trials.filter(Q(started_at__gte=since) | Q(finished_at__gte=since))
+            return fragments.run_trial_updates(self.run, trials.values_list("pk", flat=True))
+        if self.watch.kind == "trial" and self.trial is not None:
+            return fragments.trial_state_update(self.trial) + self._transcript_tail()
+        return ""
+
+    def _trial_changed(self, message: dict) -> str:
+        if self.watch.kind == "grid":
+            self.batch.refresh_from_db(fields=["status"])
+            return fragments.grid_cell_update(self.batch, message["run_id"])
+        if self.watch.kind == "run" and self.run is not None and message.get("run_id") == self.run.pk:
+            return fragments.run_trial_updates(self.run, [message["trial_id"]])
+        if self.watch.kind == "trial" and self.trial is not None and message.get("trial_id") == self.trial.pk:
+            # The last events are flushed before a trial is announced finished.
+            return fragments.trial_state_update(self.trial) + self._transcript_tail()
+        return ""
+
+    def _transcript_tail(self) -> str:
+        assert self.trial is not None
+        tail = fragments.transcript_tail(self.trial, after=self.watch.after, turns_shown=self.watch.turns_shown)
+        self.watch.after, self.watch.turns_shown = tail.last_seq, tail.turns_shown
+        return tail.html
+
+    def _batch_status(self) -> str:
+        self.batch.refresh_from_db()
+        return fragments.batch_status(self.batch)
+
+    async def _send(self, html: str) -> None:
+        if html:
+            await self.send(text_data=html)

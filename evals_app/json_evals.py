@@ -1,0 +1,184 @@
+"""Eval files written as JSON (``*.eval.json``), in the shape of the conversation reference:
+
+    {"id": "add-request-caching", "prompt": "...", "expected_output": "...",
+     "responder": {"type": "llm", "max_turns": 8}, "plan_mode": true}
+
+A file holds one such case, a list of them, or a suite object
+``{"suite": ID, "name", "variants": [...], "trials", "source", "evals": [...]}``. A file without
+``variants`` takes them from ``variants.json`` in its folder (a list of variant objects). Checks
+are ``validate`` (a shell command, or a list of ``{"command": ...}`` / ``{"judge": rubric}``);
+a case with no checks but an ``expected_output`` is graded by a judge against it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from proctor.conversations import responder, turn, turns
+from proctor.definitions import (
+    DEFAULT_MAX_TURNS,
+    DEFAULT_TIMEOUT_MS,
+    Case,
+    Suite,
+    Variant,
+    case,
+    command,
+    files,
+    profile,
+    repo,
+    suite,
+    variant,
+)
+from proctor.judges import judge
+from proctor.validation import Problem
+
+EVAL_JSON_SUFFIX = ".eval.json"
+VARIANTS_FILE = "variants.json"
+CASE_KEYS = {"id", "name", "prompt", "expected_output", "turns", "responder", "plan_mode", "validate",
+             "assertions", "tags", "max_turns", "timeout_ms", "source"}
+
+
+class JsonEvalError(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(map(str, problems)))
+        self.problems = problems
+
+
+def _source(value: Any, base: Path, where: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("files"), dict):
+        return files({str(k): str(v) for k, v in value["files"].items()})
+    if isinstance(value, dict) and isinstance(value.get("repo"), str):
+        spec = value["repo"]
+        if spec.startswith(("./", "../")):
+            spec = str((base / spec).resolve())
+        return repo(spec)
+    raise ValueError(f"{where}source must be {{\"files\": {{...}}}} or {{\"repo\": \"owner/name@ref\"}}")
+
+
+def _variant(value: Any, base: Path) -> Variant:
+    if not isinstance(value, dict) or not isinstance(value.get("harness"), str):
+        raise ValueError("each variant needs a \"harness\"")
+    prof = value.get("profile")
+    built = None
+    if isinstance(prof, dict):
+        folder = prof.get("dir")
+        built = profile(
+            str(prof.get("name", "profile")),
+            dir=str((base / folder).resolve()) if isinstance(folder, str) else None,
+            run=prof.get("run"),
+            install=prof.get("install"),
+            env={str(k): str(v) for k, v in (prof.get("env") or {}).items()},
+            system_prompt=prof.get("system_prompt"),
+            capabilities=tuple(prof.get("capabilities") or ()),
+            plan_file=prof.get("plan_file"),
+        )
+    return variant(value["harness"], model=value.get("model"), profile=built,
+                   sandbox=value.get("sandbox", "local"), name=value.get("name"),
+                   network=bool(value.get("network", False)))
+
+
+def _checks(entry: dict[str, Any], where: str) -> Any:
+    validate = entry.get("validate")
+    checks: list[Any] = []
+    if isinstance(validate, str):
+        return command(validate)
+    if isinstance(validate, list):
+        for item in validate:
+            if isinstance(item, dict) and isinstance(item.get("command"), str):
+                checks.append(command(item["command"]))
+            elif isinstance(item, dict) and isinstance(item.get("judge"), str):
+                checks.append(judge(item["judge"], model=item.get("model"), name=item.get("name"),
+                                    threshold=float(item.get("threshold", 0.5))))
+            else:
+                raise ValueError(f"{where}validate entries are {{\"command\": ...}} or {{\"judge\": rubric}}")
+    elif validate is not None:
+        raise ValueError(f"{where}validate must be a shell command or a list")
+    for assertion in entry.get("assertions") or []:
+        checks.append(judge(str(assertion)))
+    if not checks and isinstance(entry.get("expected_output"), str):
+        checks.append(judge(
+            "The agent's work achieves this expected outcome: " + entry["expected_output"],
+            name="meets expected_output",
+        ))
+    return checks or None
+
+
+def _conversation(entry: dict[str, Any], where: str) -> Any:
+    has_turns, has_responder = "turns" in entry, "responder" in entry
+    if has_turns and has_responder:
+        raise ValueError(f"{where}declares both turns and a responder; they are alternatives, choose one")
+    if has_turns:
+        items = entry["turns"]
+        if not isinstance(items, list):
+            raise ValueError(f"{where}turns must be a list")
+        return turns(*[
+            turn(str(t.get("prompt", "")), deliver_when=t.get("deliver_when", "always"),
+                 agent_response_matches=t.get("agent_response_matches"))
+            if isinstance(t, dict) else turn(str(t))
+            for t in items
+        ])
+    if has_responder:
+        spec = entry["responder"]
+        if not isinstance(spec, dict) or spec.get("type") != "llm":
+            raise ValueError(f"{where}responder needs \"type\": \"llm\" (the only responder)")
+        return responder(max_turns=spec.get("max_turns", 8), model=spec.get("model"))
+    return None
+
+
+def _case(entry: Any, base: Path) -> Case:
+    if not isinstance(entry, dict):
+        raise ValueError("each eval is a JSON object")
+    where = f"case {entry.get('id')}: " if entry.get("id") else ""
+    unknown = sorted(set(entry) - CASE_KEYS)
+    if unknown:
+        raise ValueError(f"{where}unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    if not isinstance(entry.get("prompt"), str):
+        raise ValueError(f"{where}prompt is required")
+    return case(
+        entry.get("id", ""),
+        name=entry.get("name"),
+        variables={"prompt": entry["prompt"]},
+        source=_source(entry.get("source"), base, where),
+        tags=tuple(entry.get("tags") or ()),
+        user=_conversation(entry, where),
+        max_turns=entry.get("max_turns", DEFAULT_MAX_TURNS),
+        timeout_ms=entry.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+        expected_output=entry.get("expected_output"),
+        plan_mode=entry.get("plan_mode", False),
+        validate=_checks(entry, where),
+    )
+
+
+def load_json_suites(path: Path) -> list[Suite]:
+    """The suite a JSON eval file defines. Raises JsonEvalError naming the file and the rule."""
+    shown = path.name
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise JsonEvalError([Problem(file=shown, message=f"is not valid JSON: {exc}")]) from None
+    meta: dict[str, Any] = {}
+    if isinstance(data, dict) and "evals" in data:
+        meta, entries = data, data["evals"]
+    else:
+        entries = data if isinstance(data, list) else [data]
+    suite_id = meta.get("suite") or path.name.removesuffix(EVAL_JSON_SUFFIX)
+    try:
+        raw_variants = meta.get("variants")
+        if raw_variants is None:
+            sibling = path.parent / VARIANTS_FILE
+            if not sibling.is_file():
+                raise ValueError(f"has no \"variants\" and there is no {VARIANTS_FILE} beside it to take them from")
+            raw_variants = json.loads(sibling.read_text(encoding="utf-8"))
+            if isinstance(raw_variants, dict):
+                raw_variants = raw_variants.get("variants", [])
+        variants = [_variant(v, path.parent) for v in raw_variants]
+        cases = [_case(entry, path.parent) for entry in entries]
+        source = _source(meta.get("source"), path.parent, "")
+    except ValueError as exc:
+        raise JsonEvalError([Problem(file=shown, suite=str(suite_id), message=str(exc))]) from None
+    return [suite(str(suite_id), name=meta.get("name"), prompt="{{prompt}}", cases=cases, variants=variants,
+                  trials=meta.get("trials", 1), source=source, system_prompt=meta.get("system_prompt"))]

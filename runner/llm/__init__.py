@@ -1,0 +1,71 @@
+"""Consulting a model: for judges, the responder and simulated users.
+
+One call, ``complete(config, messages)``, goes to whichever endpoint the config names (an
+OpenAI-compatible HTTP endpoint or a command) and returns a Completion or raises an LLMError
+with its cause. A ConsultationRecord is what each caller keeps of one call, for the trial's
+artifacts and the dashboard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from runner.llm.command_client import complete_command
+from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
+from runner.llm.http_client import complete_http
+from runner.llm.json_answers import parse_json_answer
+from runner.llm.settings import KIND_COMMAND, KIND_HTTP, LLMConfig, resolve_config
+
+__all__ = [
+    "DISPATCH_FAILED",
+    "DISPATCH_TIMED_OUT",
+    "Completion",
+    "ConsultationRecord",
+    "LLMConfig",
+    "LLMError",
+    "complete",
+    "parse_json_answer",
+    "resolve_config",
+]
+
+UNCONFIGURED_MESSAGE = "no model endpoint configured: set PROCTOR_LLM_BASE_URL (and PROCTOR_LLM_MODEL) or PROCTOR_LLM_COMMAND"
+
+
+def complete(
+    config: LLMConfig, messages: list[dict[str, Any]], *, json_mode: bool = False
+) -> Completion:
+    """Ask the configured model; blocks for the call (HTTP with retries, or a subprocess).
+
+    ``json_mode`` asks an HTTP endpoint for a JSON object and tells a command (``"json": true``
+    on stdin); either way, read the answer with ``parse_json_answer``.
+    """
+    if config.kind == KIND_HTTP:
+        return complete_http(config, messages, json_mode=json_mode)
+    if config.kind == KIND_COMMAND:
+        return complete_command(config, messages, json_mode=json_mode)
+    raise LLMError(DISPATCH_FAILED, UNCONFIGURED_MESSAGE)
+
+
+@dataclass
+class ConsultationRecord:
+    """One call of a judge, the responder or a simulated user, as kept for auditing.
+
+    ``verdict`` is what the caller concluded (a judge's ``passed``/``failed``, the responder's
+    ``answer``/``done``/``cannot_answer``); ``cause`` names why no usable verdict came, when
+    none did. Mirrors evals_app's Consultation model.
+    """
+
+    kind: str  # judge | responder | simulated_user
+    prompt: list[dict[str, Any]]
+    answer: str
+    verdict: str
+    reason: str
+    cause: str
+    model: str
+    duration_ms: int
+    turn_index: int | None = None
+    check_index: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

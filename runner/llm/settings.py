@@ -1,0 +1,118 @@
+"""Which model endpoint a consultation goes to, and how that choice is layered.
+
+Settings (``PROCTOR_LLM_*``) give the default; a suite or variant may name its own endpoint;
+the ``model=`` of a judge or responder, or ``--judge-model`` / ``--responder-model``, picks the
+model last. The key travels in the config but is never part of how it describes itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RETRIES = 3
+
+KIND_HTTP = "http"
+KIND_COMMAND = "command"
+KIND_UNCONFIGURED = "unconfigured"
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    base_url: str | None = None
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+    model: str | None = None
+    command: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+    @property
+    def kind(self) -> str:
+        if self.base_url:
+            return KIND_HTTP
+        if self.command:
+            return KIND_COMMAND
+        return KIND_UNCONFIGURED
+
+    def describe(self) -> str:
+        """Where consultations go, for logs and the terminal; never the key."""
+        model = f" model {self.model}" if self.model else " (endpoint's default model)"
+        if self.kind == KIND_HTTP:
+            text = f"{self.base_url}{model}"
+        elif self.kind == KIND_COMMAND:
+            text = f"command `{self.command}`{model}"
+        else:
+            text = "no model endpoint configured"
+        return scrub_key(text, self.api_key)
+
+
+def scrub_key(text: str, api_key: str | None) -> str:
+    """``text`` with the key replaced: servers sometimes quote the key they refused."""
+    if api_key and api_key in text:
+        return text.replace(api_key, "[redacted]")
+    return text
+
+
+def settings_config() -> LLMConfig:
+    """The endpoint named by Django settings, or by the environment when Django is not set up
+    (a consultation run from a plain script)."""
+    from django.conf import settings
+
+    # ``configured`` stays False until something reads a setting, so a named settings module
+    # counts as set up too.
+    use_django = settings.configured or bool(os.environ.get("DJANGO_SETTINGS_MODULE"))
+
+    def setting(name: str) -> str | None:
+        if use_django:
+            value = getattr(settings, f"PROCTOR_LLM_{name}", None)
+        else:
+            value = os.environ.get(f"PROCTOR_LLM_{name}", "").strip()
+        return str(value) if value else None
+
+    return LLMConfig(
+        base_url=setting("BASE_URL"),
+        api_key=setting("API_KEY"),
+        model=setting("MODEL"),
+        command=setting("COMMAND"),
+        timeout_s=float(setting("TIMEOUT_S") or DEFAULT_TIMEOUT_S),
+    )
+
+
+def overlay(under: LLMConfig, over: LLMConfig) -> LLMConfig:
+    """``under`` with every field ``over`` sets.
+
+    Naming an endpoint replaces the endpoint: an overlay with only a command drops the base
+    URL beneath it (and the other way round), so a suite that says "use this command" gets it
+    even where settings name an HTTP endpoint. ``timeout_s`` and ``max_retries`` count as set
+    when they differ from their defaults, since they cannot be None.
+    """
+    base_url = over.base_url or under.base_url
+    command = over.command or under.command
+    if over.command and not over.base_url:
+        base_url = None
+    if over.base_url and not over.command:
+        command = None
+    return LLMConfig(
+        base_url=base_url,
+        api_key=over.api_key or under.api_key,
+        model=over.model or under.model,
+        command=command,
+        timeout_s=over.timeout_s if over.timeout_s != DEFAULT_TIMEOUT_S else under.timeout_s,
+        max_retries=over.max_retries
+        if over.max_retries != DEFAULT_MAX_RETRIES
+        else under.max_retries,
+    )
+
+
+def resolve_config(
+    *, model_override: str | None = None, base: LLMConfig | None = None
+) -> LLMConfig:
+    """Settings, then the suite's or variant's endpoint (``base``), then ``model_override``."""
+    config = settings_config()
+    if base is not None:
+        config = overlay(config, base)
+    if model_override:
+        config = dataclasses.replace(config, model=model_override)
+    return config

@@ -1,0 +1,373 @@
+"""The model client judges and the responder consult: HTTP against a fake server on loopback,
+and a command with the prompt on stdin."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.openai_server import FakeModelServer, Reply, fake_model_server_fixture  # noqa: F401
+
+from runner.llm import LLMConfig, LLMError, complete, parse_json_answer, resolve_config
+from runner.llm.http_client import complete_http
+
+MESSAGES = [{"role": "user", "content": "Which option do you want?"}]
+KEY = "sk-test-4f9a1c7e"
+
+
+def http_config(server: FakeModelServer, **overrides) -> LLMConfig:
+    values: dict[str, Any] = {
+        "base_url": server.url,
+        "api_key": KEY,
+        "model": "gpt-fake",
+        "timeout_s": 10.0,
+        "max_retries": 3,
+    }
+    values.update(overrides)
+    return LLMConfig(**values)
+
+
+def rate_limited() -> Reply:
+    return Reply(status=429, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0"})
+
+
+# --- HTTP ------------------------------------------------------------------------------------------
+
+
+def test_it_returns_the_assistants_answer(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script("Take the recommended option.")
+
+    completion = complete(http_config(fake_model_server), MESSAGES)
+
+    assert completion.text == "Take the recommended option."
+    assert completion.model == "gpt-fake"
+    assert completion.usage == {"input_tokens": 11, "output_tokens": 4}
+    [request] = fake_model_server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.body == {"model": "gpt-fake", "messages": MESSAGES, "temperature": 0}
+
+
+def test_it_asks_for_a_json_object_in_json_mode(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script('{"verdict": "answer"}')
+
+    completion = complete(http_config(fake_model_server), MESSAGES, json_mode=True)
+
+    assert parse_json_answer(completion.text) == {"verdict": "answer"}
+    assert fake_model_server.requests[0].body["response_format"] == {"type": "json_object"}
+
+
+def test_it_sends_the_key_as_a_bearer_token(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script("ok")
+
+    complete(http_config(fake_model_server), MESSAGES)
+
+    assert fake_model_server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_it_sends_no_authorization_header_without_a_key(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script("ok")
+
+    complete(http_config(fake_model_server, api_key=None), MESSAGES)
+
+    assert "authorization" not in fake_model_server.requests[0].headers
+
+
+def test_it_retries_a_rate_limit_and_then_answers(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script(rate_limited(), rate_limited(), "finally")
+
+    completion = complete(http_config(fake_model_server), MESSAGES)
+
+    assert completion.text == "finally"
+    assert len(fake_model_server.requests) == 3
+
+
+def test_it_backs_off_exponentially_and_honours_retry_after(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        Reply(status=500, body="internal error"),
+        Reply(status=502, body="bad gateway"),
+        Reply(status=429, headers={"Retry-After": "7"}),
+        "ok",
+    )
+    slept: list[float] = []
+
+    completion = complete_http(http_config(fake_model_server), MESSAGES, sleep=slept.append)
+
+    assert completion.text == "ok"
+    assert len(slept) == 3
+    assert 0.5 <= slept[0] <= 1.0
+    assert 1.0 <= slept[1] <= 2.0
+    assert slept[2] == 7.0
+
+
+def test_it_fails_with_dispatch_failed_when_retries_run_out(
+    fake_model_server: FakeModelServer,
+) -> None:
+    overloaded = Reply(
+        status=503,
+        body={"error": {"message": "the engine is overloaded"}},
+        headers={"Retry-After": "0"},
+    )
+    fake_model_server.script(overloaded, overloaded, overloaded)
+
+    with pytest.raises(LLMError) as raised:
+        complete(http_config(fake_model_server, max_retries=2), MESSAGES)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert "HTTP 503" in str(raised.value)
+    assert "the engine is overloaded" in str(raised.value)
+    assert len(fake_model_server.requests) == 3
+    assert fake_model_server.unused_replies() == 0
+
+
+def test_it_retries_a_refused_connection_and_then_fails() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # The port is closed again: every connection is refused.
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=2)
+    slept: list[float] = []
+
+    with pytest.raises(LLMError) as raised:
+        complete_http(config, MESSAGES, sleep=slept.append)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert "could not reach the model endpoint" in str(raised.value)
+    assert len(slept) == 2
+
+
+def test_it_times_out_with_dispatch_timed_out_and_does_not_retry(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(Reply(text="too late", delay_s=5))
+
+    with pytest.raises(LLMError) as raised:
+        complete(http_config(fake_model_server, timeout_s=0.3), MESSAGES)
+
+    assert raised.value.cause == "dispatch_timed_out"
+    assert "did not answer within 0.3s" in str(raised.value)
+    assert len(fake_model_server.requests) == 1
+
+
+def test_it_fails_at_once_on_a_client_error_with_the_servers_message(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        Reply(
+            status=400,
+            body={
+                "error": {
+                    "message": "The model `gpt-fake` does not exist",
+                    "type": "invalid_request_error",
+                }
+            },
+        ),
+        "never sent",
+    )
+
+    with pytest.raises(LLMError) as raised:
+        complete(http_config(fake_model_server), MESSAGES)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert (
+        str(raised.value)
+        == "the model endpoint refused the request (HTTP 400): The model `gpt-fake` does not exist"
+    )
+    assert len(fake_model_server.requests) == 1
+
+
+def test_it_never_puts_the_key_in_an_error_message(fake_model_server: FakeModelServer) -> None:
+    # Some providers quote the key they refused.
+    fake_model_server.script(
+        Reply(status=401, body={"error": {"message": f"Incorrect API key provided: {KEY}."}})
+    )
+    config = http_config(fake_model_server)
+
+    with pytest.raises(LLMError) as raised:
+        complete(config, MESSAGES)
+
+    assert KEY not in str(raised.value)
+    assert "Incorrect API key provided: [redacted]." in str(raised.value)
+    assert KEY not in config.describe()
+    assert KEY not in repr(config)
+    assert config.describe() == f"{fake_model_server.url} model gpt-fake"
+
+
+def test_an_answer_without_choices_is_dispatch_failed(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script(
+        {"object": "chat.completion", "choices": []}, Reply(body="<html>gateway</html>")
+    )
+    config = http_config(fake_model_server, max_retries=0)
+
+    with pytest.raises(LLMError) as no_choices:
+        complete(config, MESSAGES)
+    with pytest.raises(LLMError) as not_json:
+        complete(config, MESSAGES)
+
+    assert no_choices.value.cause == "dispatch_failed"
+    assert "no choices" in str(no_choices.value)
+    assert "something other than a JSON object" in str(not_json.value)
+
+
+def test_it_fails_with_a_sentence_when_no_endpoint_is_configured() -> None:
+    with pytest.raises(LLMError) as raised:
+        complete(LLMConfig(), MESSAGES)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert str(raised.value) == (
+        "no model endpoint configured: set PROCTOR_LLM_BASE_URL (and PROCTOR_LLM_MODEL) or PROCTOR_LLM_COMMAND"
+    )
+
+
+# --- command ---------------------------------------------------------------------------------------
+
+
+def test_the_command_gets_the_prompt_as_json_on_stdin_and_answers_on_stdout(tmp_path: Path) -> None:
+    seen = tmp_path / "stdin.json"
+    config = LLMConfig(command=f"cat > {seen}; echo 'Use the default.'", model="small-model")
+
+    completion = complete(config, MESSAGES, json_mode=True)
+
+    assert completion.text == "Use the default."
+    assert completion.model == "small-model"
+    assert json.loads(seen.read_text()) == {
+        "model": "small-model",
+        "messages": MESSAGES,
+        "json": True,
+    }
+
+
+def test_a_failing_command_is_dispatch_failed_with_the_end_of_its_stderr() -> None:
+    config = LLMConfig(command="echo 'loading model' >&2; echo 'model not found: tiny' >&2; exit 3")
+
+    with pytest.raises(LLMError) as raised:
+        complete(config, MESSAGES)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert (
+        str(raised.value)
+        == "the consultation command exited with status 3: loading model model not found: tiny"
+    )
+
+
+def test_a_command_that_outruns_its_timeout_is_dispatch_timed_out() -> None:
+    config = LLMConfig(command="sleep 30; echo never", timeout_s=0.3)
+
+    with pytest.raises(LLMError) as raised:
+        complete(config, MESSAGES)
+
+    assert raised.value.cause == "dispatch_timed_out"
+    assert "did not finish within 0.3s" in str(raised.value)
+
+
+def test_the_command_runs_in_a_fresh_directory_outside_the_workspace(
+    tmp_path: Path, monkeypatch
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "AGENTS.md").write_text("Always answer in French.\n")
+    monkeypatch.chdir(workspace)
+    config = LLMConfig(command="pwd; ls -A | wc -l; touch written-by-consultation")
+
+    completion = complete(config, MESSAGES)
+
+    scratch, entries = completion.text.splitlines()
+    assert Path(scratch).resolve() != workspace.resolve()
+    assert workspace.resolve() not in Path(scratch).resolve().parents
+    assert entries.strip() == "0"
+    assert not Path(scratch).exists()
+    assert sorted(os.listdir(workspace)) == ["AGENTS.md"]
+
+
+# --- reading JSON answers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"verdict": "answer", "reply": "Yes."}',
+        '  \n{"verdict": "answer", "reply": "Yes."}\n',
+        '```json\n{"verdict": "answer", "reply": "Yes."}\n```',
+        'Here you go:\n```\n{"verdict": "answer", "reply": "Yes."}\n```\nThanks.',
+        'My verdict is {"verdict": "answer", "reply": "Yes."} as asked.',
+        '{not json} but then {"verdict": "answer", "reply": "Yes."}',
+    ],
+)
+def test_it_reads_a_json_object_however_the_model_wrapped_it(text: str) -> None:
+    assert parse_json_answer(text) == {"verdict": "answer", "reply": "Yes."}
+
+
+def test_it_keeps_nested_objects_whole() -> None:
+    assert parse_json_answer('Result: {"a": {"b": [1, {"c": "}"}]}} done') == {
+        "a": {"b": [1, {"c": "}"}]}
+    }
+
+
+@pytest.mark.parametrize(
+    "text", ["", "I think it passes.", "[1, 2]", '{"unterminated": true', "```json\n[]\n```"]
+)
+def test_it_reads_nothing_from_an_answer_without_an_object(text: str) -> None:
+    assert parse_json_answer(text) is None
+
+
+# --- which endpoint --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def endpoint_settings(settings):
+    settings.PROCTOR_LLM_BASE_URL = "http://models.internal:8000/v1"
+    settings.PROCTOR_LLM_API_KEY = KEY
+    settings.PROCTOR_LLM_MODEL = "settings-model"
+    settings.PROCTOR_LLM_COMMAND = None
+    settings.PROCTOR_LLM_TIMEOUT_S = 45.0
+    return settings
+
+
+def test_settings_give_the_default_endpoint(endpoint_settings) -> None:
+    config = resolve_config()
+
+    assert config == LLMConfig(
+        base_url="http://models.internal:8000/v1",
+        api_key=KEY,
+        model="settings-model",
+        command=None,
+        timeout_s=45.0,
+    )
+    assert config.kind == "http"
+
+
+def test_a_suite_endpoint_overrides_settings_and_a_model_override_wins_last(
+    endpoint_settings,
+) -> None:
+    suite_level = LLMConfig(model="suite-model")
+
+    assert resolve_config(base=suite_level).model == "suite-model"
+    assert resolve_config(base=suite_level).base_url == "http://models.internal:8000/v1"
+    assert resolve_config(base=suite_level).timeout_s == 45.0
+    assert resolve_config(base=suite_level, model_override="judge-model").model == "judge-model"
+    assert resolve_config(model_override="judge-model").model == "judge-model"
+
+
+def test_a_command_named_by_a_suite_replaces_the_http_endpoint_of_settings(
+    endpoint_settings,
+) -> None:
+    config = resolve_config(base=LLMConfig(command="my-agent --print"))
+
+    assert config.kind == "command"
+    assert config.base_url is None
+    assert config.model == "settings-model"
+
+
+def test_nothing_configured_is_unconfigured(settings) -> None:
+    settings.PROCTOR_LLM_BASE_URL = None
+    settings.PROCTOR_LLM_COMMAND = None
+
+    config = resolve_config(model_override="some-model")
+
+    assert config.kind == "unconfigured"
+    assert config.describe() == "no model endpoint configured"
