@@ -71,7 +71,7 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
     guarded.trial_started()
     sandbox: Sandbox | None = None
     try:
-        sandbox = create_sandbox(plan.variant.sandbox)
+        sandbox = create_sandbox(plan.variant)
         outcome = _run_in(sandbox, plan, guarded)
     except (InfrastructureError, SandboxError, SourceError, HarnessError, PrepareError) as exc:
         outcome = TrialOutcome(status="errored", finish_reason="infrastructure", error=str(exc))

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from proctor import variant
 from runner.sandboxes import PathEscapesWorkspace, create_sandbox
 
 
 @pytest.fixture
 def sandbox():
-    box = create_sandbox("local")
+    box = create_sandbox(variant("command", sandbox="local"))
     yield box
     box.destroy()
 

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from proctor.definitions import Variant
 from runner.sandboxes.base import PathEscapesWorkspace, ProcessResult, Sandbox, SandboxError
 from runner.sandboxes.local import LocalSandbox
 
-SANDBOXES: dict[str, Callable[..., Sandbox]] = {
-    "local": LocalSandbox,
+# Each kind is built from the variant it runs (network allowance, image, limits in options).
+SANDBOXES: dict[str, Callable[[Variant], Sandbox]] = {
+    "local": LocalSandbox.for_variant,
 }
 
 
-def create_sandbox(kind: str, **options: object) -> Sandbox:
+def create_sandbox(variant: Variant) -> Sandbox:
     try:
-        factory = SANDBOXES[kind]
+        factory = SANDBOXES[variant.sandbox]
     except KeyError:
-        raise SandboxError(f"unknown sandbox {kind!r} (known: {', '.join(sorted(SANDBOXES))})") from None
-    return factory(**options)
+        known = ", ".join(sorted(SANDBOXES))
+        raise SandboxError(f"unknown sandbox {variant.sandbox!r} (known: {known})") from None
+    return factory(variant)
 
 
 __all__ = ["SANDBOXES", "PathEscapesWorkspace", "ProcessResult", "Sandbox", "SandboxError", "create_sandbox"]

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, Sandbox
 from runner.sandboxes.processes import run_process
 
@@ -32,6 +33,10 @@ class LocalSandbox(Sandbox):
             folder.mkdir()
         self.workspace = str(self.host_workspace)
         self.home = str(self.host_home)
+
+    @classmethod
+    def for_variant(cls, variant: Variant) -> LocalSandbox:
+        return cls()
 
     def base_env(self) -> dict[str, str]:
         env = {name: os.environ[name] for name in INHERITED if name in os.environ}
