@@ -14,7 +14,11 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(["proctor", *sys.argv[1:]])
+    args = sys.argv[1:]
+    # Commands are named after their module (seed_demo_data); accept the dashed spelling too.
+    if args and not args[0].startswith("-"):
+        args[0] = args[0].replace("-", "_")
+    execute_from_command_line(["proctor", *args])
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from rest_framework.response import Response
 
 from dashboard import access
 from dashboard.api import serializers
-from evals_app.models import Batch, CaseVersion, Event
+from evals_app.models import Batch, CaseVersion, Event, Trial
 
 
 def _count_trials_by_status(queryset: QuerySet, trials_path: str) -> QuerySet:
@@ -73,6 +73,11 @@ def _batches_for(user) -> QuerySet[Batch]:
     return _count_trials_by_status(batches, "runs__trials").annotate(
         run_count=Count("runs", distinct=True)
     )
+
+
+def _has_unsuccessful_trials(batch: Batch) -> bool:
+    unsuccessful = (Trial.Status.FAILED, Trial.Status.ERRORED, Trial.Status.TIMED_OUT)
+    return Trial.objects.filter(run__batch=batch, status__in=unsuccessful).exists()
 
 
 def _created_batch(request: Request, batch: Batch) -> Response:
@@ -208,6 +213,10 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         batch = self.get_object()
         body = serializers.RerunBatchRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        if body.validated_data["scope"] == "failed" and not _has_unsuccessful_trials(batch):
+            raise ValidationError(
+                {"scope": f"Batch {batch.pk} has no failed, errored or timed-out trials to rerun."}
+            )
         from runner import reruns  # the runner brings Celery and the harnesses: load on use
 
         if body.validated_data["scope"] == "failed":
@@ -254,7 +263,10 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self):
         runs = _count_trials_by_status(
-            access.runs_for(self.request.user).select_related("case_version__case", "variant"),
+            access.runs_for(self.request.user)
+            .select_related("case_version__case", "variant")
+            # A run shows its version's number only; definitions and sources are large.
+            .defer("case_version__definition", "case_version__sources"),
             "trials",
         ).order_by("batch_id", "id")
         if self.action != "list":

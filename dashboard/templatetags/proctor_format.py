@@ -4,6 +4,7 @@ counts, pass rates."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 from django import template
 
@@ -106,3 +107,12 @@ def origin_reason(origin: dict | None) -> str:
     """The responder's one-line reason for its reply, when it gave one."""
     responder = (origin or {}).get("responder")
     return str(responder.get("reason") or "") if isinstance(responder, dict) else ""
+
+
+@register.filter
+def since_start(moment: datetime | None, start: datetime | None) -> str:
+    """How far into the trial something happened: ``+12.3 s``; empty without a start."""
+    if moment is None or start is None:
+        return ""
+    ms = max(0, round((moment - start).total_seconds() * 1000))
+    return f"+{duration(ms)}"

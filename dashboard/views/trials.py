@@ -8,6 +8,7 @@ from django.shortcuts import render
 
 from dashboard import artifacts
 from dashboard.access import get_or_404, trials_for
+from dashboard.highlighting import highlight_code
 from dashboard.markdown import render_markdown
 from dashboard.transcript import last_seq, last_turn, transcript_page
 from dashboard.validation import trial_check_reports
@@ -15,6 +16,7 @@ from dashboard.views import HtmxHttpRequest, int_param
 from evals_app.models import Trial
 
 PLAN_PATH = "outputs/plan.md"
+DIFF_PATH = "workspace.diff"
 
 
 def trial_for_page(user, trial_id: int) -> Trial:
@@ -41,6 +43,7 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
     folder = artifacts.trial_folder(trial)
     files, file_count = artifacts.list_files(folder) if folder else ([], 0)
     plan = artifacts.read_small_text(folder, PLAN_PATH) if folder else None
+    diff = artifacts.read_small_text(folder, DIFF_PATH) if folder else None
     context = {
         "trial": trial,
         "run": trial.run,
@@ -51,6 +54,7 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         "files": files,
         "file_count": file_count,
         "plan_html": render_markdown(plan) if plan is not None else None,
+        "diff_html": highlight_code(diff, "diff") if diff else None,
         "verdicts": artifacts.responder_verdicts(folder) if folder else [],
     }
     return render(request, "dashboard/trial.html", context)

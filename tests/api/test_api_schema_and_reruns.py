@@ -7,6 +7,8 @@ from drf_spectacular.validation import validate_schema
 
 from evals_app.models import Batch
 
+from .factories import make_batch, make_case, make_variant
+
 
 def test_it_serves_a_valid_openapi_schema(api_as, alice, acme_world):
     response = api_as(alice).get("/api/schema/?format=json")
@@ -61,6 +63,22 @@ def test_it_rejects_an_unknown_rerun_scope(api_as, alice, acme_world):
     assert response.status_code == 400
     assert "scope" in response.json()
     assert acme_world.batch.reruns.count() == 0
+
+
+def test_it_refuses_to_rerun_the_failures_of_a_batch_without_any(api_as, alice, acme, globex_world):
+    clean = make_batch(
+        acme, [make_case(acme, "clean")], [make_variant(acme, "solid")], statuses=["passed"]
+    )
+
+    response = api_as(alice).post(
+        f"/api/batches/{clean.id}/rerun/", {"scope": "failed"}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {
+        "scope": f"Batch {clean.id} has no failed, errored or timed-out trials to rerun."
+    }
+    assert clean.reruns.count() == 0
 
 
 @pytest.fixture

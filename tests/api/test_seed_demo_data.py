@@ -119,9 +119,12 @@ def test_it_refuses_to_seed_an_organization_that_has_cases():
 
 
 @pytest.mark.django_db
-def test_it_rejects_a_count_below_one():
+def test_it_rejects_a_count_below_one_and_an_organization_that_is_not_a_slug():
     with pytest.raises(CommandError, match="--trials must be 1 or more, not 0."):
         seed("--trials", "0")
+    with pytest.raises(CommandError, match="--org must be lowercase letters, digits and hyphens"):
+        seed("--org", "Demo Org")
+    assert not Organization.objects.exists()
     assert not Variant.objects.exists()
     assert not CaseVersion.objects.exists()
     assert not Turn.objects.exists()

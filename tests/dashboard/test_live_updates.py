@@ -38,6 +38,13 @@ def run_async(coroutine_function):
     return async_to_sync(coroutine_function)()
 
 
+@pytest.fixture(autouse=True)
+def keep_the_test_transactions_connection(monkeypatch):
+    """database_sync_to_async closes "old" connections around each call, and a connection
+    inside the test's transaction looks old; keep it, as a served request would."""
+    monkeypatch.setattr("channels.db.close_old_connections", lambda: None)
+
+
 @pytest.fixture
 def cast():
     return make_cast()

@@ -52,4 +52,6 @@ if ! (command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 -p 6379 ping >/d
     redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null 2>&1 || true
   fi
 fi
+# The real agent CLIs for the harness tests.
+bash "$(dirname "$0")/agent-clis.sh"
 exit 0

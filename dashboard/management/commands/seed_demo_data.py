@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from evals_app.models import (
 )
 from evals_app.resolution import canonical_hash
 
+ORGANIZATION_SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 SUITES = [
     ("api", "HTTP API"),
     ("web", "Web front end"),
@@ -149,6 +151,8 @@ class Command(BaseCommand):
         for name, value in (("--cases", cases), ("--variants", variants), ("--trials", trials)):
             if value < 1:
                 raise CommandError(f"{name} must be 1 or more, not {value}.")
+        if not ORGANIZATION_SLUG.fullmatch(org):
+            raise CommandError(f"--org must be lowercase letters, digits and hyphens, not {org!r}.")
         started = time.monotonic()
         with transaction.atomic():
             organization, created = Organization.objects.get_or_create(

@@ -7,11 +7,15 @@ Markers in the opening prompt choose its behaviour, so one agent serves every te
   [plan-file]   in plan mode, writes its plan to ~/plans/plan.md
   [ask-in-plan] in plan mode, asks a question before presenting the plan
   [never-plan]  in plan mode, never presents a plan
+  [slow]        takes far too long on every follow-up turn (for timeout tests)
+A prompt about a wrong due date (the seed's scripted example, which carries no marker) gets a
+question about the time zone first.
 It resumes its own session: state lives in ~/talker/<session id>.json.
 """
 
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -54,6 +58,12 @@ if run.mode == "plan":
             (home / "plans").mkdir(exist_ok=True)
             (home / "plans" / "plan.md").write_text(plan)
         say(plan)
+elif "[slow]" in opening and len(state["prompts"]) > 1:
+    time.sleep(60)
+    say("Finally done.")
+elif "due date" in opening.lower() and state["asked"] == 0:
+    state["asked"] = 1
+    say("Which time zone are the affected users in?")
 elif "[ask-forever]" in opening:
     state["asked"] += 1
     say(f"Before I start, question {state['asked']}: which option do you prefer?")
