@@ -1,16 +1,14 @@
-"""Reading a trial's artifacts folder for the trial page: the file list, plan.md, and the
-responder's verdicts. Every path is resolved inside the folder; nothing outside it is read.
+"""Reading a trial's artifacts folder for the trial page: the file list, plan.md, and where
+each consultation's prompt and verdict files are. Every path is resolved inside the folder;
+nothing outside it is read.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from evals_app.models import Trial
+from evals_app.models import Consultation, Trial
 
 # The trial page lists at most this many files; the rest are counted, not listed.
 MAX_LISTED_FILES = 300
@@ -22,16 +20,6 @@ MAX_RENDERED_BYTES = 512_000
 class ArtifactFile:
     path: str  # relative to the trial's folder, with forward slashes
     size: int
-
-
-@dataclass(frozen=True)
-class ResponderVerdict:
-    turn: int
-    verdict: str
-    reason: str
-    reply: str
-    path: str  # the verdict file, relative to the trial's folder
-    raw: dict[str, Any]
 
 
 def trial_folder(trial: Trial) -> Path | None:
@@ -73,38 +61,33 @@ def read_small_text(folder: Path, relative: str) -> str | None:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-_TURN_FOLDER = re.compile(r"turn-(\d+)")
+def consultation_folder(consultation: Consultation) -> str:
+    """Where the runner keeps a consultation's prompt.json and verdict.json, relative to the
+    trial's folder: ``responder/turn-<n>``, ``simulated-user/turn-<n>``, ``judges/check-<i>``."""
+    if consultation.kind == Consultation.Kind.JUDGE:
+        return f"judges/check-{consultation.check_index}"
+    prefix = "responder" if consultation.kind == Consultation.Kind.RESPONDER else "simulated-user"
+    return f"{prefix}/turn-{consultation.turn_index}"
 
 
-def responder_verdicts(folder: Path) -> list[ResponderVerdict]:
-    """The responder's verdict on each turn it was consulted, from
-    ``responder/turn-<n>/verdict.json``, in turn order."""
-    responder = folder / "responder"
-    if not responder.is_dir():
-        return []
-    verdicts = []
-    for turn_dir in responder.iterdir():
-        match = _TURN_FOLDER.fullmatch(turn_dir.name)
-        if not match:
-            continue
-        relative = f"responder/{turn_dir.name}/verdict.json"
-        text = read_small_text(folder, relative)
-        if text is None:
-            continue
-        try:
-            raw = json.loads(text)
-        except ValueError:
-            raw = {"verdict": "unreadable", "reason": "verdict.json is not valid JSON"}
-        if not isinstance(raw, dict):
-            raw = {"verdict": str(raw)}
-        verdicts.append(
-            ResponderVerdict(
-                turn=int(match.group(1)),
-                verdict=str(raw.get("verdict") or raw.get("kind") or ""),
-                reason=str(raw.get("reason") or ""),
-                reply=str(raw.get("reply") or raw.get("answer") or raw.get("message") or ""),
-                path=relative,
-                raw=raw,
+@dataclass(frozen=True)
+class ConsultationFiles:
+    """A consultation with links to its files, when they are on disk."""
+
+    consultation: Consultation
+    prompt_path: str | None
+    verdict_path: str | None
+
+
+def with_files(folder: Path | None, consultations: list[Consultation]) -> list[ConsultationFiles]:
+    found = []
+    for consultation in consultations:
+        base = consultation_folder(consultation)
+        paths = [f"{base}/{name}" for name in ("prompt.json", "verdict.json")]
+        exists = [folder is not None and resolve_inside(folder, path) is not None for path in paths]
+        found.append(
+            ConsultationFiles(
+                consultation, *(p if e else None for p, e in zip(paths, exists, strict=True))
             )
         )
-    return sorted(verdicts, key=lambda v: v.turn)
+    return found

@@ -107,11 +107,11 @@ class BatchConsumer(AsyncWebsocketConsumer):
         batch = batches_for(user).filter(pk=batch_id).first()
         if batch is None:
             return False
-        if watch.kind == "run":
+        if watch.kind == "run" and watch.run_id is not None:
             self.run = runs_for(user).filter(pk=watch.run_id, batch=batch).first()
             if self.run is None:
                 return False
-        if watch.kind == "trial":
+        if watch.kind == "trial" and watch.trial_id is not None:
             self.trial = (
                 trials_for(user)
                 .select_related("run__case_version", "run__batch")
@@ -128,7 +128,9 @@ class BatchConsumer(AsyncWebsocketConsumer):
         if self.watch.kind == "grid":
             if self.watch.since is None:
                 return fragments.batch_status(self.batch)
-            return fragments.grid_catch_up(self.batch, changed_run_ids(self.batch, self.watch.since))
+            return fragments.grid_catch_up(
+                self.batch, changed_run_ids(self.batch, self.watch.since)
+            )
         if self.watch.kind == "run" and self.run is not None:
             trials = self.run.trials.all()
             if self.watch.since is not None:
@@ -143,16 +145,26 @@ class BatchConsumer(AsyncWebsocketConsumer):
         if self.watch.kind == "grid":
             self.batch.refresh_from_db(fields=["status"])
             return fragments.grid_cell_update(self.batch, message["run_id"])
-        if self.watch.kind == "run" and self.run is not None and message.get("run_id") == self.run.pk:
+        if (
+            self.watch.kind == "run"
+            and self.run is not None
+            and message.get("run_id") == self.run.pk
+        ):
             return fragments.run_trial_updates(self.run, [message["trial_id"]])
-        if self.watch.kind == "trial" and self.trial is not None and message.get("trial_id") == self.trial.pk:
+        if (
+            self.watch.kind == "trial"
+            and self.trial is not None
+            and message.get("trial_id") == self.trial.pk
+        ):
             # The last events are flushed before a trial is announced finished.
             return fragments.trial_state_update(self.trial) + self._transcript_tail()
         return ""
 
     def _transcript_tail(self) -> str:
         assert self.trial is not None
-        tail = fragments.transcript_tail(self.trial, after=self.watch.after, turns_shown=self.watch.turns_shown)
+        tail = fragments.transcript_tail(
+            self.trial, after=self.watch.after, turns_shown=self.watch.turns_shown
+        )
         self.watch.after, self.watch.turns_shown = tail.last_seq, tail.turns_shown
         return tail.html
 

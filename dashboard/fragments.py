@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.template.loader import render_to_string
 
+from dashboard.grid_cells import render_grid_cell, render_total
 from dashboard.transcript import transcript_page
 from dashboard.validation import trial_check_reports
 from dashboard.views.runs import trial_row
@@ -36,11 +37,11 @@ def batch_status(batch: Batch) -> str:
 
 
 def _cell(cell: GridCell) -> str:
-    return render_to_string("dashboard/grid.html#cell", {"cell": cell, "oob": True})
+    return render_grid_cell(cell, oob=True)
 
 
 def _total(total_id: str, tally: Tally) -> str:
-    return render_to_string("dashboard/grid.html#total", {"tally": tally, "total_id": total_id, "oob": True})
+    return render_total(total_id, tally, oob=True)
 
 
 def grid_cell_update(batch: Batch, run_id: int) -> str:
@@ -49,14 +50,18 @@ def grid_cell_update(batch: Batch, run_id: int) -> str:
     if cell is None:
         return ""
     batch_tally = trials_tally(Trial.objects.filter(run__batch=batch))
-    return "".join([
-        _cell(cell),
-        _total(f"row-total-{cell.case_version_id}", row_tally(batch.pk, cell.case_version_id)),
-        _total(f"col-total-{cell.variant_id}", column_tally(batch.pk, cell.variant_id)),
-        _total("grid-total", batch_tally),
-        render_to_string("dashboard/grid.html#batch_status",
-                         {"batch": batch, "batch_tally": batch_tally, "oob": True}),
-    ])
+    return "".join(
+        [
+            _cell(cell),
+            _total(f"row-total-{cell.case_version_id}", row_tally(batch.pk, cell.case_version_id)),
+            _total(f"col-total-{cell.variant_id}", column_tally(batch.pk, cell.variant_id)),
+            _total("grid-total", batch_tally),
+            render_to_string(
+                "dashboard/grid.html#batch_status",
+                {"batch": batch, "batch_tally": batch_tally, "oob": True},
+            ),
+        ]
+    )
 
 
 def grid_catch_up(batch: Batch, run_ids: Iterable[int]) -> str:
@@ -75,15 +80,23 @@ def grid_catch_up(batch: Batch, run_ids: Iterable[int]) -> str:
     for cell in everything:
         batch_tally += cell.tally
         if cell.case_version_id in rows:
-            row_totals[cell.case_version_id] = row_totals.get(cell.case_version_id, Tally()) + cell.tally
+            row_totals[cell.case_version_id] = (
+                row_totals.get(cell.case_version_id, Tally()) + cell.tally
+            )
         if cell.variant_id in columns:
-            column_totals[cell.variant_id] = column_totals.get(cell.variant_id, Tally()) + cell.tally
+            column_totals[cell.variant_id] = (
+                column_totals.get(cell.variant_id, Tally()) + cell.tally
+            )
     parts = [_cell(cell) for cell in cells]
     parts += [_total(f"row-total-{pk}", tally) for pk, tally in row_totals.items()]
     parts += [_total(f"col-total-{pk}", tally) for pk, tally in column_totals.items()]
     parts.append(_total("grid-total", batch_tally))
-    parts.append(render_to_string("dashboard/grid.html#batch_status",
-                                  {"batch": batch, "batch_tally": batch_tally, "oob": True}))
+    parts.append(
+        render_to_string(
+            "dashboard/grid.html#batch_status",
+            {"batch": batch, "batch_tally": batch_tally, "oob": True},
+        )
+    )
     return "".join(parts)
 
 
@@ -94,10 +107,12 @@ def run_trial_updates(run: Run, trial_ids: Iterable[int]) -> str:
         render_to_string("dashboard/run.html#trial_row", {"row": trial_row(trial), "oob": True})
         for trial in trials
     ]
-    parts.append(render_to_string(
-        "dashboard/run.html#run_status",
-        {"run": run, "tally": trials_tally(run.trials.all()), "oob": True},
-    ))
+    parts.append(
+        render_to_string(
+            "dashboard/run.html#run_status",
+            {"run": run, "tally": trials_tally(run.trials.all()), "oob": True},
+        )
+    )
     return "".join(parts)
 
 
@@ -106,10 +121,17 @@ def trial_state_update(trial: Trial) -> str:
     trial.refresh_from_db()
     parts = [render_to_string("dashboard/trial.html#trial_summary", {"trial": trial, "oob": True})]
     if trial.is_final:
-        parts.append(render_to_string(
-            "dashboard/trial.html#trial_checks",
-            {"trial": trial, "run": trial.run, "reports": trial_check_reports(trial), "oob": True},
-        ))
+        parts.append(
+            render_to_string(
+                "dashboard/trial.html#trial_checks",
+                {
+                    "trial": trial,
+                    "run": trial.run,
+                    "reports": trial_check_reports(trial),
+                    "oob": True,
+                },
+            )
+        )
     return "".join(parts)
 
 
@@ -133,7 +155,9 @@ def transcript_tail(trial: Trial, *, after: int, turns_shown: int) -> Transcript
         page = transcript_page(trial, after=after, turns_shown=turns_shown)
         if not page.entries:
             break
-        parts.append(render_to_string("dashboard/trial.html#transcript_tail", {"trial": trial, "page": page}))
+        parts.append(
+            render_to_string("dashboard/trial.html#transcript_tail", {"trial": trial, "page": page})
+        )
         after, turns_shown = page.last_seq, page.turns_shown
         if page.next_after is None:
             break

@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import BashLexer, DiffLexer, JsonLexer, PythonLexer, TextLexer
 from pygments.lexer import Lexer
+from pygments.lexers import BashLexer, DiffLexer, JsonLexer, PythonLexer, TextLexer
 
 STYLE = "friendly"
 CSS_CLASS = "highlight"
@@ -24,7 +24,9 @@ _LEXERS: dict[str, type[Lexer]] = {
 }
 
 
-def highlight_code(code: str, language: str = "python", *, first_line: int | None = None) -> SafeString:
+def highlight_code(
+    code: str, language: str = "python", *, first_line: int | None = None
+) -> SafeString:
     """``code`` as highlighted HTML; with ``first_line`` the lines are numbered from it.
 
     Pygments escapes the text it is given, so untrusted code renders inert.

@@ -8,19 +8,27 @@ Each page costs three queries (the events, the turn of the event before, the tur
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from evals_app.models import Event, Trial, Turn
 
 PAGE_SIZE = 200
 
 
-@dataclass(frozen=True)
+@dataclass
 class TranscriptEntry:
-    """One event, with the turns (usually none, at most a few) that open before it."""
+    """One event, or a run of shell commands the tracer saw, with the turns (usually none, at
+    most a few) that open before it."""
 
     event: Event | None
     opens: tuple[Turn, ...] = ()
+    # Commands seen by the shell recorder rather than reported by the agent: many, terse, and
+    # shown folded so the agent's own account stays readable.
+    traced: list[Event] = field(default_factory=list)
+
+    @property
+    def events(self) -> list[Event]:
+        return [self.event] if self.event is not None else self.traced
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,7 @@ class TranscriptPage:
 
     @property
     def last_seq(self) -> int:
-        seqs = [e.event.seq for e in self.entries if e.event is not None]
+        seqs = [event.seq for entry in self.entries for event in entry.events]
         return seqs[-1] if seqs else self.after
 
 
@@ -50,7 +58,9 @@ def last_seq(trial: Trial) -> int:
 
 def last_turn(trial: Trial) -> int:
     """The index of the trial's latest turn, -1 when it has none (one query)."""
-    index = Turn.objects.filter(trial=trial).order_by("-index").values_list("index", flat=True).first()
+    index = (
+        Turn.objects.filter(trial=trial).order_by("-index").values_list("index", flat=True).first()
+    )
     return -1 if index is None else index
 
 
@@ -87,18 +97,32 @@ def transcript_page(
         turns_shown = -1 if previous is None else previous
     turns = {turn.index: turn for turn in Turn.objects.filter(trial=trial)}
 
-    entries = []
+    entries: list[TranscriptEntry] = []
     for event in events:
         opens: tuple[Turn, ...] = ()
         if event.turn_index > turns_shown:
-            opens = tuple(turns[i] for i in range(turns_shown + 1, event.turn_index + 1) if i in turns)
+            opens = tuple(
+                turns[i] for i in range(turns_shown + 1, event.turn_index + 1) if i in turns
+            )
             turns_shown = event.turn_index
+        if _is_traced(event):
+            if (
+                not opens
+                and entries
+                and entries[-1].traced
+                and entries[-1].traced[-1].turn_index == event.turn_index
+            ):
+                entries[-1].traced.append(event)
+            else:
+                entries.append(TranscriptEntry(event=None, opens=opens, traced=[event]))
+            continue
         entries.append(TranscriptEntry(event=event, opens=opens))
     if not has_more:
         # Turns that started but have no event yet still show their message, so a reader
         # sees what the agent is working on.
         trailing = tuple(
-            turns[i] for i in sorted(turns)
+            turns[i]
+            for i in sorted(turns)
             if i > turns_shown and (last_turn is None or i <= last_turn)
         )
         if trailing:
@@ -113,3 +137,7 @@ def transcript_page(
         turns_shown=turns_shown,
         last_turn=last_turn,
     )
+
+
+def _is_traced(event: Event) -> bool:
+    return event.kind == Event.Kind.COMMAND and (event.data or {}).get("origin") == "trace"

@@ -50,7 +50,9 @@ def run_check_reports(run: Run) -> list[CheckReport]:
     """Every check of the run's case version with its result on each trial (one query for the
     checks; ``run.case_version`` should already be loaded)."""
     checks = list(
-        Check.objects.filter(trial__run=run).select_related("trial").order_by("index", "trial__index")
+        Check.objects.filter(trial__run=run)
+        .select_related("trial")
+        .order_by("index", "trial__index")
     )
     return _reports(run.case_version, checks)
 
@@ -77,10 +79,14 @@ def _reports(version: CaseVersion, checks: list[Check]) -> list[CheckReport]:
     return reports
 
 
-def _report(index: int, spec: dict[str, Any], results: list[Check], sources: dict[str, str]) -> CheckReport:
+def _report(
+    index: int, spec: dict[str, Any], results: list[Check], sources: dict[str, str]
+) -> CheckReport:
     kind = spec.get("kind", "")
     name = spec.get("name") or (results[0].name if results else f"check {index + 1}")
-    report = CheckReport(index=index, name=name, kind=kind, source=None, source_label="", results=results)
+    report = CheckReport(
+        index=index, name=name, kind=kind, source=None, source_label="", results=results
+    )
     if kind == "command":
         report.source = highlight_code(spec.get("command", ""), "shell")
         report.source_label = "shell command"
@@ -91,7 +97,9 @@ def _report(index: int, spec: dict[str, Any], results: list[Check], sources: dic
         if text is None:
             report.source_missing = "The source was not captured for this version."
         else:
-            report.source = highlight_code(source_lines(text, start, end), "python", first_line=start)
+            report.source = highlight_code(
+                source_lines(text, start, end), "python", first_line=start
+            )
     elif kind == "judge" and spec.get("rubric"):
         report.source = highlight_code(str(spec["rubric"]), "text")
         report.source_label = "rubric"

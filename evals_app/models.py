@@ -207,6 +207,8 @@ class Trial(models.Model):
     # Plan mode: "" (not a plan-mode case), "planning" (never left it) or "approved".
     plan_state = models.CharField(max_length=20, blank=True, default="")
     plan_signal = models.CharField(max_length=20, blank=True, default="")
+    # Files the agent changed outside its workspace and home (local sandbox audit).
+    outside_writes = models.JSONField(default=list, blank=True)
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     cache_read_tokens = models.PositiveBigIntegerField(default=0)

@@ -8,12 +8,13 @@ counted by the database with filtered aggregates, never fetched and counted one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
+from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet, Sum
-from django.db.models.functions import Coalesce
 
 from evals_app.models import Batch, Case, CaseVersion, Run, Trial, Variant
 
@@ -87,19 +88,30 @@ def _tally_aggregates(trials: str) -> dict:
         "timed_out": Count(pk, filter=Q(**{status: _STATUS.TIMED_OUT})),
         "errored": Count(pk, filter=Q(**{status: _STATUS.ERRORED})),
         "running": Count(pk, filter=Q(**{status: _STATUS.RUNNING})),
-        "tokens": Coalesce(Sum(F(f"{prefix}input_tokens") + F(f"{prefix}output_tokens")), 0),
-        "duration_ms": Coalesce(Sum(f"{prefix}duration_ms"), 0),
+        # No Coalesce: an empty sum reads as None and _tally counts it as 0, which spares a
+        # converter per row on a 4,000-run grid.
+        "tokens": Sum(F(f"{prefix}input_tokens") + F(f"{prefix}output_tokens")),
+        "duration_ms": Sum(f"{prefix}duration_ms"),
         "timed": Count(f"{prefix}duration_ms"),
     }
     # Prefixed, so no alias shadows a Trial field that another aggregate reads.
     return {f"tally_{name}": expression for name, expression in aggregates.items()}
 
 
-_TALLY_FIELDS = ("total", "passed", "failed", "timed_out", "errored", "running", "tokens",
-                 "duration_ms", "timed")
+_TALLY_FIELDS = (
+    "total",
+    "passed",
+    "failed",
+    "timed_out",
+    "errored",
+    "running",
+    "tokens",
+    "duration_ms",
+    "timed",
+)
 
 
-def _tally(row: dict) -> Tally:
+def _tally(row: Mapping[str, Any]) -> Tally:
     return Tally(**{name: int(row[f"tally_{name}"] or 0) for name in _TALLY_FIELDS})
 
 
@@ -115,12 +127,18 @@ class GridCell:
 
 def run_cells(runs: QuerySet[Run]) -> list[GridCell]:
     """The tally of every run in ``runs``, in one query."""
-    rows = runs.order_by().values("id", "case_version_id", "variant_id").annotate(
-        **_tally_aggregates("trials")
+    rows = (
+        runs.order_by()
+        .values("id", "case_version_id", "variant_id")
+        .annotate(**_tally_aggregates("trials"))
     )
     return [
-        GridCell(run_id=row["id"], case_version_id=row["case_version_id"],
-                 variant_id=row["variant_id"], tally=_tally(row))
+        GridCell(
+            run_id=row["id"],
+            case_version_id=row["case_version_id"],
+            variant_id=row["variant_id"],
+            tally=_tally(row),
+        )
         for row in rows
     ]
 
@@ -211,7 +229,8 @@ def batch_grid(
     tags = sorted({t for v in versions for t in (v.case.tags or []) if isinstance(t, str)})
     needle = search.strip().lower()
     shown = [
-        v for v in versions
+        v
+        for v in versions
         if (not suite or v.case.suite.slug == suite)
         and (not tag or tag in (v.case.tags or []))
         and (not needle or needle in v.case.slug.lower() or needle in v.case.name.lower())
@@ -237,11 +256,12 @@ def batch_grid(
     )
 
 
+_tally_values = attrgetter(*_TALLY_FIELDS)
+
+
 def _sum(tallies: Iterable[Tally]) -> Tally:
-    total = Tally()
-    for tally in tallies:
-        total = total + tally
-    return total
+    columns = list(zip(*(_tally_values(tally) for tally in tallies), strict=True))
+    return Tally(*(sum(column) for column in columns)) if columns else Tally()
 
 
 def _sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:
@@ -267,7 +287,9 @@ def _sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:
 
 def row_tally(batch_id: int, case_version_id: int) -> Tally:
     """A row's total, re-counted for a live update (one query)."""
-    return trials_tally(Trial.objects.filter(run__batch_id=batch_id, run__case_version_id=case_version_id))
+    return trials_tally(
+        Trial.objects.filter(run__batch_id=batch_id, run__case_version_id=case_version_id)
+    )
 
 
 def column_tally(batch_id: int, variant_id: int) -> Tally:

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Prefetch
 
 from evals_app.models import Batch, Check, Run, Trial
+from runner.benchmark import summarize
 
 
 def batch_report(batch: Batch) -> dict[str, Any]:
@@ -23,6 +24,7 @@ def batch_report(batch: Batch) -> dict[str, Any]:
     )
     return {
         "batch": batch.pk,
+        "validity_warnings": summarize(batch)["validity_warnings"],
         "runs": [
             {
                 "suite": run.case_version.case.suite.slug,
@@ -44,6 +46,11 @@ def _trial(trial: Trial) -> dict[str, Any]:
         "duration_ms": trial.duration_ms,
         "answer": trial.answer,
         "error": trial.error,
+        "conversation": {
+            "outcome": trial.conversation_outcome or None,
+            "stop_cause": trial.stop_cause or None,
+            "responder_cause": trial.responder_cause or None,
+        },
         "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
         "checks": [
             {"name": c.name, "kind": c.kind, "passed": c.passed, "message": c.message} for c in trial.checks.all()

@@ -128,19 +128,21 @@ class Conversation:
     # --- the responder ---------------------------------------------------------------------------
 
     def _consult(self, *, planning: bool):
-        """One responder consultation, recorded; returns its ResponderTurn."""
-        turn_index = len(self.session.transcript.turns) - 1
-        answer = consult(
+        """One responder consultation (recorded by the caller, once its cause is known)."""
+        return consult(
             self.responder_config or LLMConfig(),
             opening_prompt=self.opening_prompt,
             earlier_replies=list(self.replies),
             last_message=self._last_answer,
             planning=planning,
-            turn_index=turn_index,
+            turn_index=len(self.session.transcript.turns) - 1,
         )
+
+    def _record(self, answer, cause: str = "") -> None:
         if answer.record is not None:
+            if cause:
+                answer.record.cause = cause
             self.session.recorder.consultation(answer.record)
-        return answer
 
     def _responder_round(self, *, planning: bool, mode: str) -> str:
         """Ask the responder once and act on it: "delivered", "done", or "stopped"."""
@@ -148,18 +150,20 @@ class Conversation:
         out_of_budget = len(self.replies) >= self.responder.max_turns or not self._budget_left()
         answer = self._consult(planning=planning)
         if answer.verdict == "done":
+            self._record(answer)
             return "done"
         if answer.verdict in ("cannot_answer", "failed"):
+            self._record(answer)
             self._stop("responder_cannot_answer", answer.cause)
             return "stopped"
         if out_of_budget:
             # The agent is still asking at the bound: the responder would answer, but may not.
+            self._record(answer)
             self._stop("max_turns_reached")
             return "stopped"
         problem = reply_problem(answer.reply, self.replies[-1] if self.replies else None)
+        self._record(answer, problem or "")
         if problem:
-            if answer.record is not None:
-                answer.record.cause = problem
             self._stop("responder_cannot_answer", problem)
             return "stopped"
         self.replies.append(answer.reply)

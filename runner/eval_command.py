@@ -16,9 +16,11 @@ from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, resolve_case
 from proctor.conversations import Responder
 from proctor.definitions import Suite, Variant
+from proctor.judges import Judge
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches import RunRequest, create_batch
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE
+from runner.llm import resolve_config
 from runner.sandboxes import SANDBOXES
 
 
@@ -56,6 +58,7 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
     for path, suite in loaded:
         problems.extend(suite_problems(suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES))
         problems.extend(capability_problems(suite, display_path(path)))
+        problems.extend(model_endpoint_problems(suite, display_path(path)))
     problems.extend(duplicate_problems([(display_path(p), s) for p, s in loaded]))
     if files and not loaded and not problems:
         problems.append(Problem(file=", ".join(display_path(f) for f in files), message="defines no suite at module level"))
@@ -88,6 +91,23 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
                 problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
                     f"plan mode under variant {variant.name} needs a responder: harness {variant.harness} "
                     "writes no plan file, so only a responder can say when the plan is presented")))
+    return problems
+
+
+def model_endpoint_problems(suite: Suite, file: str) -> list[Problem]:
+    """Responders and judges need a model endpoint; without one every such trial would run the
+    agent only to stop, so refuse up front."""
+    if resolve_config().kind != "unconfigured":
+        return []
+    problems = []
+    for case in suite.cases:
+        users = ["a responder"] if isinstance(case.user, Responder) else []
+        judges = ["a judge"] if any(isinstance(c, Judge) for c in case.checks) else []
+        needs = users + judges
+        if needs:
+            problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
+                f"uses {' and '.join(needs)}, which needs a model endpoint: set PROCTOR_LLM_BASE_URL "
+                "(and PROCTOR_LLM_MODEL, PROCTOR_LLM_API_KEY) or PROCTOR_LLM_COMMAND")))
     return problems
 
 

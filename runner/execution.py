@@ -69,6 +69,7 @@ def build_plan(trial: Trial) -> TrialPlan:
         index=trial.index,
         cache_root=Path(settings.CACHE_DIR),
         git_host=settings.GIT_HOST,
+        own_folders=(str(settings.PROCTOR_HOME), str(settings.ARTIFACTS_DIR)),
         responder_model=trial.run.batch.options.get("responder_model"),
         judge_model=trial.run.batch.options.get("judge_model"),
     )

@@ -147,6 +147,7 @@ class DatabaseRecorder:
                 responder_cause=outcome.responder_cause,
                 plan_state=outcome.plan_state,
                 plan_signal=outcome.plan_signal,
+                outside_writes=outcome.outside_writes,
                 input_tokens=usage.get("input_tokens", 0),
                 output_tokens=usage.get("output_tokens", 0),
                 cache_read_tokens=usage.get("cache_read_tokens", 0),
@@ -180,9 +181,11 @@ def reset_for_retry(trial: Trial) -> None:
         trial.events.all().delete()
         trial.turns.all().delete()
         trial.checks.all().delete()
+        trial.consultations.all().delete()
         Trial.objects.filter(pk=trial.pk).update(
             status=Trial.Status.QUEUED, started_at=None, finished_at=None, error="", answer="",
             finish_reason="", session_id="", conversation_outcome="", stop_cause="", score=None,
+            responder_cause="", plan_state="", plan_signal="", outside_writes=[],
             duration_ms=None, input_tokens=0, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0,
         )
     shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)

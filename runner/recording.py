@@ -28,6 +28,7 @@ class TrialOutcome:
     responder_cause: str = ""
     plan_state: str = ""
     plan_signal: str = ""
+    outside_writes: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     score: float | None = None
     duration_ms: int = 0

@@ -75,6 +75,12 @@ def reply_problem(reply: str, previous: str | None) -> str | None:
     return None
 
 
+def first_line(value: object) -> str:
+    """A model's reason as one line (it may send none, a number, or only whitespace)."""
+    lines = str(value or "").strip().splitlines()
+    return lines[0].strip() if lines else ""
+
+
 def consult(config: LLMConfig, *, opening_prompt: str, earlier_replies: list[str], last_message: str,
             planning: bool, turn_index: int) -> ResponderTurn:
     messages = consultation_messages(
@@ -99,7 +105,7 @@ def consult(config: LLMConfig, *, opening_prompt: str, earlier_replies: list[str
         return ResponderTurn("failed", cause="malformed_verdict", reason="the answer is not a JSON object",
                              record=record(answer, "", "", "malformed_verdict", completion.model))
     verdict = parsed.get("verdict")
-    reason = str(parsed.get("reason") or "").strip().splitlines()[0] if parsed.get("reason") else ""
+    reason = first_line(parsed.get("reason"))
     if verdict is None:
         return ResponderTurn("failed", cause="missing_verdict", reason=reason,
                              record=record(answer, "", reason, "missing_verdict", completion.model))

@@ -20,12 +20,14 @@ from proctor.judges import Judge
 from runner.checks import CheckContext, CheckResult, run_command_check, run_validator
 from runner.conversation import drive_conversation
 from runner.harnesses import HarnessError, create_harness
+from runner.harnesses.profile_env import worker_secrets
 from runner.judging import judge_config, run_judge
 from runner.llm import resolve_config
 from runner.preparing import PrepareError, run_prepare
 from runner.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.redaction import Redactor, secret_values
 from runner.sandboxes import Sandbox, SandboxError, create_sandbox
+from runner.sandboxes.audit import audit_writes
 from runner.session import AgentSession
 from runner.sources import SourceError, materialize
 from runner.workspace_diff import WorkspaceSnapshot
@@ -38,6 +40,8 @@ class TrialPlan:
     index: int
     cache_root: Path
     git_host: str
+    # Proctor's own folders (database, artifacts, caches): never an agent's outside write.
+    own_folders: tuple[str, ...] = ()
     # Model overrides from the command line (--responder-model, --judge-model).
     responder_model: str | None = None
     judge_model: str | None = None
@@ -96,6 +100,9 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         git_host=plan.git_host,
     )
     harness = create_harness(plan.variant)
+    # Keys a profile takes from the worker's environment are secrets from the start.
+    if plan.variant.profile is not None:
+        recorder.add_secrets(worker_secrets(plan.variant.profile.env))
     harness.setup(sandbox, lambda _stream, line: recorder.log(line))
 
     try:
@@ -120,6 +127,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         system_prompt=definition["system_prompt"],
         timeout_ms=definition["limits"]["timeout_ms"],
     )
+    agent_started = time.time()
     conversation = drive_conversation(
         session,
         opening_prompt=definition["prompt"],
@@ -130,6 +138,10 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         responder_config=responder_config(plan, case.user),
     )
     transcript = session.transcript
+    outside = audit_writes(sandbox, agent_started, ignore=[*plan.own_folders, str(plan.cache_root)])
+    if outside:
+        recorder.artifact("outside-writes.json", json.dumps(outside, indent=2))
+        recorder.log(f"the agent changed {len(outside)} file(s) outside its workspace and home: {', '.join(outside[:5])}")
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
     if session.denials:
@@ -162,6 +174,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         responder_cause=conversation.responder_cause,
         plan_state=conversation.plan_state,
         plan_signal=conversation.plan_signal,
+        outside_writes=outside,
         usage=usage,
     )
     if session.timed_out:

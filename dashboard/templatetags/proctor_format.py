@@ -7,8 +7,10 @@ import json
 from datetime import datetime
 
 from django import template
+from django.utils.safestring import SafeString
 
-from evals_app.stats import Tally
+from dashboard.grid_cells import describe_tally, format_duration, render_grid_cell, render_total
+from evals_app.stats import GridCell, Tally
 
 register = template.Library()
 
@@ -16,18 +18,7 @@ register = template.Library()
 @register.filter
 def duration(ms: int | None) -> str:
     """``1234`` -> ``1.2 s``; ``754000`` -> ``12 m 34 s``; empty for no value."""
-    if ms is None:
-        return ""
-    seconds = ms / 1000
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} m {rest:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} m"
+    return format_duration(ms)
 
 
 @register.filter
@@ -61,22 +52,19 @@ def rate_style(rate: float | None) -> str:
 
 @register.filter
 def tally_summary(tally: Tally) -> str:
-    """One line for a cell's hover title: outcomes, then mean tokens and duration."""
-    parts = [f"{tally.passed}/{tally.total} passed"]
-    for count, label in (
-        (tally.failed, "failed"),
-        (tally.timed_out, "timed out"),
-        (tally.errored, "errored"),
-        (tally.running, "running"),
-        (tally.queued, "queued"),
-    ):
-        if count:
-            parts.append(f"{count} {label}")
-    if tally.mean_tokens is not None:
-        parts.append(f"{tally.mean_tokens:,} tokens per trial")
-    if tally.mean_duration_ms is not None:
-        parts.append(f"{duration(tally.mean_duration_ms)} per trial")
-    return " · ".join(parts)
+    """One line for a hover title: outcomes, then mean tokens and duration."""
+    return describe_tally(tally)
+
+
+@register.simple_tag
+def grid_cell(cell: GridCell | None) -> SafeString:
+    return render_grid_cell(cell)
+
+
+@register.simple_tag
+def grid_total(id_prefix: str, pk: object, tally: Tally) -> SafeString:
+    """A total cell whose element id is ``id_prefix`` followed by ``pk``."""
+    return render_total(f"{id_prefix}{pk}", tally)
 
 
 @register.filter

@@ -3,6 +3,8 @@ HTMX requests, the fragment that changed, from the same template."""
 
 from __future__ import annotations
 
+from typing import overload
+
 from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
@@ -12,6 +14,12 @@ class HtmxHttpRequest(HttpRequest):
     sent it."""
 
     htmx: HtmxDetails
+
+
+@overload
+def int_param(request: HttpRequest, name: str, default: int) -> int: ...
+@overload
+def int_param(request: HttpRequest, name: str, default: None = None) -> int | None: ...
 
 
 def int_param(request: HttpRequest, name: str, default: int | None = None) -> int | None:

@@ -34,9 +34,12 @@ def case_history(request: HtmxHttpRequest, case_id: int) -> HttpResponse:
     case = get_or_404(cases_for(request.user).select_related("suite"), pk=case_id)
     versions = list(CaseVersion.objects.filter(case=case).order_by("number"))
     tallies = version_variant_tallies(case)
-    variants = list(Variant.objects.filter(pk__in={variant for _, variant in tallies}).order_by("name", "pk"))
-    batches = {
-        row["case_version_id"]: row
+    variants = list(
+        Variant.objects.filter(pk__in={variant for _, variant in tallies}).order_by("name", "pk")
+    )
+    # (how many batches ran it, the latest of them) per version
+    batches: dict[int, tuple[int, int | None]] = {
+        row["case_version_id"]: (row["count"], row["last"])
         for row in Run.objects.filter(case_version__case=case)
         .order_by()
         .values("case_version_id")
@@ -46,16 +49,20 @@ def case_history(request: HtmxHttpRequest, case_id: int) -> HttpResponse:
     rows = []
     previous: CaseVersion | None = None
     for version in versions:
-        diff = unified_source_diff(previous.sources or {}, version.sources or {}) if previous else ""
-        ran = batches.get(version.pk, {})
+        diff = (
+            unified_source_diff(previous.sources or {}, version.sources or {}) if previous else ""
+        )
+        batch_count, last_batch_id = batches.get(version.pk, (0, None))
         rows.append(
             VersionRow(
                 version=version,
-                changes=describe_changes(previous.definition if previous else None, version.definition),
+                changes=describe_changes(
+                    previous.definition if previous else None, version.definition
+                ),
                 source_diff=highlight_code(diff, "diff") if diff else None,
                 cells=[tallies.get((version.pk, variant.pk)) for variant in variants],
-                batch_count=ran.get("count", 0),
-                last_batch_id=ran.get("last"),
+                batch_count=batch_count,
+                last_batch_id=last_batch_id,
             )
         )
         previous = version

@@ -11,11 +11,13 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from dashboard.access import batches_for, get_or_404
-from dashboard.views import HtmxHttpRequest
+from dashboard.views import HtmxHttpRequest, int_param
 from evals_app.stats import GridColumn, batch_grid
 
 # The batch picker offers this many recent batches (plus the one shown, if older).
 PICKER_SIZE = 50
+# Rows drawn per request; the next ones load as the reader scrolls to them.
+ROWS_PER_PAGE = 100
 
 
 @dataclass(frozen=True)
@@ -41,17 +43,32 @@ def grid(request: HtmxHttpRequest, batch_id: int | None = None) -> HttpResponse:
         "sort": request.GET.get("sort", "case"),
     }
     grid = batch_grid(batch, **filters)
+    offset = max(int_param(request, "offset", 0), 0)
+    end = offset + ROWS_PER_PAGE
+    more = None
+    if end < len(grid.rows):
+        more = "?" + urlencode({**{k: v for k, v in request.GET.items() if v}, "offset": end})
+    if request.htmx and "offset" in request.GET:
+        return render(
+            request,
+            "dashboard/grid.html#grid_rows",
+            {"batch": batch, "grid": grid, "rows": grid.rows[offset:end], "more": more},
+        )
     recent = list(batches.only("id", "created_at", "label", "status", "parent_id")[:PICKER_SIZE])
     if batch not in recent:
         recent.append(batch)
     context = {
         "batch": batch,
         "grid": grid,
+        "rows": grid.rows[offset:end],
+        "more": more,
         "filters": filters,
         "recent_batches": recent,
         "case_sort": _sort_link(request, "case", filters["sort"]),
         "rate_sort": _sort_link(request, "rate", filters["sort"]),
-        "columns": [(column, _column_sort(request, column, filters["sort"])) for column in grid.columns],
+        "columns": [
+            (column, _column_sort(request, column, filters["sort"])) for column in grid.columns
+        ],
         # Live updates catch up on what changed after this moment (see consumers.py).
         "rendered_at_ms": int(timezone.now().timestamp() * 1000),
     }
@@ -67,7 +84,7 @@ def _column_sort(request: HtmxHttpRequest, column: GridColumn, current: str) -> 
 
 def _sort_link(request: HtmxHttpRequest, key: str, current: str) -> SortLink:
     """Sorting by a rate starts worst first (failing cases on top); a second click flips it."""
-    params = {k: v for k, v in request.GET.items() if k != "sort" and v}
+    params = {k: v for k, v in request.GET.items() if k not in ("sort", "offset") and v}
     if key == "case":
         direction, next_sort = ("asc" if current == "case" else ""), "case"
     elif current == key:

@@ -38,7 +38,10 @@ def rerun_batch_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
 def rerun_failed_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     batch = get_or_404(batches_for(request.user), pk=batch_id)
     if not Trial.objects.filter(run__batch=batch, status__in=RETRYABLE).exists():
-        messages.info(request, f"Nothing to rerun: batch {batch.pk} has no failed, errored or timed-out trial.")
+        messages.info(
+            request,
+            f"Nothing to rerun: batch {batch.pk} has no failed, errored or timed-out trial.",
+        )
         return _follow(request, reverse("batch", args=[batch.pk]))
     return _to_new_batch(request, rerun_failed(batch, user=request.user))
 
@@ -46,7 +49,9 @@ def rerun_failed_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def rerun_run_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
-    run = get_or_404(runs_for(request.user).select_related("batch", "case_version__case", "variant"), pk=run_id)
+    run = get_or_404(
+        runs_for(request.user).select_related("batch", "case_version__case", "variant"), pk=run_id
+    )
     return _to_new_batch(request, rerun_run(run, user=request.user))
 
 
@@ -55,5 +60,7 @@ def rerun_run_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 def rerun_case_view(request: HtmxHttpRequest, batch_id: int, case_id: int) -> HttpResponse:
     batch = get_or_404(batches_for(request.user), pk=batch_id)
     # Only a case this batch ran has a row to rerun.
-    case = get_or_404(cases_for(request.user).filter(versions__runs__batch=batch).distinct(), pk=case_id)
+    case = get_or_404(
+        cases_for(request.user).filter(versions__runs__batch=batch).distinct(), pk=case_id
+    )
     return _to_new_batch(request, rerun_case(batch, case, user=request.user))

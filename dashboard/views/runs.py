@@ -35,7 +35,11 @@ def trial_rows(trials: list[Trial], reports: list[CheckReport]) -> list[TrialRow
 
 def trial_row(trial: Trial) -> TrialRow:
     """One row, re-read for a live update (one query)."""
-    names = Check.objects.filter(trial=trial, passed=False).order_by("index").values_list("name", flat=True)
+    names = (
+        Check.objects.filter(trial=trial, passed=False)
+        .order_by("index")
+        .values_list("name", flat=True)
+    )
     return TrialRow(trial, list(names))
 
 

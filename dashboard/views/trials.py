@@ -21,7 +21,9 @@ DIFF_PATH = "workspace.diff"
 
 def trial_for_page(user, trial_id: int) -> Trial:
     return get_or_404(
-        trials_for(user).select_related("run__batch", "run__case_version__case__suite", "run__variant"),
+        trials_for(user).select_related(
+            "run__batch", "run__case_version__case__suite", "run__variant"
+        ),
         pk=trial_id,
     )
 
@@ -33,10 +35,15 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
     if "after" in request.GET:
         # A later page of a long transcript, asked for as the reader scrolls.
         page = transcript_page(
-            trial, after=after, upto=int_param(request, "upto"), last_turn=int_param(request, "turn")
+            trial,
+            after=after,
+            upto=int_param(request, "upto"),
+            last_turn=int_param(request, "turn"),
         )
         if request.htmx:
-            return render(request, "dashboard/trial.html#transcript_page", {"trial": trial, "page": page})
+            return render(
+                request, "dashboard/trial.html#transcript_page", {"trial": trial, "page": page}
+            )
     else:
         page = transcript_page(trial, upto=last_seq(trial), last_turn=last_turn(trial))
 
@@ -55,7 +62,9 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         "file_count": file_count,
         "plan_html": render_markdown(plan) if plan is not None else None,
         "diff_html": highlight_code(diff, "diff") if diff else None,
-        "verdicts": artifacts.responder_verdicts(folder) if folder else [],
+        "consultations": artifacts.with_files(
+            folder, list(trial.consultations.order_by("created_at", "id"))
+        ),
     }
     return render(request, "dashboard/trial.html", context)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from proctor.definitions import Variant
+from runner.harnesses.aider import AiderHarness
 from runner.harnesses.base import (
     CONVERSATION_RESUME,
     PLAN_MODE,
@@ -11,10 +12,19 @@ from runner.harnesses.base import (
     TurnRequest,
     TurnResult,
 )
+from runner.harnesses.claude_code import ClaudeCodeHarness
+from runner.harnesses.codex import CodexHarness
 from runner.harnesses.command import CommandHarness
+from runner.harnesses.gemini import GeminiHarness
+from runner.harnesses.opencode import OpenCodeHarness
 
 HARNESSES: dict[str, type[Harness]] = {
     "command": CommandHarness,
+    "claude-code": ClaudeCodeHarness,
+    "codex": CodexHarness,
+    "gemini": GeminiHarness,
+    "opencode": OpenCodeHarness,
+    "aider": AiderHarness,
 }
 
 

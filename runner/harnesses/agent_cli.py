@@ -6,7 +6,9 @@ The profile of such a variant configures the agent, not a process of its own:
 - ``env``: API keys and base URLs, ``PATH`` to find the CLI; values may name the worker's own
   variables (``"$ANTHROPIC_API_KEY"``, ``"${VAR}"``: see ``runner.harnesses.profile_env``).
 - ``install``: run once per trial with ``bash -c`` in the sandbox, before the CLI is looked
-  for (``npm install -g @anthropic-ai/claude-code``, or unpacking a copy).
+  for. ``~/.local/bin`` of the trial's home comes first on PATH, so
+  ``npm install -g --prefix ~/.local @anthropic-ai/claude-code`` works in every sandbox kind.
+  (References in ``env`` name the *worker's* variables: ``$HOME`` there is not the trial's.)
 - ``dir``: the agent's own configuration as the person under test uses it, copied into the
   agent's config folder in the trial's home (``~/.claude``, ``~/.codex``): settings, skills,
   instructions. Nothing else of the worker's configuration reaches the agent: each trial has
@@ -29,6 +31,9 @@ from runner.sandboxes import Sandbox
 from runner.sandboxes.base import ProcessResult
 
 INSTALL_TIMEOUT_S = 30 * 60
+# Put first on PATH, so an install step can place the CLI in the trial's home in any sandbox
+# (``npm install -g --prefix ~/.local @openai/codex``).
+USER_BIN = ".local/bin"
 VERSION_TIMEOUT_S = 60
 
 
@@ -78,11 +83,18 @@ class AgentCliHarness(Harness):
             shutil.copytree(source, config, symlinks=True, dirs_exist_ok=True)
         env = self.process_env(sandbox)
         if self.profile.install:
-            result = sandbox.run(["bash", "-c", self.profile.install], env=env, timeout_s=INSTALL_TIMEOUT_S, on_line=log)
+            result = sandbox.run(
+                ["bash", "-c", self.profile.install],
+                env=env,
+                timeout_s=INSTALL_TIMEOUT_S,
+                on_line=log,
+            )
             if result.timed_out or result.exit_code != 0:
                 status = "timed out" if result.timed_out else f"exited {result.exit_code}"
                 raise HarnessError(f"profile {self.profile.name}: install {status}{_tail(result)}")
-        found = sandbox.run([self.executable, "--version"], env=env, timeout_s=VERSION_TIMEOUT_S, on_line=log)
+        found = sandbox.run(
+            [self.executable, "--version"], env=env, timeout_s=VERSION_TIMEOUT_S, on_line=log
+        )
         if found.timed_out or found.exit_code != 0:
             raise HarnessError(
                 f"harness {self.name}: the `{self.executable}` command does not run in the sandbox"
@@ -93,6 +105,8 @@ class AgentCliHarness(Harness):
     def process_env(self, sandbox: Sandbox) -> dict[str, str]:
         env = self.agent_env(sandbox)
         env.update(resolve_profile_env(self.profile.env, profile=self.profile.name))
+        path = env.get("PATH") or sandbox.base_env().get("PATH", "/usr/local/bin:/usr/bin:/bin")
+        env["PATH"] = f"{sandbox.home}/{USER_BIN}:{path}"
         return env
 
     # --- a turn ----------------------------------------------------------------------------------
@@ -108,7 +122,9 @@ class AgentCliHarness(Harness):
         """The variant's ``args`` option: more flags for the CLI, before the prompt."""
         args = self.options.get("args") or []
         if isinstance(args, str) or not all(isinstance(a, str) for a in args):
-            raise HarnessError(f"variant {self.variant.name}: option args must be a list of strings")
+            raise HarnessError(
+                f"variant {self.variant.name}: option args must be a list of strings"
+            )
         return list(args)
 
     def run_cli(
@@ -130,14 +146,22 @@ class AgentCliHarness(Harness):
                 for event in parser.feed(line):
                     emit(event)
 
-        result = sandbox.run(list(argv), env=self.process_env(sandbox), cwd=sandbox.workspace,
-                             timeout_s=timeout_s, on_line=on_line)
+        result = sandbox.run(
+            list(argv),
+            env=self.process_env(sandbox),
+            cwd=sandbox.workspace,
+            timeout_s=timeout_s,
+            on_line=on_line,
+        )
         for event in parser.finish():
             emit(event)
         if result.timed_out:
             reason = "timed out"
         else:
-            reason = parser.finish_reason or f"exit {result.exit_code}{_tail(result, lines=1)}"
+            reason = (
+                parser.finish_reason
+                or f"exit {result.exit_code}{_tail(result, lines=1, stdout_too=False)}"
+            )
             emit(AgentEvent("Finished", {"reason": reason}))
         return TurnResult(
             session_id=parser.session_id or session_id,
@@ -151,8 +175,8 @@ class AgentCliHarness(Harness):
         )
 
 
-def _tail(result: ProcessResult, *, lines: int = 3) -> str:
+def _tail(result: ProcessResult, *, lines: int = 3, stdout_too: bool = True) -> str:
     """The last lines a failed process printed to stderr (or stdout), for its error sentence."""
-    text = (result.stderr or result.stdout).strip()
+    text = (result.stderr or (result.stdout if stdout_too else "")).strip()
     tail = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
     return ": " + " | ".join(tail)[:500] if tail else ""

@@ -25,6 +25,7 @@ from runner.harnesses.base import (
     TurnRequest,
     TurnResult,
 )
+from runner.harnesses.profile_env import resolve_profile_env
 from runner.harnesses.shell_trace import RECORDER_SCRIPT, read_trace
 from runner.sandboxes import Sandbox
 
@@ -122,7 +123,7 @@ class CommandHarness(Harness):
             env["PROCTOR_MODE"] = mode
         if trace:
             env["BASH_ENV"] = f"{proctor_dir}/shell_recorder.sh"
-        env.update(self.profile.env)
+        env.update(resolve_profile_env(self.profile.env, profile=self.profile.name))
         env["PATH"] = f"{profile_dir}:{env.get('PATH') or sandbox.base_env()['PATH']}"
         return env
 

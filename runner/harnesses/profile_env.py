@@ -16,11 +16,15 @@ from collections.abc import Mapping
 
 from runner.harnesses.base import HarnessError
 
-_REFERENCE = re.compile(r"\$\$|\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)")
+_REFERENCE = re.compile(
+    r"\$\$|\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
+)
 
 # Referenced variables that are plainly not secrets; redacting their values ("/root") from every
 # log line would hide more than it protects.
-NOT_SECRET = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TZ", "TMPDIR", "PWD", "TERM"})
+NOT_SECRET = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TZ", "TMPDIR", "PWD", "TERM"}
+)
 
 
 class MissingWorkerVariable(HarnessError):
@@ -29,7 +33,11 @@ class MissingWorkerVariable(HarnessError):
 
 def references(value: str) -> list[str]:
     """The worker variable names ``value`` refers to, in order."""
-    return [m.group("braced") or m.group("bare") for m in _REFERENCE.finditer(value) if m.group(0) != "$$"]
+    return [
+        m.group("braced") or m.group("bare")
+        for m in _REFERENCE.finditer(value)
+        if m.group(0) != "$$"
+    ]
 
 
 def resolve_profile_env(
@@ -57,7 +65,9 @@ def resolve_profile_env(
     return resolved
 
 
-def worker_secrets(env: Mapping[str, str], *, worker_env: Mapping[str, str] | None = None) -> list[str]:
+def worker_secrets(
+    env: Mapping[str, str], *, worker_env: Mapping[str, str] | None = None
+) -> list[str]:
     """The worker's values that ``env`` refers to (unset ones skipped), for redaction."""
     source = os.environ if worker_env is None else worker_env
     names = {name for value in env.values() for name in references(value)}

@@ -6,11 +6,15 @@ from collections.abc import Callable
 
 from proctor.definitions import Variant
 from runner.sandboxes.base import PathEscapesWorkspace, ProcessResult, Sandbox, SandboxError
+from runner.sandboxes.bwrap import BwrapSandbox
+from runner.sandboxes.docker import DockerSandbox
 from runner.sandboxes.local import LocalSandbox
 
 # Each kind is built from the variant it runs (network allowance, image, limits in options).
 SANDBOXES: dict[str, Callable[[Variant], Sandbox]] = {
     "local": LocalSandbox.for_variant,
+    "bwrap": BwrapSandbox.for_variant,
+    "docker": DockerSandbox.for_variant,
 }
 
 

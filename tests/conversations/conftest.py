@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from conftest import proctor_env
-from conversations.model_script import ModelScript
 from e2e.running import Backend
 from fakes.openai_server import FakeModelServer, fake_model_server_fixture  # noqa: F401
+
+from conversations.model_script import ModelScript
 
 RESPONDER_MODEL = "fake-responder"
 
@@ -25,11 +25,6 @@ def module_server() -> Iterator[FakeModelServer]:
     """One fake model server for a module whose tests read one shared batch."""
     with FakeModelServer() as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def module_script(module_server: FakeModelServer) -> ModelScript:
-    return ModelScript().install(module_server)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from e2e.running import Backend, trial_folder
 AGENTS = Path(__file__).resolve().parent / "agents"
 BOTH_CAPABILITIES = ("conversation-resume", "plan-mode")
 TRIAL_COLUMNS = ("id", "status", "conversation_outcome", "stop_cause", "responder_cause", "plan_state",
-                 "plan_signal", "session_id", "duration_ms")
+                 "plan_signal", "session_id", "duration_ms", "error")
 CONSULTATION_COLUMNS = ("kind", "turn_index", "check_index", "model", "prompt", "answer", "verdict", "reason",
                         "cause", "duration_ms")
 
@@ -87,6 +87,12 @@ class RecordedTrial:
             record["prompt"] = self.backend.json_value(record["prompt"])
             found.append(record)
         return found
+
+    def turn_rows(self) -> list[tuple[int, str, dict[str, Any], str]]:
+        """(index, prompt, origin, mode) of the trial's Turn rows: what the dashboard shows."""
+        rows = self.backend.rows('SELECT "index", prompt, origin, mode FROM evals_app_turn WHERE trial_id = ? '
+                                 'ORDER BY "index"', self.row["id"])
+        return [(index, prompt, self.backend.json_value(origin), mode) for index, prompt, origin, mode in rows]
 
     def checks(self) -> list[dict[str, Any]]:
         columns = ("index", "name", "kind", "passed", "message")

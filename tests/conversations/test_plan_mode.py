@@ -11,11 +11,18 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from conversations.model_script import RESPONDER, ModelScript, answer, done
-from conversations.recorded import RecordedTrial, benchmark, recorded_trial, responder_texts, run_eval, talker_profile
 from e2e.running import Backend, write_eval
 from fakes.openai_server import FakeModelServer
+
+from conversations.model_script import RESPONDER, ModelScript, answer, done
+from conversations.recorded import (
+    RecordedTrial,
+    benchmark,
+    recorded_trial,
+    responder_texts,
+    run_eval,
+    talker_profile,
+)
 
 APPROVAL = "The plan is approved. Implement it now."
 PLAN = "# Plan\n\n1. Add an in-memory cache in cache.py.\n2. Keep the API unchanged.\n"
@@ -25,6 +32,7 @@ PLAN_EVAL = f"""
 from proctor import case, command, profile, responder, suite, variant
 
 with_plan_file = {talker_profile(plan_file="plans/plan.md")}
+with_plan_folder = {talker_profile(plan_file="plans")}
 without_plan_file = {talker_profile()}
 
 
@@ -38,6 +46,14 @@ approved = suite(
     cases=[case("plan-file", variables=request("plan-file", "[plan-file]"), plan_mode=True,
                 validate=command("test -f cache.py"))],
     variants=[variant("command", profile=with_plan_file, name="plan-file")],
+)
+
+in_folder = suite(
+    "plans-in-folder",
+    prompt="{{{{request}}}}",
+    cases=[case("plan-folder", variables=request("plan-folder", "[plan-file]"), plan_mode=True,
+                validate=command("test -f cache.py"))],
+    variants=[variant("command", profile=with_plan_folder, name="plan-folder")],
 )
 
 missing = suite(
@@ -101,10 +117,22 @@ def test_a_written_plan_file_is_approved_with_the_fixed_message_and_implemented(
     ]
     assert trial.conversation["plan"] == {"state": "approved", "signal": "plan_file", "presented_round": 0,
                                           "approval_round": 1}
+    assert [(origin, mode) for _, _, origin, mode in trial.turn_rows()] == [
+        ({}, "plan"), ({"runner": "plan_approval"}, "act")]
     assert (trial.row["plan_state"], trial.row["plan_signal"]) == ("approved", "plan_file")
     assert "cache.py" in trial.artifact("workspace.diff")
     # One native session across both phases.
     assert len({session for _, session in trial.started_session_ids()}) == 1
+
+
+def test_a_plan_file_declared_as_a_folder_presents_its_newest_file(module_sqlite, plan_batch) -> None:
+    # As Claude Code writes ~/.claude/plans/<name>.md.
+    trial = planned(module_sqlite, plan_batch, "plan-folder")
+
+    assert trial.row["conversation_outcome"] == "completed"
+    assert trial.conversation["plan"]["signal"] == "plan_file"
+    assert trial.artifact("outputs/plan.md") == PLAN
+    assert trial.user_messages[1:] == [APPROVAL]
 
 
 def test_writes_refused_while_planning_are_recorded_as_plan_mode_denials(module_sqlite, plan_batch) -> None:

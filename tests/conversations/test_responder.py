@@ -12,13 +12,19 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conversations.conftest import RESPONDER_MODEL, model_env
-from conversations.model_script import RESPONDER, ModelScript, answer, done
-from conversations.recorded import RecordedTrial, benchmark, recorded_trial, run_eval, talker_profile
 from conftest import proctor_env
 from e2e.running import Backend, write_eval
 from fakes.openai_server import FakeModelServer, Reply
+
+from conversations.conftest import RESPONDER_MODEL, model_env
+from conversations.model_script import RESPONDER, ModelScript, answer, done
+from conversations.recorded import (
+    RecordedTrial,
+    benchmark,
+    recorded_trial,
+    run_eval,
+    talker_profile,
+)
 
 OPENING = "Requests to the pricing API are slow. Can you add caching?"
 EXPECTED = "EXPECTED-MARKER: a working cache with the pricing endpoint under 100ms."
@@ -79,6 +85,7 @@ def test_it_answers_the_agents_question_and_completes_when_the_responder_says_do
     assert follow_up["origin"]["responder"]["reason"] == REASON
     assert follow_up["origin"]["responder"]["model"] == RESPONDER_MODEL
     assert opening["answer"] == QUESTION
+    assert [(index, origin) for index, _, origin, _ in trial.turn_rows()] == [(0, {}), (1, follow_up["origin"])]
     assert "cache.py" in trial.artifact("workspace.diff")
 
     # The follow-up resumed the agent's own session rather than starting a new one.
@@ -127,6 +134,39 @@ def test_time_spent_producing_replies_does_not_count_against_the_agents_timeout(
     assert trial.row["conversation_outcome"] == "completed"
 
 
+def test_a_responder_behind_a_command_is_consulted_outside_the_workspace(tmp_path: Path) -> None:
+    seen = tmp_path / "consultation"
+    seen.mkdir()
+    person = (f'pwd > {seen}/cwd; ls -A > {seen}/files; cat > {seen}/stdin.json; '
+              'echo \'{"verdict": "done", "reason": "the agent finished"}\'')
+    backend = Backend("sqlite", proctor_env(tmp_path / "proctor-home", PROCTOR_LLM_COMMAND=person))
+    write_eval(tmp_path / "evals", "command.eval.py", f"""
+    from proctor import case, command, files, profile, responder, suite, variant
+
+    talker = {talker_profile()}
+
+    by_command = suite(
+        "by-command",
+        prompt="{{{{request}}}}",
+        source=files({{"AGENTS.md": "Always answer in French."}}),
+        cases=[case("by-command", variables={{"request": "{OPENING}"}}, user=responder(),
+                    expected_output={EXPECTED!r}, validate=command("test -f cache.py"))],
+        variants=[variant("command", profile=talker)],
+    )
+    """)
+
+    run = run_eval(backend, tmp_path / "evals")
+    trial = recorded_trial(backend, run.batch, "by-command")
+
+    assert trial.row["conversation_outcome"] == "completed"
+    assert [c["verdict"] for c in trial.consultations("responder")] == ["done"]
+    # It ran in an empty folder of its own: not the workspace, and without its instruction files.
+    assert "/workspace" not in (seen / "cwd").read_text()
+    assert (seen / "files").read_text() == ""
+    payload = json.loads((seen / "stdin.json").read_text())
+    assert OPENING in json.dumps(payload["messages"]) and "EXPECTED-MARKER" not in json.dumps(payload)
+
+
 # --- one batch reaching every stop ------------------------------------------------------------------
 
 # case id -> (opening markers, extra case arguments, the responder's scripted answers)
@@ -149,6 +189,8 @@ STOPS: dict[str, tuple[str, str, list]] = {
     "not-json": ("[ask]", "user=responder()", ["Sure, go with memory."]),
     "unknown-verdict": ("[ask]", "user=responder()", [json.dumps({"verdict": "maybe", "reply": "In memory."})]),
     "agent-timed-out": ("[ask] [slow]", "user=responder(), timeout_ms=4000", [answer("In memory, please.")]),
+    # A reason that is only whitespace: nothing to keep, but the reply is still fine.
+    "blank-reason": ("[ask]", "user=responder()", [answer("In memory, please.", "\n"), done()]),
 }
 
 REJECTED = {
@@ -244,10 +286,6 @@ def test_a_rejected_reply_is_never_delivered_and_stops_with_its_cause(stops_back
     assert trial.has_artifact(f"responder/turn-{len(delivered)}/prompt.json")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: runner/conversation.py Conversation._responder_round sets answer.record.cause = problem after "
-    "_consult() already persisted the record, so the Consultation row and responder/turn-<n>/verdict.json of a "
-    "rejected reply carry no cause"))
 @pytest.mark.parametrize("case_id", ["reply-too-long"])
 def test_the_consultation_of_a_rejected_reply_records_why_it_was_rejected(stops_backend, stops_batch, case_id) -> None:
     trial = stopped(stops_backend, stops_batch, case_id)
@@ -287,6 +325,14 @@ def test_an_agent_that_outruns_its_time_ends_the_conversation_timed_out(stops_ba
     assert trial.user_messages[1:] == ["In memory, please."]
     # Nobody is asked what to say after a turn that never ended.
     assert len(stops_script.sent(RESPONDER, "[case:agent-timed-out]")) == 1
+
+
+def test_a_reason_of_only_whitespace_does_not_break_the_conversation(stops_backend, stops_batch) -> None:
+    trial = stopped(stops_backend, stops_batch, "blank-reason")
+
+    assert trial.row["status"] == "passed", trial.row["error"]
+    assert trial.row["conversation_outcome"] == "completed"
+    assert trial.user_messages[1:] == ["In memory, please."]
 
 
 def test_benchmark_counts_each_stop_by_name_per_variant(stops_backend, stops_batch) -> None:

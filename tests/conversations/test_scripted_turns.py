@@ -5,10 +5,16 @@ allows is cut at ``max_turns``. No model is involved, so none is configured."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import proctor_env
-from conversations.recorded import RecordedTrial, benchmark, recorded_trial, run_eval, talker_profile
 from e2e.running import Backend, write_eval
+
+from conversations.recorded import (
+    RecordedTrial,
+    benchmark,
+    recorded_trial,
+    run_eval,
+    talker_profile,
+)
 
 # case id -> (opening markers, user=..., extra case arguments)
 SCRIPTS = {

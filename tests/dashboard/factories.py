@@ -83,7 +83,9 @@ def make_cast(*, alice_password: str | None = None) -> Cast:
     )
 
 
-def make_definition(suite: str, case: str, *, prompt: str = "Add a /health route that returns 200") -> dict:
+def make_definition(
+    suite: str, case: str, *, prompt: str = "Add a /health route that returns 200"
+) -> dict:
     return {
         "suite": suite,
         "case": case,
@@ -95,9 +97,21 @@ def make_definition(suite: str, case: str, *, prompt: str = "Add a /health route
         "limits": {"max_turns": 8, "timeout_ms": 900000},
         "conversation": {"user": None, "expected_output": None, "plan_mode": False},
         "checks": [
-            {"kind": "command", "name": "pytest -q", "command": "pytest -q --maxfail=1", "timeout_ms": 600000},
-            {"kind": "validator", "name": "has_health_route", "qualname": "has_health_route",
-             "path": EVAL_PATH, "start": 5, "end": 8, "sha256": "0" * 64},
+            {
+                "kind": "command",
+                "name": "pytest -q",
+                "command": "pytest -q --maxfail=1",
+                "timeout_ms": 600000,
+            },
+            {
+                "kind": "validator",
+                "name": "has_health_route",
+                "qualname": "has_health_route",
+                "path": EVAL_PATH,
+                "start": 5,
+                "end": 8,
+                "sha256": "0" * 64,
+            },
         ],
     }
 
@@ -107,23 +121,38 @@ def _hash(definition: dict) -> str:
 
 
 def make_suite(org: Organization, slug: str = "api") -> Suite:
-    suite, _ = Suite.objects.get_or_create(organization=org, slug=slug, defaults={"name": f"{slug.title()} suite"})
+    suite, _ = Suite.objects.get_or_create(
+        organization=org, slug=slug, defaults={"name": f"{slug.title()} suite"}
+    )
     return suite
 
 
-def make_case(org: Organization, slug: str, *, suite: str = "api", tags: Sequence[str] = ()) -> Case:
+def make_case(
+    org: Organization, slug: str, *, suite: str = "api", tags: Sequence[str] = ()
+) -> Case:
     return Case.objects.create(
-        organization=org, suite=make_suite(org, suite), slug=slug, name=slug.replace("-", " ").capitalize(),
+        organization=org,
+        suite=make_suite(org, suite),
+        slug=slug,
+        name=slug.replace("-", " ").capitalize(),
         tags=list(tags),
     )
 
 
-def make_version(case: Case, *, definition: dict | None = None, sources: dict | None = None,
-                 number: int | None = None) -> CaseVersion:
+def make_version(
+    case: Case,
+    *,
+    definition: dict | None = None,
+    sources: dict | None = None,
+    number: int | None = None,
+) -> CaseVersion:
     definition = definition or make_definition(case.suite.slug, case.slug)
     number = number or (case.versions.count() + 1)
     return CaseVersion.objects.create(
-        case=case, number=number, definition=definition, definition_hash=_hash(definition),
+        case=case,
+        number=number,
+        definition=definition,
+        definition_hash=_hash(definition),
         sources={EVAL_PATH: EVAL_SOURCE} if sources is None else sources,
         module_path=f"/srv/evals/{EVAL_PATH}",
     )
@@ -132,7 +161,11 @@ def make_version(case: Case, *, definition: dict | None = None, sources: dict | 
 def make_variant(org: Organization, name: str, *, model: str = "") -> Variant:
     spec = {"harness": "command", "name": name, "model": model}
     return Variant.objects.create(
-        organization=org, name=name, harness="command", model=model or f"scripted/{name}", spec=spec,
+        organization=org,
+        name=name,
+        harness="command",
+        model=model or f"scripted/{name}",
+        spec=spec,
         spec_hash=_hash({**spec, "org": org.slug}),
     )
 
@@ -153,14 +186,32 @@ def make_trial(run: Run, index: int = 0, status: str = Trial.Status.PASSED, **fi
     return Trial.objects.create(run=run, index=index, status=status, **{**defaults, **fields})
 
 
-def make_checks(trial: Trial, *, command_passed: bool = True, validator_passed: bool = True,
-                validator_message: str = "") -> list[Check]:
+def make_checks(
+    trial: Trial,
+    *,
+    command_passed: bool = True,
+    validator_passed: bool = True,
+    validator_message: str = "",
+) -> list[Check]:
     return [
-        Check.objects.create(trial=trial, index=0, name="pytest -q", kind="command", passed=command_passed,
-                             message="" if command_passed else "exit code 1", output="1 failed, 3 passed"),
-        Check.objects.create(trial=trial, index=1, name="has_health_route", kind="validator",
-                             passed=validator_passed, message=validator_message,
-                             source_ref={"path": EVAL_PATH, "start": 5, "end": 8, "qualname": "has_health_route"}),
+        Check.objects.create(
+            trial=trial,
+            index=0,
+            name="pytest -q",
+            kind="command",
+            passed=command_passed,
+            message="" if command_passed else "exit code 1",
+            output="1 failed, 3 passed",
+        ),
+        Check.objects.create(
+            trial=trial,
+            index=1,
+            name="has_health_route",
+            kind="validator",
+            passed=validator_passed,
+            message=validator_message,
+            source_ref={"path": EVAL_PATH, "start": 5, "end": 8, "qualname": "has_health_route"},
+        ),
     ]
 
 
@@ -193,24 +244,44 @@ def make_batch_with_grid(
     # eval file runs again.
     slugs = [f"case-{i:03d}" for i in range(cases)]
     existing = {c.slug: c for c in Case.objects.filter(organization=org, slug__in=slugs)}
-    Case.objects.bulk_create([
-        Case(organization=org, suite=next(suite_cycle), slug=slug, name=f"Case {i}", tags=tags(i))
-        for i, slug in enumerate(slugs) if slug not in existing
-    ])
-    made_cases = sorted(Case.objects.filter(organization=org, slug__in=slugs).select_related("suite"),
-                        key=lambda c: c.slug)
+    Case.objects.bulk_create(
+        [
+            Case(
+                organization=org, suite=next(suite_cycle), slug=slug, name=f"Case {i}", tags=tags(i)
+            )
+            for i, slug in enumerate(slugs)
+            if slug not in existing
+        ]
+    )
+    made_cases = sorted(
+        Case.objects.filter(organization=org, slug__in=slugs).select_related("suite"),
+        key=lambda c: c.slug,
+    )
     known = {v.case_id: v for v in CaseVersion.objects.filter(case__in=made_cases, number=1)}
-    CaseVersion.objects.bulk_create([
-        CaseVersion(case=case, number=1, definition=(d := make_definition(case.suite.slug, case.slug)),
-                    definition_hash=_hash(d), sources={EVAL_PATH: EVAL_SOURCE}, module_path="/srv/x.eval.py")
-        for case in made_cases if case.pk not in known
-    ])
+    CaseVersion.objects.bulk_create(
+        [
+            CaseVersion(
+                case=case,
+                number=1,
+                definition=(d := make_definition(case.suite.slug, case.slug)),
+                definition_hash=_hash(d),
+                sources={EVAL_PATH: EVAL_SOURCE},
+                module_path="/srv/x.eval.py",
+            )
+            for case in made_cases
+            if case.pk not in known
+        ]
+    )
     by_case = {v.case_id: v for v in CaseVersion.objects.filter(case__in=made_cases, number=1)}
     versions = [by_case[case.pk] for case in made_cases]
     made_variants = [make_variant(org, f"variant-{batch.pk}-{j}") for j in range(variants)]
-    runs = Run.objects.bulk_create([
-        Run(batch=batch, case_version=version, variant=variant) for version in versions for variant in made_variants
-    ])
+    runs = Run.objects.bulk_create(
+        [
+            Run(batch=batch, case_version=version, variant=variant)
+            for version in versions
+            for variant in made_variants
+        ]
+    )
     now = timezone.now()
     rows = []
     for n, run in enumerate(runs):
@@ -218,50 +289,133 @@ def make_batch_with_grid(
         for t in range(trials):
             chosen = status(case_index, variant_index, t)
             final = chosen in Trial.FINAL_STATUSES
-            rows.append(Trial(
-                run=run, index=t, status=chosen, input_tokens=1000 + t, output_tokens=200,
-                started_at=now - timedelta(seconds=30) if chosen != Trial.Status.QUEUED else None,
-                finished_at=now if final else None, duration_ms=30_000 if final else None,
-            ))
+            rows.append(
+                Trial(
+                    run=run,
+                    index=t,
+                    status=chosen,
+                    input_tokens=1000 + t,
+                    output_tokens=200,
+                    started_at=now - timedelta(seconds=30)
+                    if chosen != Trial.Status.QUEUED
+                    else None,
+                    finished_at=now if final else None,
+                    duration_ms=30_000 if final else None,
+                )
+            )
     Trial.objects.bulk_create(rows)
     return batch
 
 
-def make_trial_with_events(run: Run, *, index: int = 0, status: str = Trial.Status.PASSED,
-                           artifacts_dir: Path | None = None) -> Trial:
+def make_trial_with_events(
+    run: Run,
+    *,
+    index: int = 0,
+    status: str = Trial.Status.PASSED,
+    artifacts_dir: Path | None = None,
+) -> Trial:
     """A two-turn trial: an authored prompt, then a responder's reply in plan mode, with one
     event of every kind."""
-    trial = make_trial(run, index, status, artifacts_dir=str(artifacts_dir or ""),
-                       conversation_outcome="completed", finish_reason="end_turn", session_id="sess-42")
-    Turn.objects.create(trial=trial, index=0, prompt="Add a /health route that returns 200",
-                        input_tokens=900, output_tokens=200)
-    Turn.objects.create(trial=trial, index=1, prompt="Yes, go ahead with the plan.",
-                        origin={"responder": {"reason": "the agent asked for approval"}}, mode="plan",
-                        input_tokens=300, output_tokens=100)
+    trial = make_trial(
+        run,
+        index,
+        status,
+        artifacts_dir=str(artifacts_dir or ""),
+        conversation_outcome="completed",
+        finish_reason="end_turn",
+        session_id="sess-42",
+    )
+    Turn.objects.create(
+        trial=trial,
+        index=0,
+        prompt="Add a /health route that returns 200",
+        input_tokens=900,
+        output_tokens=200,
+    )
+    Turn.objects.create(
+        trial=trial,
+        index=1,
+        prompt="Yes, go ahead with the plan.",
+        origin={"responder": {"reason": "the agent asked for approval"}},
+        mode="plan",
+        input_tokens=300,
+        output_tokens=100,
+    )
     at = timezone.now()
     events = [
         (0, "Started", {"session_id": "sess-42", "model": "scripted/careful"}),
-        (0, "Message", {"role": "assistant", "text": "I'll add the route and a test.", "usage": None}),
-        (0, "Command", {"command": "pytest -q", "exit_code": 1, "output": "F\n1 failed in 0.1s\n", "origin": "agent"}),
-        (0, "ToolCall", {"call_id": "call-1", "name": "write_file", "input": '{"path": "app.py"}',
-                         "output": "wrote 12 lines", "error": None, "status": "completed"}),
+        (
+            0,
+            "Message",
+            {"role": "assistant", "text": "I'll add the route and a test.", "usage": None},
+        ),
+        (
+            0,
+            "Command",
+            {
+                "command": "pytest -q",
+                "exit_code": 1,
+                "output": "F\n1 failed in 0.1s\n",
+                "origin": "agent",
+            },
+        ),
+        (
+            0,
+            "ToolCall",
+            {
+                "call_id": "call-1",
+                "name": "write_file",
+                "input": '{"path": "app.py"}',
+                "output": "wrote 12 lines",
+                "error": None,
+                "status": "completed",
+            },
+        ),
         (0, "FileChange", {"paths": ["app.py", "tests/test_health.py"]}),
-        (0, "Usage", {"input_tokens": 900, "output_tokens": 200, "cache_read_tokens": 0,
-                      "cache_write_tokens": 0, "total_tokens": 1100}),
+        (
+            0,
+            "Usage",
+            {
+                "input_tokens": 900,
+                "output_tokens": 200,
+                "cache_read_tokens": 0,
+                "cache_write_tokens": 0,
+                "total_tokens": 1100,
+            },
+        ),
         (1, "Message", {"role": "assistant", "text": "Done: /health returns 200.", "usage": None}),
         (1, "Finished", {"reason": "end_turn"}),
     ]
-    Event.objects.bulk_create([
-        Event(trial=trial, turn_index=turn, seq=seq, kind=kind, at=at + timedelta(seconds=seq), data=data)
-        for seq, (turn, kind, data) in enumerate(events)
-    ])
+    Event.objects.bulk_create(
+        [
+            Event(
+                trial=trial,
+                turn_index=turn,
+                seq=seq,
+                kind=kind,
+                at=at + timedelta(seconds=seq),
+                data=data,
+            )
+            for seq, (turn, kind, data) in enumerate(events)
+        ]
+    )
     return trial
 
 
-def add_events(trial: Trial, count: int, *, start_seq: int = 0, turn_index: int = 0, text: str = "step") -> None:
+def add_events(
+    trial: Trial, count: int, *, start_seq: int = 0, turn_index: int = 0, text: str = "step"
+) -> None:
     at = timezone.now()
-    Event.objects.bulk_create([
-        Event(trial=trial, turn_index=turn_index, seq=seq, kind="Message", at=at,
-              data={"role": "assistant", "text": f"{text} {seq}", "usage": None})
-        for seq in range(start_seq, start_seq + count)
-    ])
+    Event.objects.bulk_create(
+        [
+            Event(
+                trial=trial,
+                turn_index=turn_index,
+                seq=seq,
+                kind="Message",
+                at=at,
+                data={"role": "assistant", "text": f"{text} {seq}", "usage": None},
+            )
+            for seq in range(start_seq, start_seq + count)
+        ]
+    )

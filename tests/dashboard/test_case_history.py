@@ -30,15 +30,18 @@ def test_it_lists_versions_newest_first_with_what_changed_and_pass_rates(client)
     case = make_case(cast.acme, "health-route")
     v1 = make_version(case)
     changed = make_definition("api", "health-route", prompt="Add a /health route and a test for it")
-    v2 = make_version(case, definition=changed,
-                      sources={EVAL_PATH: EVAL_SOURCE.replace('"/health" in text', '"/healthz" in text')})
+    v2 = make_version(
+        case,
+        definition=changed,
+        sources={EVAL_PATH: EVAL_SOURCE.replace('"/health" in text', '"/healthz" in text')},
+    )
     careful, hasty = make_variant(cast.acme, "careful"), make_variant(cast.acme, "hasty")
     for version, variant, statuses in [
         (v1, careful, [S.PASSED, S.FAILED]),
         (v1, hasty, [S.FAILED, S.FAILED]),
         (v2, careful, [S.PASSED, S.PASSED]),
     ]:
-        for batch_number in range(2):  # pass rates add up across batches
+        for _ in range(2):  # pass rates add up across batches
             run = make_run(make_batch(cast.acme), version, variant)
             for index, status in enumerate(statuses):
                 make_trial(run, index, status)
@@ -50,7 +53,12 @@ def test_it_lists_versions_newest_first_with_what_changed_and_pass_rates(client)
     assert "prompt changed" in version_two
     assert "/healthz" in version_two  # the captured source diff
     assert "first version" in html
-    rows = {m.group(1): m.group(0) for m in re.finditer(r'<tr>\s*<th scope="row" class="case-col"><a href="#version-(\d)".*?</tr>', html, re.S)}
+    rows = {
+        m.group(1): m.group(0)
+        for m in re.finditer(
+            r'<tr>\s*<th scope="row" class="case-col"><a href="#version-(\d)".*?</tr>', html, re.S
+        )
+    }
     assert ">2/4<" in rows["1"] and ">0/4<" in rows["1"]
     assert ">4/4<" in rows["2"] and "cell--empty" in rows["2"]
 

@@ -28,14 +28,19 @@ def test_it_reads_the_password_from_the_environment(monkeypatch, client):
 def test_it_adds_an_existing_user_to_another_organization(capsys):
     call_command("createuser", "alice", org="acme", password="a-long-password")
     call_command("createuser", "alice", org="globex")
-    assert sorted(User.objects.get(username="alice").organizations.values_list("slug", flat=True)) == ["acme", "globex"]
+    assert sorted(
+        User.objects.get(username="alice").organizations.values_list("slug", flat=True)
+    ) == ["acme", "globex"]
     assert "alice updated, member of globex (new organization)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"org": "acme"}, "Give a password with --password or the PROCTOR_PASSWORD environment variable."),
+        (
+            {"org": "acme"},
+            "Give a password with --password or the PROCTOR_PASSWORD environment variable.",
+        ),
         ({"org": "acme", "password": "short"}, "This password is too short."),
         ({"org": "Acme Corp", "password": "a-long-password"}, "--org must be a slug"),
     ],

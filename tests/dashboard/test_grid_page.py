@@ -7,7 +7,6 @@ import re
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.urls import reverse
 from factories import (
     PASSWORD,
     make_batch,
@@ -66,7 +65,11 @@ def test_it_shows_the_latest_batch_with_passed_over_total_per_cell(client):
     cast = make_cast()
     make_batch_with_grid(cast.acme, cases=2, variants=2, trials=3, label="older")
     latest = make_batch_with_grid(
-        cast.acme, cases=2, variants=2, trials=3, label="newest",
+        cast.acme,
+        cases=2,
+        variants=2,
+        trials=3,
+        label="newest",
         status=lambda c, v, t: S.PASSED if t < c + 1 else S.FAILED,
     )
     client.force_login(cast.bob)
@@ -87,7 +90,9 @@ def test_it_shows_the_latest_batch_with_passed_over_total_per_cell(client):
 def test_it_marks_timed_out_and_errored_trials_apart_from_failures(client):
     cast = make_cast()
     batch = make_batch(cast.acme)
-    run = make_run(batch, make_version(make_case(cast.acme, "slow-case")), make_variant(cast.acme, "careful"))
+    run = make_run(
+        batch, make_version(make_case(cast.acme, "slow-case")), make_variant(cast.acme, "careful")
+    )
     make_trial(run, 0, S.PASSED)
     make_trial(run, 1, S.TIMED_OUT)
     make_trial(run, 2, S.ERRORED, error="the sandbox could not start")
@@ -107,7 +112,9 @@ def test_it_marks_timed_out_and_errored_trials_apart_from_failures(client):
 
 def test_it_shows_a_cell_with_nothing_finished_as_pending(client):
     cast = make_cast()
-    batch = make_batch_with_grid(cast.acme, cases=1, variants=1, trials=2, status=lambda c, v, t: S.QUEUED)
+    batch = make_batch_with_grid(
+        cast.acme, cases=1, variants=1, trials=2, status=lambda c, v, t: S.QUEUED
+    )
     client.force_login(cast.alice)
     cell = cell_html(client.get("/").content.decode(), batch.runs.get().pk)
     assert "cell--pending" in cell
@@ -130,7 +137,10 @@ def test_it_opens_another_batch_from_the_picker(client):
 def test_it_filters_rows_by_suite_tag_and_search(client):
     cast = make_cast()
     batch = make_batch_with_grid(
-        cast.acme, cases=6, variants=1, suites=("api", "cli"),
+        cast.acme,
+        cases=6,
+        variants=1,
+        suites=("api", "cli"),
         tags=lambda i: ["slow"] if i % 3 == 0 else [],
     )
     client.force_login(cast.alice)
@@ -149,8 +159,13 @@ def test_it_filters_rows_by_suite_tag_and_search(client):
 def test_it_sorts_rows_by_pass_rate(client):
     cast = make_cast()
     # case i passes i of 3 trials
-    batch = make_batch_with_grid(cast.acme, cases=4, variants=1, trials=3,
-                                 status=lambda c, v, t: S.PASSED if t < c else S.FAILED)
+    batch = make_batch_with_grid(
+        cast.acme,
+        cases=4,
+        variants=1,
+        trials=3,
+        status=lambda c, v, t: S.PASSED if t < c else S.FAILED,
+    )
     client.force_login(cast.alice)
 
     def order(sort: str) -> list[str]:
@@ -167,7 +182,9 @@ def test_it_answers_a_filter_from_htmx_with_the_grid_fragment_only(client):
     cast = make_cast()
     batch = make_batch_with_grid(cast.acme, cases=2, variants=1)
     client.force_login(cast.alice)
-    response = client.get(f"/batches/{batch.pk}/", {"q": "001"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="grid")
+    response = client.get(
+        f"/batches/{batch.pk}/", {"q": "001"}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="grid"
+    )
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="grid"')
     assert "<html" not in html
@@ -197,11 +214,18 @@ def test_it_answers_404_for_another_organizations_batch(client):
     assert b"No batches yet" in client.get("/").content
 
 
-def test_it_renders_a_big_grid_in_as_few_queries_as_a_small_one(client, django_assert_max_num_queries):
+def test_it_renders_a_big_grid_in_as_few_queries_as_a_small_one(
+    client, django_assert_max_num_queries
+):
     cast = make_cast()
     small = make_batch_with_grid(cast.acme, cases=3, variants=2, trials=2)
-    big = make_batch_with_grid(cast.acme, cases=120, variants=8, trials=5,
-                               status=lambda c, v, t: (S.PASSED, S.FAILED, S.TIMED_OUT, S.ERRORED)[(c + v + t) % 4])
+    big = make_batch_with_grid(
+        cast.acme,
+        cases=120,
+        variants=8,
+        trials=5,
+        status=lambda c, v, t: (S.PASSED, S.FAILED, S.TIMED_OUT, S.ERRORED)[(c + v + t) % 4],
+    )
     client.force_login(cast.alice)
     client.get(f"/batches/{small.pk}/")  # warm caches (content types, templates)
 
@@ -210,4 +234,21 @@ def test_it_renders_a_big_grid_in_as_few_queries_as_a_small_one(client, django_a
     with django_assert_max_num_queries(len(small_queries)):
         response = client.get(f"/batches/{big.pk}/")
     assert response.status_code == 200
-    assert response.content.count(b'class="cell"') == 120 * 8
+    # The first 100 rows; the totals still count every case.
+    assert response.content.count(b'class="cell"') == 100 * 8
+    assert re.search(r'id="grid-total".*?>1200/4800<', response.content.decode(), re.S)
+
+
+def test_it_loads_further_rows_as_the_reader_scrolls(client):
+    cast = make_cast()
+    batch = make_batch_with_grid(cast.acme, cases=130, variants=1, trials=1)
+    client.force_login(cast.alice)
+    html = client.get(f"/batches/{batch.pk}/", {"sort": "-rate"}).content.decode()
+    assert html.count('class="case-name"') == 100
+    more = re.search(r'<tr id="grid-more" hx-get="([^"]+)"', html).group(1).replace("&amp;", "&")
+    assert "sort=-rate" in more and "offset=100" in more
+
+    rest = client.get(f"/batches/{batch.pk}/{more}", HTTP_HX_REQUEST="true").content.decode()
+    assert rest.lstrip().startswith("<tr")
+    assert rest.count('class="case-name"') == 30
+    assert "grid-more" not in rest

@@ -52,7 +52,9 @@ def cast():
 
 @pytest.fixture
 def batch(cast):
-    return make_batch_with_grid(cast.acme, cases=2, variants=2, trials=2, status=lambda c, v, t: S.QUEUED)
+    return make_batch_with_grid(
+        cast.acme, cases=2, variants=2, trials=2, status=lambda c, v, t: S.QUEUED
+    )
 
 
 def finish(trial: Trial, status: str) -> None:
@@ -63,30 +65,54 @@ def finish(trial: Trial, status: str) -> None:
     trial.save()
 
 
-def test_it_sends_a_member_the_re_rendered_cell_when_a_trial_changes(cast, batch):
+def receive_cell_after_a_trial_finishes(user, batch) -> tuple[str, int]:
+    """Connect to the grid of ``batch``, finish one trial as a worker would, and return what
+    the socket received and the run of that trial."""
     run = batch.runs.order_by("id").first()
     trial = run.trials.get(index=0)
 
     async def scenario():
-        ws = connect(f"/ws/batches/{batch.pk}/?watch=grid", cast.bob)
+        ws = connect(f"/ws/batches/{batch.pk}/?watch=grid", user)
         connected, _ = await ws.connect()
         assert connected
-        await ws.receive_from()  # the status on connect
+        await ws.receive_from(timeout=10)  # the status on connect
         await sync_to_async(finish)(trial, S.PASSED)
         await sync_to_async(publishing.trial_changed)(
-            trial_id=trial.pk, run_id=run.pk, batch_id=batch.pk, status=S.PASSED)
-        html = await ws.receive_from()
+            trial_id=trial.pk, run_id=run.pk, batch_id=batch.pk, status=S.PASSED
+        )
+        html = await ws.receive_from(timeout=10)
         await ws.disconnect()
         return html
 
-    html = run_async(scenario)
-    cell = re.search(rf'<td id="cell-{run.pk}"[^>]*hx-swap-oob="outerHTML"[^>]*>.*?</td>', html, re.S)
+    return run_async(scenario), run.pk
+
+
+def test_it_sends_a_member_the_re_rendered_cell_when_a_trial_changes(cast, batch):
+    html, run_id = receive_cell_after_a_trial_finishes(cast.bob, batch)
+    run = batch.runs.get(pk=run_id)
+    cell = re.search(
+        rf'<td id="cell-{run.pk}"[^>]*hx-swap-oob="outerHTML"[^>]*>.*?</td>', html, re.S
+    )
     assert cell, html
     assert ">1/2<" in cell.group(0)
     assert f'id="row-total-{run.case_version_id}"' in html
     assert f'id="col-total-{run.variant_id}"' in html
     assert 'id="grid-total"' in html
     assert "1/8 trials finished" in html
+
+
+@pytest.mark.redis
+def test_it_delivers_the_same_update_through_redis(cast, batch, redis_url, settings):
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url]},
+        }
+    }
+    html, run_id = receive_cell_after_a_trial_finishes(cast.alice, batch)
+    assert re.search(
+        rf'<td id="cell-{run_id}"[^>]*hx-swap-oob="outerHTML"[^>]*>.*?>1/2<', html, re.S
+    )
 
 
 def test_it_refuses_charlie_and_anonymous_visitors(cast, batch):
@@ -108,8 +134,12 @@ def test_it_refuses_a_run_or_trial_that_is_not_in_the_batch(cast, batch):
 
     async def scenario():
         results = []
-        for query in (f"watch=trial&trial={foreign_trial.pk}", f"watch=run&run={foreign_trial.run_id}",
-                      "watch=trial&trial=nope", "watch=everything"):
+        for query in (
+            f"watch=trial&trial={foreign_trial.pk}",
+            f"watch=run&run={foreign_trial.run_id}",
+            "watch=trial&trial=nope",
+            "watch=everything",
+        ):
             ws = connect(f"/ws/batches/{batch.pk}/?{query}", cast.alice)
             connected, _ = await ws.connect()
             results.append(connected)
@@ -124,15 +154,18 @@ def test_it_updates_the_run_pages_trial_row(cast, batch):
     trial = run.trials.get(index=1)
 
     async def scenario():
-        ws = connect(f"/ws/batches/{batch.pk}/?watch=run&run={run.pk}&since={int(timezone.now().timestamp() * 1000)}",
-                     cast.alice)
+        ws = connect(
+            f"/ws/batches/{batch.pk}/?watch=run&run={run.pk}&since={int(timezone.now().timestamp() * 1000)}",
+            cast.alice,
+        )
         assert (await ws.connect())[0]
-        await ws.receive_from()  # the run's status line on connect
+        await ws.receive_from(timeout=10)  # the run's status line on connect
         await sync_to_async(finish)(trial, S.FAILED)
         await sync_to_async(make_checks)(trial, validator_passed=False)
         await sync_to_async(publishing.trial_changed)(
-            trial_id=trial.pk, run_id=run.pk, batch_id=batch.pk, status=S.FAILED)
-        html = await ws.receive_from()
+            trial_id=trial.pk, run_id=run.pk, batch_id=batch.pk, status=S.FAILED
+        )
+        html = await ws.receive_from(timeout=10)
         await ws.disconnect()
         return html
 
@@ -149,12 +182,16 @@ def test_it_appends_new_events_to_an_open_transcript_once(cast, batch):
     add_events(trial, 3)
 
     async def scenario():
-        ws = connect(f"/ws/batches/{batch.pk}/?watch=trial&trial={trial.pk}&after=2&turn=0", cast.alice)
+        ws = connect(
+            f"/ws/batches/{batch.pk}/?watch=trial&trial={trial.pk}&after=2&turn=0", cast.alice
+        )
         assert (await ws.connect())[0]
-        await ws.receive_from()  # the summary on connect: nothing new in the transcript yet
+        await ws.receive_from(
+            timeout=10
+        )  # the summary on connect: nothing new in the transcript yet
         await sync_to_async(add_events)(trial, 2, start_seq=3, text="fresh")
         await sync_to_async(publishing.event_recorded)(trial_id=trial.pk, batch_id=batch.pk, seq=4)
-        first = await ws.receive_from()
+        first = await ws.receive_from(timeout=10)
         # A repeated announcement of the same events sends nothing new.
         await sync_to_async(publishing.event_recorded)(trial_id=trial.pk, batch_id=batch.pk, seq=4)
         nothing = await ws.receive_nothing(timeout=0.2)
@@ -178,10 +215,37 @@ def test_it_catches_up_on_what_finished_between_the_page_and_the_socket(cast, ba
     async def scenario():
         ws = connect(f"/ws/batches/{batch.pk}/?watch=grid&since={page_drawn}", cast.alice)
         assert (await ws.connect())[0]
-        html = await ws.receive_from()
+        html = await ws.receive_from(timeout=10)
         await ws.disconnect()
         return html
 
     html = run_async(scenario)
     cell = re.search(rf'<td id="cell-{run.pk}".*?</td>', html, re.S)
     assert cell and ">2/2<" in cell.group(0)
+
+
+def test_it_updates_an_open_trial_pages_summary_and_checks_when_it_finishes(cast, batch):
+    trial = Trial.objects.filter(run__batch=batch).first()
+
+    async def scenario():
+        ws = connect(f"/ws/batches/{batch.pk}/?watch=trial&trial={trial.pk}", cast.alice)
+        assert (await ws.connect())[0]
+        await ws.receive_from(timeout=10)  # the summary on connect
+        await sync_to_async(finish)(trial, S.FAILED)
+        await sync_to_async(make_checks)(
+            trial, validator_passed=False, validator_message="no route"
+        )
+        await sync_to_async(publishing.trial_changed)(
+            trial_id=trial.pk, run_id=trial.run_id, batch_id=batch.pk, status=S.FAILED
+        )
+        html = await ws.receive_from(timeout=10)
+        await ws.disconnect()
+        return html
+
+    html = run_async(scenario)
+    assert (
+        f'<div id="trial-summary-{trial.pk}" class="trial-summary" hx-swap-oob="outerHTML">' in html
+    )
+    assert "status--failed" in html
+    assert f'<section id="trial-checks-{trial.pk}" class="card" hx-swap-oob="outerHTML">' in html
+    assert "no route" in html

@@ -28,15 +28,22 @@ def cast():
 @pytest.fixture
 def batch(cast):
     # case-000 fails its first trial under every variant; case-001 passes everything.
-    return make_batch_with_grid(cast.acme, cases=2, variants=2, trials=2,
-                                status=lambda c, v, t: S.FAILED if (c, t) == (0, 0) else S.PASSED)
+    return make_batch_with_grid(
+        cast.acme,
+        cases=2,
+        variants=2,
+        trials=2,
+        status=lambda c, v, t: S.FAILED if (c, t) == (0, 0) else S.PASSED,
+    )
 
 
 def newest_batch() -> Batch:
     return Batch.objects.order_by("-id").first()
 
 
-def test_it_reruns_one_cell_and_goes_to_the_new_batch(client, cast, batch, queued, django_capture_on_commit_callbacks):
+def test_it_reruns_one_cell_and_goes_to_the_new_batch(
+    client, cast, batch, queued, django_capture_on_commit_callbacks
+):
     run = batch.runs.order_by("id").first()
     client.force_login(cast.bob)
     with django_capture_on_commit_callbacks(execute=True):
@@ -45,12 +52,18 @@ def test_it_reruns_one_cell_and_goes_to_the_new_batch(client, cast, batch, queue
     assert response.status_code == 302 and response["Location"] == f"/batches/{new.pk}/"
     assert new.parent_id == batch.pk
     assert new.created_by == cast.bob
-    assert list(new.runs.values_list("case_version_id", "variant_id")) == [(run.case_version_id, run.variant_id)]
-    assert sorted(queued) == sorted(Trial.objects.filter(run__batch=new).values_list("id", flat=True))
+    assert list(new.runs.values_list("case_version_id", "variant_id")) == [
+        (run.case_version_id, run.variant_id)
+    ]
+    assert sorted(queued) == sorted(
+        Trial.objects.filter(run__batch=new).values_list("id", flat=True)
+    )
     assert len(queued) == 2
 
 
-def test_it_reruns_a_case_row_the_whole_batch_and_only_the_failed_trials(client, cast, batch, queued, django_capture_on_commit_callbacks):
+def test_it_reruns_a_case_row_the_whole_batch_and_only_the_failed_trials(
+    client, cast, batch, queued, django_capture_on_commit_callbacks
+):
     client.force_login(cast.alice)
     case = batch.runs.order_by("id").first().case_version.case
     with django_capture_on_commit_callbacks(execute=True):
@@ -102,7 +115,11 @@ def test_it_answers_404_to_a_rerun_of_another_organizations_batch(client, cast, 
     client.force_login(cast.charlie)
     run = batch.runs.first()
     case = run.case_version.case
-    for url in (f"/runs/{run.pk}/rerun/", f"/batches/{batch.pk}/rerun/", f"/batches/{batch.pk}/rerun-failed/",
-                f"/batches/{batch.pk}/cases/{case.pk}/rerun/"):
+    for url in (
+        f"/runs/{run.pk}/rerun/",
+        f"/batches/{batch.pk}/rerun/",
+        f"/batches/{batch.pk}/rerun-failed/",
+        f"/batches/{batch.pk}/cases/{case.pk}/rerun/",
+    ):
         assert client.post(url).status_code == 404, url
     assert newest_batch() == batch

@@ -21,7 +21,7 @@ from factories import (
     make_version,
 )
 
-from evals_app.models import Trial
+from evals_app.models import Consultation, Trial
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,11 @@ def cast():
 @pytest.fixture
 def run(cast):
     batch = make_batch(cast.acme, status="finished")
-    return make_run(batch, make_version(make_case(cast.acme, "health-route")), make_variant(cast.acme, "careful"))
+    return make_run(
+        batch,
+        make_version(make_case(cast.acme, "health-route")),
+        make_variant(cast.acme, "careful"),
+    )
 
 
 def test_it_lists_a_runs_trials_with_status_duration_tokens_and_failed_checks(client, cast, run):
@@ -44,7 +48,9 @@ def test_it_lists_a_runs_trials_with_status_duration_tokens_and_failed_checks(cl
     make_checks(passed)
     failed = make_trial(run, 1, S.FAILED, duration_ms=75_000)
     make_checks(failed, validator_passed=False, validator_message="app.py has no /health route")
-    errored = make_trial(run, 2, S.ERRORED, error="The sandbox could not start: docker is not running.")
+    errored = make_trial(
+        run, 2, S.ERRORED, error="The sandbox could not start: docker is not running."
+    )
     client.force_login(cast.alice)
     html = client.get(f"/runs/{run.pk}/").content.decode()
 
@@ -61,8 +67,11 @@ def test_it_lists_a_runs_trials_with_status_duration_tokens_and_failed_checks(cl
 
 def test_it_shows_each_checks_captured_source_pass_rate_and_message_per_trial(client, cast, run):
     for index, ok in enumerate([True, False, True]):
-        make_checks(make_trial(run, index, S.PASSED if ok else S.FAILED), validator_passed=ok,
-                    validator_message="" if ok else "app.py has no /health route")
+        make_checks(
+            make_trial(run, index, S.PASSED if ok else S.FAILED),
+            validator_passed=ok,
+            validator_message="" if ok else "app.py has no /health route",
+        )
     client.force_login(cast.alice)
     html = client.get(f"/runs/{run.pk}/").content.decode()
 
@@ -99,8 +108,15 @@ def test_it_shows_the_transcript_turn_by_turn(client, cast, run):
 
     first_turn = html.index(f'id="turn-{trial.pk}-0"')
     second_turn = html.index(f'id="turn-{trial.pk}-1"')
-    assert first_turn < html.index("pytest -q") < second_turn < html.index("Done: /health returns 200.")
-    turn_two = re.search(rf'<section class="turn" id="turn-{trial.pk}-1">.*?</section>', html, re.S).group(0)
+    assert (
+        first_turn
+        < html.index("pytest -q")
+        < second_turn
+        < html.index("Done: /health returns 200.")
+    )
+    turn_two = re.search(
+        rf'<section class="turn" id="turn-{trial.pk}-1">.*?</section>', html, re.S
+    ).group(0)
     assert "responder" in turn_two and "plan mode" in turn_two
     assert "the agent asked for approval" in turn_two
     assert "authored" in html
@@ -114,13 +130,17 @@ def test_it_shows_the_transcript_turn_by_turn(client, cast, run):
     assert "tests/test_health.py" in html  # the file change
     assert "900 in · 200 out" in html  # usage event
     # Usage per turn and in total, and the conversation's outcome.
-    assert re.search(r"Trial total</th><td class=\"num\">1,200</td><td class=\"num\">300</td>", html)
+    assert re.search(
+        r"Trial total</th><td class=\"num\">1,200</td><td class=\"num\">300</td>", html
+    )
     assert "completed" in html and "end_turn" in html
 
 
 def test_it_shows_the_trials_checks_with_message_output_and_source(client, cast, run):
     trial = make_trial(run, 0, S.FAILED)
-    make_checks(trial, command_passed=False, validator_passed=False, validator_message="no route found")
+    make_checks(
+        trial, command_passed=False, validator_passed=False, validator_message="no route found"
+    )
     client.force_login(cast.alice)
     html = client.get(f"/trials/{trial.pk}/").content.decode()
     checks = re.search(rf'<section id="trial-checks-{trial.pk}".*?</section>', html, re.S).group(0)
@@ -137,7 +157,7 @@ def test_it_loads_a_long_transcript_a_page_at_a_time(client, cast, run):
     html = client.get(f"/trials/{trial.pk}/").content.decode()
     assert html.count('class="event event--message"') == 200
     more = re.search(r'id="transcript-more-\d+"[^>]*hx-get="([^"]+)"', html, re.S)
-    assert more and 'hx-trigger="revealed"' in html
+    assert more and 'hx-trigger="intersect once"' in html
 
     url = more.group(1).replace("&amp;", "&")
     second = client.get(url, HTTP_HX_REQUEST="true").content.decode()
@@ -145,7 +165,8 @@ def test_it_loads_a_long_transcript_a_page_at_a_time(client, cast, run):
     assert second.count('class="event event--message"') == 200
     assert "step 200<" in second and "step 399<" in second
     third = client.get(
-        re.search(r'hx-get="([^"]+)"', second).group(1).replace("&amp;", "&"), HTTP_HX_REQUEST="true"
+        re.search(r'hx-get="([^"]+)"', second).group(1).replace("&amp;", "&"),
+        HTTP_HX_REQUEST="true",
     ).content.decode()
     assert third.count('class="event event--message"') == 50
     assert "transcript-more" not in third
@@ -155,23 +176,46 @@ def test_it_loads_a_long_transcript_a_page_at_a_time(client, cast, run):
     assert "<html" in plain and "step 200<" in plain and "step 199<" not in plain
 
 
-def test_it_renders_plan_md_and_the_responders_verdicts(client, cast, run, tmp_path):
+def test_it_renders_plan_md_and_the_responders_and_judges_verdicts(client, cast, run, tmp_path):
     (tmp_path / "outputs").mkdir()
-    (tmp_path / "outputs" / "plan.md").write_text("# The plan\n\n1. Add the **route**\n2. Test it\n")
+    (tmp_path / "outputs" / "plan.md").write_text(
+        "# The plan\n\n1. Add the **route**\n2. Test it\n"
+    )
     verdict_dir = tmp_path / "responder" / "turn-1"
     verdict_dir.mkdir(parents=True)
-    (verdict_dir / "verdict.json").write_text(json.dumps(
-        {"verdict": "done", "reason": "the agent reported the route works", "reply": ""}
-    ))
+    (verdict_dir / "verdict.json").write_text(json.dumps({"verdict": "done"}))
     trial = make_trial_with_events(run, artifacts_dir=tmp_path)
+    Consultation.objects.create(
+        trial=trial,
+        kind="responder",
+        turn_index=1,
+        model="small-model",
+        verdict="done",
+        reason="the agent reported the route works",
+    )
+    Consultation.objects.create(
+        trial=trial,
+        kind="judge",
+        check_index=2,
+        verdict="failed",
+        reason="the answer never mentions tests",
+        answer='{"passed": false}',
+    )
     client.force_login(cast.alice)
     html = client.get(f"/trials/{trial.pk}/").content.decode()
 
     assert "<h1>The plan</h1>" in html
     assert "<strong>route</strong>" in html
-    assert "chip--done" in html and "the agent reported the route works" in html
     assert f'href="/trials/{trial.pk}/artifacts/outputs/plan.md"' in html
-    assert f'href="/trials/{trial.pk}/artifacts/responder/turn-1/verdict.json"' in html
+    consultations = re.search(
+        r'<section class="card" id="consultations">.*?</section>', html, re.S
+    ).group(0)
+    assert "Responder · after turn 2" in consultations
+    assert "chip--done" in consultations and "the agent reported the route works" in consultations
+    assert "Judge · check 3" in consultations and "the answer never mentions tests" in consultations
+    # Links to the files on disk only: the judge's folder was never written.
+    assert f'href="/trials/{trial.pk}/artifacts/responder/turn-1/verdict.json"' in consultations
+    assert "judges/check-2" not in consultations
 
 
 def test_it_serves_artifacts_as_inert_plain_text(client, cast, run, tmp_path):
@@ -197,11 +241,20 @@ def test_it_refuses_artifact_paths_that_leave_the_trials_folder(client, cast, ru
     trial = make_trial(run, artifacts_dir=str(folder))
     client.force_login(cast.alice)
 
-    for path in ["../secret.txt", "%2e%2e/secret.txt", "link.txt", "/etc/passwd", "", "missing.txt"]:
+    for path in [
+        "../secret.txt",
+        "%2e%2e/secret.txt",
+        "link.txt",
+        "/etc/passwd",
+        "",
+        "missing.txt",
+    ]:
         assert client.get(f"/trials/{trial.pk}/artifacts/{path}").status_code == 404, path
 
 
-def test_it_answers_404_for_another_organizations_run_trial_and_artifact(client, cast, run, tmp_path):
+def test_it_answers_404_for_another_organizations_run_trial_and_artifact(
+    client, cast, run, tmp_path
+):
     (tmp_path / "events.jsonl").write_text("{}")
     trial = make_trial(run, artifacts_dir=str(tmp_path))
     client.force_login(cast.charlie)

@@ -24,20 +24,48 @@ def sqlite_backend(tmp_path: Path) -> Backend:
     return Backend("sqlite", proctor_env(tmp_path / "proctor-home"))
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def module_backend(request, tmp_path_factory) -> Iterator[Backend]:
-    """A database of each kind shared by the tests of one module (each `proctor` run costs
-    seconds, so a module records once and several tests read the result)."""
-    home = tmp_path_factory.mktemp("proctor-home")
-    if request.param == "sqlite":
-        yield Backend("sqlite", proctor_env(home))
-        return
-    import psycopg
+class ModuleBackends:
+    """One database of each kind for a whole module, made on first use (each `proctor` run
+    costs seconds, so a module records once and several tests read or extend the result)."""
 
-    admin_url = request.getfixturevalue("postgres_admin_url")
-    name = f"proctor_e2e_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield Backend("postgres", proctor_env(home, DATABASE_URL=f"{admin_url.rsplit('/', 1)[0]}/{name}"))
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    def __init__(self, request, tmp_path_factory) -> None:
+        self._request = request
+        self._tmp = tmp_path_factory
+        self._made: dict[str, Backend] = {}
+        self._databases: list[tuple[str, str]] = []
+
+    def get(self, kind: str) -> Backend:
+        if kind not in self._made:
+            home = self._tmp.mktemp(f"proctor-home-{kind}")
+            if kind == "sqlite":
+                self._made[kind] = Backend("sqlite", proctor_env(home))
+            else:
+                import psycopg
+
+                admin_url = self._request.getfixturevalue("postgres_admin_url")
+                name = f"proctor_e2e_{uuid.uuid4().hex[:12]}"
+                with psycopg.connect(admin_url, autocommit=True) as conn:
+                    conn.execute(f'CREATE DATABASE "{name}"')
+                self._databases.append((admin_url, name))
+                self._made[kind] = Backend("postgres", proctor_env(home, DATABASE_URL=f"{admin_url.rsplit('/', 1)[0]}/{name}"))
+        return self._made[kind]
+
+    def drop(self) -> None:
+        import psycopg
+
+        for admin_url, name in self._databases:
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def module_backends(request, tmp_path_factory) -> Iterator[ModuleBackends]:
+    backends = ModuleBackends(request, tmp_path_factory)
+    yield backends
+    backends.drop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def module_backend(request, module_backends: ModuleBackends) -> Backend:
+    """A database of each kind shared by the tests of one module."""
+    return module_backends.get(request.param)

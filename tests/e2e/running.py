@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import run_proctor
+from conftest import PROCTOR, run_proctor
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 # The tables that hold what Proctor recorded (suites to checks).
@@ -57,14 +57,14 @@ class Backend:
     def sqlite_path(self) -> Path:
         return self.home / "proctor.sqlite3"
 
-    def eval(self, cwd: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    def eval(self, cwd: Path, *args: str, stdin: str | None = None,
+             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """Run ``proctor eval``; ``stdin`` is fed to it (default: no input at all)."""
+        env = {**self.env, **(extra_env or {})}
         if stdin is None:
-            return run_proctor("eval", *args, cwd=cwd, env=self.env)
-        from conftest import PROCTOR
-
+            return run_proctor("eval", *args, cwd=cwd, env=env)
         return subprocess.run(
-            [PROCTOR, "eval", *args], cwd=cwd, env=self.env, capture_output=True, text=True,
-            timeout=300, input=stdin,
+            [PROCTOR, "eval", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, input=stdin
         )
 
     def eval_json(self, cwd: Path, *args: str) -> dict[str, Any]:

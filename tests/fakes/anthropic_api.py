@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,34 +44,80 @@ def _message_stream(blocks: list[dict[str, Any]], *, model: str, stop_reason: st
     message_id = f"msg_fake_{next(_ids):04d}"
     start_usage = {**USAGE_PER_CALL, "output_tokens": 1}
     events: list[tuple[str | None, Any]] = [
-        ("message_start", {
-            "type": "message_start",
-            "message": {
-                "id": message_id, "type": "message", "role": "assistant", "model": model,
-                "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage,
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
             },
-        }),
+        ),
     ]
     for index, block in enumerate(blocks):
         if block["type"] == "text":
             events += [
-                ("content_block_start", {"type": "content_block_start", "index": index,
-                                         "content_block": {"type": "text", "text": ""}}),
-                ("content_block_delta", {"type": "content_block_delta", "index": index,
-                                         "delta": {"type": "text_delta", "text": block["text"]}}),
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": block["text"]},
+                    },
+                ),
             ]
         else:
             events += [
-                ("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
-                    "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
-                ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
-                    "type": "input_json_delta", "partial_json": json.dumps(block["input"])}}),
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": block["id"],
+                            "name": block["name"],
+                            "input": {},
+                        },
+                    },
+                ),
+                (
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        },
+                    },
+                ),
             ]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     events += [
-        ("message_delta", {"type": "message_delta",
-                           "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                           "usage": {"output_tokens": USAGE_PER_CALL["output_tokens"]}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": USAGE_PER_CALL["output_tokens"]},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     return SseStream(events)
@@ -82,17 +129,41 @@ def _model_of(request: Any) -> str:
 
 def text_stream(text: str, request: Any, serial: int) -> SseStream:
     """The route's formatter: a string reply is an assistant message holding ``text``."""
-    return _message_stream([{"type": "text", "text": text}], model=_model_of(request), stop_reason="end_turn")
+    return _message_stream(
+        [{"type": "text", "text": text}], model=_model_of(request), stop_reason="end_turn"
+    )
 
 
-def tool_use(name: str, tool_input: dict[str, Any], *, text: str | None = None, call_id: str | None = None):
+def tool_use(
+    name: str, tool_input: dict[str, Any], *, text: str | None = None, call_id: str | None = None
+):
     """A scripted answer asking to run tool ``name`` with ``tool_input`` (after ``text``, if any)."""
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-    blocks.append({"type": "tool_use", "id": call_id or f"toolu_fake_{next(_ids):04d}",
-                   "name": name, "input": tool_input})
+    blocks.append(
+        {
+            "type": "tool_use",
+            "id": call_id or f"toolu_fake_{next(_ids):04d}",
+            "name": name,
+            "input": tool_input,
+        }
+    )
 
     def answer(request: Any) -> Reply:
         return Reply(body=_message_stream(blocks, model=_model_of(request), stop_reason="tool_use"))
+
+    return answer
+
+
+def write_plan_where_told(plan: str):
+    """A scripted answer playing the model in plan mode: it writes ``plan`` with the Write tool to
+    the plan file Claude Code names in its plan-mode reminder (``~/.claude/plans/<name>.md``)."""
+
+    def answer(request: Any) -> Any:
+        match = re.search(
+            r"(/[^\s\"\\]*/\.claude/plans/[\w.-]+\.md)", json.dumps(request["messages"])
+        )
+        assert match, "the planning request names no plan file"
+        return tool_use("Write", {"file_path": match.group(1), "content": plan})(request)
 
     return answer
 

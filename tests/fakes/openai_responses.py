@@ -26,7 +26,12 @@ from fakes.sse_server import Reply, SseStream, StreamingModelServer
 
 RESPONSES = "/v1/responses"
 
-USAGE_PER_CALL = {"input_tokens": 120, "cached_tokens": 20, "output_tokens": 30, "reasoning_tokens": 0}
+USAGE_PER_CALL = {
+    "input_tokens": 120,
+    "cached_tokens": 20,
+    "output_tokens": 30,
+    "reasoning_tokens": 0,
+}
 SIDE_CALL_TEXT = "ok"
 
 _ids = itertools.count(1)
@@ -36,28 +41,75 @@ def _response_stream(items: list[dict[str, Any]], *, model: str) -> SseStream:
     response_id = f"resp_fake_{next(_ids):04d}"
     base = {"id": response_id, "object": "response", "model": model, "created_at": 0}
     events: list[tuple[str | None, Any]] = [
-        ("response.created", {"type": "response.created", "response": {**base, "status": "in_progress", "output": []}}),
+        (
+            "response.created",
+            {
+                "type": "response.created",
+                "response": {**base, "status": "in_progress", "output": []},
+            },
+        ),
     ]
     done_items = []
     for index, item in enumerate(items):
         if item["type"] == "message":
             item_id = f"msg_fake_{next(_ids):04d}"
             text = item["text"]
-            added = {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}
-            done = {"type": "message", "id": item_id, "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+            added = {
+                "type": "message",
+                "id": item_id,
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+            done = {
+                "type": "message",
+                "id": item_id,
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
             events += [
-                ("response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": added}),
-                ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": item_id,
-                                                "output_index": index, "content_index": 0, "delta": text}),
+                (
+                    "response.output_item.added",
+                    {"type": "response.output_item.added", "output_index": index, "item": added},
+                ),
+                (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item_id,
+                        "output_index": index,
+                        "content_index": 0,
+                        "delta": text,
+                    },
+                ),
             ]
         else:
             item_id = f"fc_fake_{next(_ids):04d}"
-            done = {"type": "function_call", "id": item_id, "call_id": item["call_id"], "name": item["name"],
-                    "arguments": json.dumps(item["arguments"]), "status": "completed"}
-            events.append(("response.output_item.added", {"type": "response.output_item.added", "output_index": index,
-                                                          "item": {**done, "arguments": "", "status": "in_progress"}}))
-        events.append(("response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": done}))
+            done = {
+                "type": "function_call",
+                "id": item_id,
+                "call_id": item["call_id"],
+                "name": item["name"],
+                "arguments": json.dumps(item["arguments"]),
+                "status": "completed",
+            }
+            events.append(
+                (
+                    "response.output_item.added",
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": index,
+                        "item": {**done, "arguments": "", "status": "in_progress"},
+                    },
+                )
+            )
+        events.append(
+            (
+                "response.output_item.done",
+                {"type": "response.output_item.done", "output_index": index, "item": done},
+            )
+        )
         done_items.append(done)
     usage = {
         "input_tokens": USAGE_PER_CALL["input_tokens"],
@@ -66,8 +118,15 @@ def _response_stream(items: list[dict[str, Any]], *, model: str) -> SseStream:
         "output_tokens_details": {"reasoning_tokens": USAGE_PER_CALL["reasoning_tokens"]},
         "total_tokens": USAGE_PER_CALL["input_tokens"] + USAGE_PER_CALL["output_tokens"],
     }
-    events.append(("response.completed", {"type": "response.completed", "response": {
-        **base, "status": "completed", "output": done_items, "usage": usage}}))
+    events.append(
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "response": {**base, "status": "completed", "output": done_items, "usage": usage},
+            },
+        )
+    )
     return SseStream(events)
 
 
@@ -80,11 +139,19 @@ def text_stream(text: str, request: Any, serial: int) -> SseStream:
     return _response_stream([{"type": "message", "text": text}], model=_model_of(request))
 
 
-def function_call(name: str, arguments: dict[str, Any], *, text: str | None = None, call_id: str | None = None):
+def function_call(
+    name: str, arguments: dict[str, Any], *, text: str | None = None, call_id: str | None = None
+):
     """A scripted answer calling function ``name`` with ``arguments`` (after ``text``, if any)."""
     items: list[dict[str, Any]] = [{"type": "message", "text": text}] if text else []
-    items.append({"type": "function_call", "name": name, "arguments": arguments,
-                  "call_id": call_id or f"call_fake_{next(_ids):04d}"})
+    items.append(
+        {
+            "type": "function_call",
+            "name": name,
+            "arguments": arguments,
+            "call_id": call_id or f"call_fake_{next(_ids):04d}",
+        }
+    )
 
     def answer(request: Any) -> Reply:
         return Reply(body=_response_stream(items, model=_model_of(request)))
@@ -106,7 +173,9 @@ class FakeResponsesServer(StreamingModelServer):
     def __init__(self) -> None:
         super().__init__()
         self.add_route(RESPONSES, text_stream)
-        self.answer_always("GET", "/v1/models", lambda body: {"object": "list", "data": [], "models": []})
+        self.answer_always(
+            "GET", "/v1/models", lambda body: {"object": "list", "data": [], "models": []}
+        )
 
     def script(self, *replies: Any, route: str = RESPONSES) -> None:
         super().script(*replies, route=route)

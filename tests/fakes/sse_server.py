@@ -71,8 +71,14 @@ class StreamingModelServer(FakeModelServer):
                     raw=raw,
                 )
 
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
-                      *, head_only: bool = False) -> None:
+            def _send(
+                self,
+                status: int,
+                payload: Any,
+                headers: dict[str, str] | None = None,
+                *,
+                head_only: bool = False,
+            ) -> None:
                 if isinstance(payload, SseStream):
                     data, content_type = payload.encode(), "text/event-stream"
                 elif isinstance(payload, str):

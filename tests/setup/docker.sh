@@ -33,11 +33,23 @@ if ! engine_answers && ! command -v dockerd >/dev/null; then
     exit 0
   fi
 fi
+# Starts dockerd in the background and waits for it; a dockerd that exits at once (an earlier
+# one still shutting down holds its pid file) is started again, within the same 60 s.
+start_dockerd() {
+  local pid=""
+  for _ in $(seq 1 60); do
+    engine_answers && return 0
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+      as_root nohup dockerd --bridge=none --iptables=false --ip6tables=false >>"$DOCKERD_LOG" 2>&1 </dev/null &
+      pid=$!
+    fi
+    sleep 1
+  done
+  engine_answers
+}
 if ! engine_answers; then
   log "starting dockerd (log: $DOCKERD_LOG)"
-  as_root nohup dockerd --bridge=none --iptables=false --ip6tables=false >"$DOCKERD_LOG" 2>&1 </dev/null &
-  for _ in $(seq 1 60); do engine_answers && break; sleep 1; done
-  if ! engine_answers; then
+  if ! start_dockerd; then
     log "dockerd did not answer within 60 s (see $DOCKERD_LOG): the docker tests will be skipped"
     exit 0
   fi

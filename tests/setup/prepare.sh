@@ -29,6 +29,7 @@ need_package() {  # need_package COMMAND PACKAGE
 
 need_package git git
 need_package chromium chromium
+need_package bwrap bubblewrap
 
 # PostgreSQL: start the cluster if it is installed but not answering.
 if command -v pg_isready >/dev/null && ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
@@ -54,4 +55,7 @@ if ! (command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 -p 6379 ping >/d
 fi
 # The real agent CLIs for the harness tests.
 bash "$(dirname "$0")/agent-clis.sh"
+
+# Docker: the engine and the offline base image of the docker sandbox's tests.
+bash "$(dirname "$0")/docker.sh"
 exit 0

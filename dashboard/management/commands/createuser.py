@@ -27,21 +27,44 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--org", required=True, metavar="SLUG", help="The organization's slug, e.g. acme.")
-        parser.add_argument("--org-name", default="", help="The organization's name when it is created (default: from the slug).")
-        parser.add_argument("--password", default="", help="The password; else PROCTOR_PASSWORD, else asked for.")
+        parser.add_argument(
+            "--org", required=True, metavar="SLUG", help="The organization's slug, e.g. acme."
+        )
+        parser.add_argument(
+            "--org-name",
+            default="",
+            help="The organization's name when it is created (default: from the slug).",
+        )
+        parser.add_argument(
+            "--password", default="", help="The password; else PROCTOR_PASSWORD, else asked for."
+        )
         parser.add_argument("--email", default="")
-        parser.add_argument("--staff", action="store_true", help="Let the user open the Django admin.")
+        parser.add_argument(
+            "--staff", action="store_true", help="Let the user open the Django admin."
+        )
 
-    def handle(self, *args, username: str, org: str, org_name: str, password: str, email: str,
-               staff: bool, **options) -> None:
+    def handle(
+        self,
+        *args,
+        username: str,
+        org: str,
+        org_name: str,
+        password: str,
+        email: str,
+        staff: bool,
+        **options,
+    ) -> None:
         if slugify(org) != org:
-            raise CommandError(f"--org must be a slug (lowercase letters, digits and hyphens), like {slugify(org)!r}.")
+            raise CommandError(
+                f"--org must be a slug (lowercase letters, digits and hyphens), like {slugify(org)!r}."
+            )
         password = password or os.environ.get("PROCTOR_PASSWORD", "") or self._ask_password()
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         if user is None and not password:
-            raise CommandError("Give a password with --password or the PROCTOR_PASSWORD environment variable.")
+            raise CommandError(
+                "Give a password with --password or the PROCTOR_PASSWORD environment variable."
+            )
         if password:
             try:
                 validate_password(password, user=user)

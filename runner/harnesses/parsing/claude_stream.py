@@ -5,7 +5,8 @@ What the CLI prints (checked against 2.1.197) and what becomes of it:
 - ``system``/``init``: the session id and model -> Started.
 - ``assistant``: one line per content block, several sharing one ``message.id``; the text blocks
   of one message are merged into one Message, emitted when the next message (or anything else)
-  begins. ``tool_use`` blocks wait for their result. Per-block usage is partial and ignored.
+  begins. ``tool_use`` blocks wait for their result. Per-block usage is partial and ignored, and
+  so is the text of a line marked ``error`` (the CLI's stand-in for a failed API call).
 - ``user`` with ``tool_result``: the finished tool call -> ToolCall. For ``Bash``, also a Command:
   exit code 0 on success, ``Exit code N`` at the start of an error; a refused or blocked command
   (an error without an exit code) never ran, so it gets no Command. ``Write``/``Edit``/
@@ -24,9 +25,14 @@ import re
 from typing import Any
 
 from proctor.protocol import AgentEvent
-from runner.harnesses.parsing.jsonl import as_json_text, json_object, whole_number
+from runner.harnesses.parsing.jsonl import as_json_text, json_object, object_at, whole_number
 
-FILE_TOOLS = {"Write": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "NotebookEdit": "notebook_path"}
+FILE_TOOLS = {
+    "Write": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "NotebookEdit": "notebook_path",
+}
 _EXIT_CODE = re.compile(r"^(?:Error: )?Exit code (-?\d+)")
 
 
@@ -56,7 +62,9 @@ def _tool_result_text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "\n".join(
-            block.get("text", "") for block in content if isinstance(block, dict) and block.get("type") == "text"
+            block.get("text", "")
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
         )
     return "" if content is None else as_json_text(content)
 
@@ -85,14 +93,18 @@ class ClaudeStreamParser:
             return []
         events: list[AgentEvent] = []
         kind = obj.get("type")
-        message = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+        message = object_at(obj, "message")
         if kind != "assistant" or message.get("id") != self._message_id:
             events += self._flush_message()
         if isinstance(obj.get("session_id"), str) and not self._started:
             self._started = True
             self.session_id = obj["session_id"]
-            self.model = obj.get("model") if kind == "system" and isinstance(obj.get("model"), str) else None
-            events.append(AgentEvent("Started", {"session_id": self.session_id, "model": self.model}))
+            self.model = (
+                obj.get("model") if kind == "system" and isinstance(obj.get("model"), str) else None
+            )
+            events.append(
+                AgentEvent("Started", {"session_id": self.session_id, "model": self.model})
+            )
         if kind == "assistant":
             self._assistant(obj, message)
         elif kind == "user":
@@ -106,10 +118,19 @@ class ClaudeStreamParser:
         that never got a result."""
         events = self._flush_message()
         for call_id, (name, tool_input) in self._pending.items():
-            events.append(AgentEvent("ToolCall", {
-                "call_id": call_id, "name": name, "input": as_json_text(tool_input),
-                "output": None, "error": None, "status": "incomplete",
-            }))
+            events.append(
+                AgentEvent(
+                    "ToolCall",
+                    {
+                        "call_id": call_id,
+                        "name": name,
+                        "input": as_json_text(tool_input),
+                        "output": None,
+                        "error": None,
+                        "status": "incomplete",
+                    },
+                )
+            )
         self._pending.clear()
         return events
 
@@ -117,11 +138,13 @@ class ClaudeStreamParser:
 
     def _assistant(self, obj: dict[str, Any], message: dict[str, Any]) -> None:
         self._message_id = message.get("id")
-        top_level = obj.get("parent_tool_use_id") is None  # a subagent's words are not the answer
+        # A subagent's words are not the answer, and neither is the CLI's own stand-in message
+        # for a failed API call (marked with "error"): the result line reports that failure.
+        spoken = obj.get("parent_tool_use_id") is None and not obj.get("error")
         for block in message.get("content") or []:
             if not isinstance(block, dict):
                 continue
-            if block.get("type") == "text" and top_level and block.get("text"):
+            if block.get("type") == "text" and spoken and block.get("text"):
                 self._texts.append(block["text"])
             elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 self._pending[block["id"]] = (str(block.get("name") or "?"), block.get("input"))
@@ -144,18 +167,23 @@ class ClaudeStreamParser:
         structured = obj.get("tool_use_result") if len(results) == 1 else None
         events: list[AgentEvent] = []
         for block in results:
-            call_id = block.get("tool_use_id")
-            name, tool_input = self._pending.pop(call_id, ("?", None))
+            call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+            name, tool_input = self._pending.pop(call_id or "", ("?", None))
             text = _tool_result_text(block.get("content"))
             is_error = bool(block.get("is_error"))
-            events.append(AgentEvent("ToolCall", {
-                "call_id": call_id if isinstance(call_id, str) else None,
-                "name": name,
-                "input": as_json_text(tool_input),
-                "output": None if is_error else text,
-                "error": text if is_error else None,
-                "status": "error" if is_error else "completed",
-            }))
+            events.append(
+                AgentEvent(
+                    "ToolCall",
+                    {
+                        "call_id": call_id,
+                        "name": name,
+                        "input": as_json_text(tool_input),
+                        "output": None if is_error else text,
+                        "error": text if is_error else None,
+                        "status": "error" if is_error else "completed",
+                    },
+                )
+            )
             tool_input = tool_input if isinstance(tool_input, dict) else {}
             if name == "Bash":
                 events += self._command(tool_input, text, is_error, structured)
@@ -165,7 +193,9 @@ class ClaudeStreamParser:
                     events.append(AgentEvent("FileChange", {"paths": [self._absolute(path)]}))
         return events
 
-    def _command(self, tool_input: dict[str, Any], text: str, is_error: bool, structured: Any) -> list[AgentEvent]:
+    def _command(
+        self, tool_input: dict[str, Any], text: str, is_error: bool, structured: Any
+    ) -> list[AgentEvent]:
         command = tool_input.get("command")
         if not isinstance(command, str):
             return []
@@ -182,7 +212,12 @@ class ClaudeStreamParser:
                 output = "\n".join(p.rstrip("\n") for p in parts if isinstance(p, str) and p)
                 if structured.get("interrupted"):
                     exit_code = None
-        return [AgentEvent("Command", {"command": command, "exit_code": exit_code, "output": output, "origin": "agent"})]
+        return [
+            AgentEvent(
+                "Command",
+                {"command": command, "exit_code": exit_code, "output": output, "origin": "agent"},
+            )
+        ]
 
     def _result(self, obj: dict[str, Any]) -> list[AgentEvent]:
         events: list[AgentEvent] = []
@@ -190,7 +225,8 @@ class ClaudeStreamParser:
             self.session_id = obj["session_id"]
         is_error = bool(obj.get("is_error"))
         subtype = str(obj.get("subtype") or "")
-        text = obj.get("result") if isinstance(obj.get("result"), str) else ""
+        result = obj.get("result")
+        text = result if isinstance(result, str) else ""
         if is_error or subtype != "success":
             first_line = text.strip().splitlines()[0][:300] if text.strip() else ""
             reason = subtype if subtype and subtype != "success" else "error"
@@ -199,14 +235,18 @@ class ClaudeStreamParser:
             self.finish_reason = "completed"
             if text and text != self.answer:
                 self.answer = text
-                events.append(AgentEvent("Message", {"role": "assistant", "text": text, "usage": None}))
+                events.append(
+                    AgentEvent("Message", {"role": "assistant", "text": text, "usage": None})
+                )
         for denial in obj.get("permission_denials") or []:
             if isinstance(denial, dict):
-                self.permission_denials.append({
-                    "tool": denial.get("tool_name"),
-                    "input": as_json_text(denial.get("tool_input")),
-                    "call_id": denial.get("tool_use_id"),
-                })
+                self.permission_denials.append(
+                    {
+                        "tool": denial.get("tool_name"),
+                        "input": as_json_text(denial.get("tool_input")),
+                        "call_id": denial.get("tool_use_id"),
+                    }
+                )
         if isinstance(obj.get("usage"), dict):
             self.usage = usage_of_result(obj["usage"])
             events.append(AgentEvent("Usage", dict(self.usage)))

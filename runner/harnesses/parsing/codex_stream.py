@@ -24,7 +24,7 @@ import shlex
 from typing import Any
 
 from proctor.protocol import AgentEvent
-from runner.harnesses.parsing.jsonl import as_json_text, json_object, whole_number
+from runner.harnesses.parsing.jsonl import as_json_text, json_object, object_at, whole_number
 
 USAGE_FIELDS = {
     "input_tokens": "input_tokens",
@@ -70,8 +70,13 @@ class CodexStreamParser:
     first); after the turn, ``totals`` holds the new cumulative usage to pass next time.
     """
 
-    def __init__(self, *, cwd: str | None = None, model: str | None = None,
-                 previous_totals: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        cwd: str | None = None,
+        model: str | None = None,
+        previous_totals: dict[str, int] | None = None,
+    ) -> None:
         self.cwd = cwd
         self.model = model
         self.previous_totals = previous_totals
@@ -97,7 +102,7 @@ class CodexStreamParser:
         if kind == "turn.completed":
             return self._turn_completed(obj.get("usage"))
         if kind == "turn.failed":
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+            error = object_at(obj, "error")
             message = str(error.get("message") or self._error or "").strip()
             self.finish_reason = f"failed: {message[:300]}" if message else "failed"
         elif kind == "error" and isinstance(obj.get("message"), str):
@@ -110,7 +115,9 @@ class CodexStreamParser:
         events = []
         if not self.answer and self._plan:
             self.answer = self._plan
-            events.append(AgentEvent("Message", {"role": "assistant", "text": self._plan, "usage": None}))
+            events.append(
+                AgentEvent("Message", {"role": "assistant", "text": self._plan, "usage": None})
+            )
         if self.finish_reason is None and self._error:
             self.finish_reason = f"error: {self._error.strip()[:300]}"
         return events
@@ -121,32 +128,55 @@ class CodexStreamParser:
         kind = item.get("type")
         if kind == "agent_message" and isinstance(item.get("text"), str):
             self.answer = item["text"]
-            return [AgentEvent("Message", {"role": "assistant", "text": item["text"], "usage": None})]
+            return [
+                AgentEvent("Message", {"role": "assistant", "text": item["text"], "usage": None})
+            ]
         if kind == "command_execution" and isinstance(item.get("command"), str):
             if item.get("status") == "declined":  # refused by Codex's approval policy: never ran
                 self.permission_denials.append(
-                    {"tool": "command_execution", "input": unwrap_shell(item["command"]), "call_id": item.get("id")})
+                    {
+                        "tool": "command_execution",
+                        "input": unwrap_shell(item["command"]),
+                        "call_id": item.get("id"),
+                    }
+                )
                 return []
             exit_code = item.get("exit_code")
-            return [AgentEvent("Command", {
-                "command": unwrap_shell(item["command"]),
-                "exit_code": exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
-                "output": str(item.get("aggregated_output") or ""),
-                "origin": "agent",
-            })]
+            return [
+                AgentEvent(
+                    "Command",
+                    {
+                        "command": unwrap_shell(item["command"]),
+                        "exit_code": exit_code
+                        if isinstance(exit_code, int) and not isinstance(exit_code, bool)
+                        else None,
+                        "output": str(item.get("aggregated_output") or ""),
+                        "origin": "agent",
+                    },
+                )
+            ]
         if kind == "file_change":
             if item.get("status") != "completed":
                 return []
-            paths = [self._absolute(c["path"]) for c in item.get("changes") or []
-                     if isinstance(c, dict) and isinstance(c.get("path"), str)]
+            paths = [
+                self._absolute(c["path"])
+                for c in item.get("changes") or []
+                if isinstance(c, dict) and isinstance(c.get("path"), str)
+            ]
             return [AgentEvent("FileChange", {"paths": paths})] if paths else []
         if kind == "mcp_tool_call":
             return [self._mcp_call(item)]
         if kind == "web_search":
-            return [self._tool_call(item, "web_search", {"query": item.get("query"), "action": item.get("action")})]
+            return [
+                self._tool_call(
+                    item, "web_search", {"query": item.get("query"), "action": item.get("action")}
+                )
+            ]
         if kind == "collab_tool_call":
             name = str(item.get("tool") or "collab_tool_call")
-            tool_input = {k: item.get(k) for k in ("prompt", "receiver_thread_ids") if item.get(k) is not None}
+            tool_input = {
+                k: item.get(k) for k in ("prompt", "receiver_thread_ids") if item.get(k) is not None
+            }
             return [self._tool_call(item, name, tool_input, status=item.get("status"))]
         if kind == "plan" and isinstance(item.get("text"), str):
             self._plan = item["text"]
@@ -158,24 +188,49 @@ class CodexStreamParser:
         output = None
         if isinstance(result, dict):
             content = result.get("content")
-            texts = [c.get("text", "") for c in content or [] if isinstance(c, dict) and c.get("type") == "text"]
-            output = "\n".join(texts) if texts else as_json_text(result.get("structured_content") or content)
+            texts = [
+                c.get("text", "")
+                for c in content or []
+                if isinstance(c, dict) and c.get("type") == "text"
+            ]
+            output = (
+                "\n".join(texts)
+                if texts
+                else as_json_text(result.get("structured_content") or content)
+            )
         error = item.get("error")
         if isinstance(error, dict):
             error = error.get("message") or as_json_text(error)
-        return self._tool_call(item, name, item.get("arguments"), output=output,
-                               error=None if error is None else str(error), status=item.get("status"))
+        return self._tool_call(
+            item,
+            name,
+            item.get("arguments"),
+            output=output,
+            error=None if error is None else str(error),
+            status=item.get("status"),
+        )
 
-    def _tool_call(self, item: dict[str, Any], name: str, tool_input: Any, *, output: str | None = None,
-                   error: str | None = None, status: Any = "completed") -> AgentEvent:
-        return AgentEvent("ToolCall", {
-            "call_id": item.get("id") if isinstance(item.get("id"), str) else None,
-            "name": name,
-            "input": as_json_text(tool_input),
-            "output": output,
-            "error": error,
-            "status": status if isinstance(status, str) else None,
-        })
+    def _tool_call(
+        self,
+        item: dict[str, Any],
+        name: str,
+        tool_input: Any,
+        *,
+        output: str | None = None,
+        error: str | None = None,
+        status: Any = "completed",
+    ) -> AgentEvent:
+        return AgentEvent(
+            "ToolCall",
+            {
+                "call_id": item.get("id") if isinstance(item.get("id"), str) else None,
+                "name": name,
+                "input": as_json_text(tool_input),
+                "output": output,
+                "error": error,
+                "status": status if isinstance(status, str) else None,
+            },
+        )
 
     def _turn_completed(self, usage: Any) -> list[AgentEvent]:
         self.finish_reason = "completed"

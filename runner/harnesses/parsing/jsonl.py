@@ -18,6 +18,12 @@ def json_object(line: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def object_at(obj: dict[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` when it is an object, else an empty one (a field a CLI left out or changed)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def as_json_text(value: Any) -> str:
     """A tool input or output as text: strings as they are, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -51,7 +51,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-wait", action="store_true", help="queue the batch and exit (scaled mode)")
 
     def handle(self, *args, **options) -> None:
-        err = Console(stderr=True, highlight=False)
+        # soft_wrap: a problem stays one greppable line even when stderr is a pipe.
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = Console(highlight=False, soft_wrap=True)
         if options["trials"] is not None and options["trials"] < 1:
             self._invalid(err, ["--trials must be 1 or more"])

@@ -1,0 +1,112 @@
+"""The grid's cells and totals as HTML, for the first render of the page and for every live
+update alike.
+
+A 500 x 8 grid has 4,000 cells; rendered through the template engine each costs about a
+millisecond, here a few microseconds, so the page's server time is spent on the data rather
+than on markup.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from evals_app.stats import GridCell, Tally
+
+_ICON = '<svg class="icon"><use href="#i-{}"/></svg>'
+_PLACEHOLDER = 999_999_999
+
+
+def format_duration(ms: int | None) -> str:
+    """``1234`` -> ``1.2 s``; ``754000`` -> ``12 m 34 s``; empty for no value."""
+    if ms is None:
+        return ""
+    seconds = ms / 1000
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} m {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} m"
+
+
+def describe_tally(tally: Tally) -> str:
+    """One line for a hover title: outcomes, then mean tokens and duration per trial."""
+    parts = [f"{tally.passed}/{tally.total} passed"]
+    for count, label in (
+        (tally.failed, "failed"),
+        (tally.timed_out, "timed out"),
+        (tally.errored, "errored"),
+        (tally.running, "running"),
+        (tally.queued, "queued"),
+    ):
+        if count:
+            parts.append(f"{count} {label}")
+    if tally.mean_tokens is not None:
+        parts.append(f"{tally.mean_tokens:,} tokens per trial")
+    if tally.mean_duration_ms is not None:
+        parts.append(f"{format_duration(tally.mean_duration_ms)} per trial")
+    return " · ".join(parts)
+
+
+@cache
+def _run_url_pattern() -> str:
+    # Reversing once and filling in the id is ~50x cheaper than 4,000 calls to reverse().
+    return reverse("run", args=[_PLACEHOLDER]).replace(str(_PLACEHOLDER), "{}")
+
+
+def _rate_style(rate: float | None) -> str:
+    return "" if rate is None else f' style="--rate: {rate:.3f}"'
+
+
+def _oob(oob: bool) -> str:
+    return ' hx-swap-oob="outerHTML"' if oob else ""
+
+
+def render_grid_cell(cell: GridCell | None, *, oob: bool = False) -> SafeString:
+    """A ``<td id="cell-<run id>">``: passed/total on the colour scale, with marks for timed-out,
+    errored and unfinished trials, linking to the run page."""
+    if cell is None:
+        return mark_safe('<td class="cell cell--empty" title="not run in this batch">–</td>')
+    tally = cell.tally
+    classes = "cell cell--pending" if tally.pass_rate is None else "cell"
+    marks = []
+    if tally.timed_out:
+        marks.append(
+            f'<span class="mark mark--timeout" title="{tally.timed_out} timed out">'
+            f"{_ICON.format('clock')}{tally.timed_out}</span>"
+        )
+    if tally.errored:
+        marks.append(
+            f'<span class="mark mark--error" title="{tally.errored} errored">'
+            f"{_ICON.format('alert')}{tally.errored}</span>"
+        )
+    if tally.pending:
+        marks.append(
+            f'<span class="mark mark--pending" title="{tally.pending} not finished">'
+            f'<span class="spinner"></span>{tally.pending}</span>'
+        )
+    url = _run_url_pattern().format(cell.run_id)
+    return mark_safe(  # noqa: S308 - every value is a number or escaped
+        f'<td id="cell-{cell.run_id}" class="{classes}"{_rate_style(tally.pass_rate)}{_oob(oob)}>'
+        f'<a href="{url}" title="{escape(describe_tally(tally))}">'
+        f'<span class="cell-score">{tally.passed}/{tally.total}</span>{"".join(marks)}</a></td>'
+    )
+
+
+def render_total(total_id: str, tally: Tally, *, oob: bool = False) -> SafeString:
+    """A row's, a column's or the batch's total: the pass rate and passed/total."""
+    rate = tally.pass_rate
+    classes = "total total--pending" if rate is None else "total"
+    percent = "–" if rate is None else f"{rate * 100:.0f}%"
+    return mark_safe(  # noqa: S308 - every value is a number or escaped
+        f'<td id="{escape(total_id)}" class="{classes}"{_rate_style(rate)} title="{escape(describe_tally(tally))}"'
+        f'{_oob(oob)}><span class="total-rate">{percent}</span>'
+        f'<span class="total-count">{tally.passed}/{tally.total}</span></td>'
+    )

@@ -1,0 +1,98 @@
+"""What an agent wrote outside its workspace and home.
+
+Under ``bwrap`` and ``docker`` such writes fail (read-only system), so there is nothing to list.
+The ``local`` sandbox cannot refuse them; instead the machine's usual writable places are
+searched for files whose status changed since a moment taken before the agent ran. The status
+change time (ctime) is used because a program cannot set it back, unlike the modification time.
+
+Limits a reader should know: a deleted file or an empty new folder is not seen; anything else
+on the machine writing at the same time (another trial, the worker itself) is listed too; the
+search costs a walk of those folders (about 2 s on a warm cache, longer on a cold one), bounded
+by ``timeout_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+
+from runner.sandboxes.base import Sandbox
+
+log = logging.getLogger(__name__)
+
+# Where an agent on the host would leave something: configuration, installed software, homes,
+# temporary folders. /proc, /sys, /dev and /run are not files an agent leaves behind.
+# /usr (but /usr/local) and /root are left out: walking them costs seconds per trial, and the
+# local sandbox already points HOME at the trial's own folder.
+AUDITED_ROOTS = ("/etc", "/usr/local", "/opt", "/srv", "/home", "/var/tmp", "/tmp")
+# Other trials' own folders (concurrent trials) are theirs, not writes outside.
+TRIAL_FOLDERS = "/tmp/proctor-trial-*"
+AUDIT_TIMEOUT_S = 60.0
+MAX_LISTED = 1000
+# File times come from a clock that may lag the one read for ``since`` by a tick.
+CLOCK_TICK_S = 0.05
+
+
+def _literal(path: str) -> str:
+    """``path`` as a find -path pattern matching only itself."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", path)
+
+
+def audit_writes(
+    sandbox: Sandbox,
+    since: float,
+    *,
+    roots: Sequence[str] = AUDITED_ROOTS,
+    ignore: Sequence[str] = (),
+    timeout_s: float = AUDIT_TIMEOUT_S,
+) -> list[str]:
+    """Paths outside ``sandbox``'s folders that were created or changed since ``since`` (a
+    ``time.time()`` taken before the agent started), sorted, at most MAX_LISTED.
+
+    Empty for sandboxes that refuse such writes. ``ignore`` names more folders to leave out
+    (Proctor's own home, artifacts and cache). Runs ``find`` (a subprocess walking ``roots``);
+    if it runs out of ``timeout_s`` what it found so far is returned and a warning logged.
+    """
+    if getattr(sandbox, "confines_writes", False):
+        return []
+    own = [getattr(sandbox, "root", None), sandbox.host_workspace, sandbox.host_home, *ignore]
+    pruned = [_literal(os.path.realpath(str(p))) for p in own if p is not None] + [TRIAL_FOLDERS]
+    existing = [root for root in roots if os.path.isdir(root)]
+    if not existing:
+        return []
+    prune_expr: list[str] = []
+    for pattern in pruned:
+        prune_expr += [*(["-o"] if prune_expr else []), "-path", pattern]
+    argv = [
+        "find",
+        *existing,
+        "-xdev",
+        "(",
+        *prune_expr,
+        ")",
+        "-prune",
+        "-o",
+        "!",
+        "-type",
+        "d",
+        "-newerct",
+        f"@{since - CLOCK_TICK_S:.6f}",
+        "-print0",
+    ]
+    try:
+        found = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s
+        ).stdout
+    except subprocess.TimeoutExpired as exc:
+        log.warning(
+            "the write audit stopped after %.0f s; the list of writes may be incomplete", timeout_s
+        )
+        found = exc.stdout or b""
+    except OSError as exc:
+        log.warning("the write audit could not run find: %s", exc)
+        return []
+    paths = sorted({p.decode("utf-8", errors="replace") for p in found.split(b"\0") if p})
+    return paths[:MAX_LISTED]

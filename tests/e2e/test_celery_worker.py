@@ -1,0 +1,89 @@
+"""The scaled path: `proctor eval` with REDIS_URL queues every trial on the broker, a real
+Celery worker runs them against PostgreSQL, and the command waits for and prints the results."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import proctor_env, run_proctor
+from e2e.running import Backend, agent_profile, write_eval
+
+CELERY = str(Path(sys.executable).with_name("celery"))
+# Its own Redis database: a worker of another test run on the shared one must not take these tasks.
+WORKER_REDIS_DB = 13
+
+SCALED_EVAL = f"""
+from proctor import case, command, profile, suite, variant
+
+s = suite("scaled", prompt="Fix the total", trials=2,
+          cases=[case("fixed", validate=command("grep -q 'total = 6' total.ts")),
+                 case("not-fixed", validate=command("grep -q 'total = 7' total.ts"))],
+          variants=[variant("command", profile={agent_profile("echo_agent.sh", name="echo")})])
+"""
+
+
+@pytest.fixture
+def scaled_backend(tmp_path: Path, fresh_postgres_url: str, redis_url: str) -> Backend:
+    import redis
+
+    url = f"{redis_url.rsplit('/', 1)[0]}/{WORKER_REDIS_DB}"
+    redis.Redis.from_url(url).flushdb()
+    backend = Backend("postgres", proctor_env(tmp_path / "proctor-home", DATABASE_URL=fresh_postgres_url, REDIS_URL=url))
+    migrated = run_proctor("migrate", "--no-input", cwd=tmp_path, env=backend.env)
+    assert migrated.returncode == 0, migrated.stderr
+    return backend
+
+
+@pytest.fixture
+def worker_log(scaled_backend: Backend, tmp_path: Path) -> Iterator[Path]:
+    """A real `celery -A proctor worker` on the test's broker and database, stopped afterwards."""
+    log = tmp_path / "worker.log"
+    with open(log, "w") as out:
+        worker = subprocess.Popen(
+            [CELERY, "-A", "proctor", "worker", "--pool", "threads", "-c", "2", "--loglevel", "info",
+             "--without-gossip", "--without-mingle", "-n", f"e2e-{uuid.uuid4().hex[:8]}@%h"],
+            cwd=tmp_path, env=scaled_backend.env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    try:
+        # Wait for the worker to say it is ready (or to die), so its log is complete.
+        for _ in range(600):
+            if worker.poll() is not None or " ready." in log.read_text():
+                break
+            time.sleep(0.1)
+        assert worker.poll() is None, f"the worker exited:\n{log.read_text()}"
+        yield log
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+
+
+def test_a_real_worker_runs_the_queued_trials(scaled_backend: Backend, worker_log: Path, tmp_path: Path):
+    project = tmp_path / "project"
+    write_eval(project, "scaled.eval.py", SCALED_EVAL)
+
+    report = scaled_backend.eval_json(project)
+
+    statuses = {run["case"]: [t["status"] for t in run["trials"]] for run in report["runs"]}
+    assert statuses == {"fixed": ["passed", "passed"], "not-fixed": ["failed", "failed"]}
+    trial_ids = scaled_backend.trial_ids(report["batch"])
+    log = worker_log.read_text()
+    received = re.findall(r"Task proctor\.run_trial\[[0-9a-f-]+\] received", log)
+    succeeded = re.findall(r"Task proctor\.run_trial\[[0-9a-f-]+\] succeeded", log)
+    assert len(received) == len(succeeded) == len(trial_ids) == 4, log
+    assert scaled_backend.scalar("SELECT status FROM evals_app_batch WHERE id = ?", report["batch"]) == "finished"
+    assert (scaled_backend.artifacts / "batches" / str(report["batch"]) / "benchmark.json").is_file()

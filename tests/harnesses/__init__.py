@@ -1,0 +1,1 @@
+"""Tests of the agent CLI harnesses against the real CLIs and fake model APIs."""
