@@ -1,5 +1,5 @@
-"""The page fragments a live update replaces, rendered from the same template partials as the
-pages themselves, each marked for an out-of-band swap by its element id.
+"""The page fragments a live update replaces, rendered by the same template partials and cell
+renderers as the pages themselves, each marked for an out-of-band swap by its element id.
 
 The websocket consumer calls these when the runner says something changed; every function
 reads the database (a handful of queries, independent of the batch's size) and returns HTML.
@@ -46,7 +46,7 @@ def _total(total_id: str, tally: Tally) -> str:
 
 def grid_cell_update(batch: Batch, run_id: int) -> str:
     """One run's cell with its row and column totals, the batch's total and status."""
-    cell = run_cell(run_id)
+    cell = run_cell(batch, run_id)
     if cell is None:
         return ""
     batch_tally = trials_tally(Trial.objects.filter(run__batch=batch))
@@ -66,14 +66,15 @@ def grid_cell_update(batch: Batch, run_id: int) -> str:
 
 def grid_catch_up(batch: Batch, run_ids: Iterable[int]) -> str:
     """Cells of many runs at once (after a page load raced with the runner), with every
-    row and column total they touch: queries fixed however many runs changed."""
+    row and column total they touch: two queries however many runs changed."""
     ids = list(run_ids)
     if not ids:
         return batch_status(batch)
-    cells = run_cells(Run.objects.filter(batch=batch, pk__in=ids))
+    everything = run_cells(Run.objects.filter(batch=batch))
+    changed = set(ids)
+    cells = [c for c in everything if c.run_id in changed]
     rows = {c.case_version_id for c in cells}
     columns = {c.variant_id for c in cells}
-    everything = run_cells(Run.objects.filter(batch=batch))
     row_totals: dict[int, Tally] = {}
     column_totals: dict[int, Tally] = {}
     batch_tally = Tally()

@@ -143,9 +143,9 @@ def run_cells(runs: QuerySet[Run]) -> list[GridCell]:
     ]
 
 
-def run_cell(run_id: int) -> GridCell | None:
-    """One cell, re-counted for a live update (one query)."""
-    cells = run_cells(Run.objects.filter(pk=run_id))
+def run_cell(batch: Batch, run_id: int) -> GridCell | None:
+    """One cell of ``batch``, re-counted for a live update (one query)."""
+    cells = run_cells(Run.objects.filter(batch=batch, pk=run_id))
     return cells[0] if cells else None
 
 
@@ -195,9 +195,6 @@ class BatchGrid:
     suites: list[tuple[str, str]] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     case_count: int = 0
-
-
-SORTS = ("case", "rate", "-rate")
 
 
 def batch_grid(

@@ -241,7 +241,7 @@ class Case:
             return []
         if isinstance(self.validate, list | tuple):
             return list(self.validate)
-        return [self.validate]
+        return [self.validate]  # type: ignore[list-item]  # a single check, not a sequence
 
 
 def case(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -103,13 +104,13 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict:
+def _database() -> dict[str, Any]:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
         PROCTOR_HOME.mkdir(parents=True, exist_ok=True)
         url = f"sqlite:///{PROCTOR_HOME / 'proctor.sqlite3'}"
     try:
-        config = dj_database_url.parse(url, conn_max_age=0)
+        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
     except Exception as exc:  # the library raises several types for a malformed URL
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
     if config["ENGINE"] == "django.db.backends.sqlite3":
@@ -149,7 +150,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # A socket timeout longer than the layer's blocking read (5 s): with redis-py 8 an
+            # equal one drops every websocket that stays quiet for 5 s.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
         }
     }
 else:

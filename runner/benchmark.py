@@ -32,15 +32,15 @@ def summarize(batch: Batch) -> dict[str, Any]:
         .order_by("run__variant__name")
     )
     stops: dict[str, dict[str, int]] = defaultdict(dict)
-    for row in (
+    for group in (
         Trial.objects.filter(run__batch=batch)
         .filter(Q(conversation_outcome="stopped") | Q(plan_state="planning"))
         .values("run__variant__name", "stop_cause", "responder_cause", "plan_state")
         .annotate(n=Count("id"))
     ):
-        bucket = stops[row["run__variant__name"]]
-        for name in _warning_names(row):
-            bucket[name] = bucket.get(name, 0) + row["n"]
+        bucket = stops[group["run__variant__name"]]
+        for name in _warning_names(dict(group)):
+            bucket[name] = bucket.get(name, 0) + group["n"]
     variants = {}
     for row in rows:
         name = row["run__variant__name"]

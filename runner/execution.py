@@ -8,10 +8,11 @@ delivered twice runs the trial once.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from evals_app.loading import LoadError, load_file
@@ -76,25 +77,52 @@ def build_plan(trial: Trial) -> TrialPlan:
 
 
 def run_trial_by_id(trial_id: int) -> str | None:
-    """Run one queued trial; returns its final status, or None when it was not queued."""
+    """Run one queued trial; returns its final status, or None when it was not queued.
+
+    Whatever breaks on the way (the database included), the trial ends with a final status, so
+    nobody waits forever on a trial left ``running``.
+    """
     trial = claim(trial_id)
     if trial is None:
         return None
-    recorder = DatabaseRecorder(trial)
     try:
-        plan = build_plan(trial)
-    except PlanError as exc:
-        recorder.trial_started()
-        recorder.trial_finished(TrialOutcome(status="errored", finish_reason="definition", error=str(exc)))
-        status = "errored"
-    else:
-        status = execute_trial(plan, recorder).status
+        recorder = DatabaseRecorder(trial)
+        try:
+            plan = build_plan(trial)
+        except PlanError as exc:
+            recorder.trial_started()
+            recorder.trial_finished(TrialOutcome(status="errored", finish_reason="definition", error=str(exc)))
+            status = "errored"
+        else:
+            status = execute_trial(plan, recorder).status
+    except Exception as exc:
+        log.exception("trial %s broke outside the runner's own error handling", trial_id)
+        status = Trial.Status.ERRORED
+        Trial.objects.filter(pk=trial_id).exclude(status__in=Trial.FINAL_STATUSES).update(
+            status=status, finish_reason="internal error", error=f"{type(exc).__name__}: {exc}",
+            finished_at=timezone.now(),
+        )
+        publishing.trial_changed(trial_id=trial_id, run_id=trial.run_id, batch_id=trial.run.batch_id, status=status)
     finish_batch_if_done(trial.run.batch_id)
     return status
 
 
 def finish_batch_if_done(batch_id: int) -> bool:
-    """Mark the batch finished (and write benchmark.json) once no trial is left to run."""
+    """Mark the batch finished (and write benchmark.json) once no trial is left to run.
+
+    Two trials ending together both ask; the batch row lock lets exactly one of them close it.
+    """
+    for attempt in range(3):
+        try:
+            return _finish_batch_if_done(batch_id)
+        except OperationalError:  # a lock timeout or deadlock victim: ask again
+            if attempt == 2:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return False
+
+
+def _finish_batch_if_done(batch_id: int) -> bool:
     with transaction.atomic():
         batch = Batch.objects.select_for_update().get(pk=batch_id)
         if batch.status == Batch.Status.FINISHED:

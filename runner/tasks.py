@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from celery import shared_task
-
+# The project's app, not Celery's default: a web process that never imported it would send
+# tasks to amqp://localhost instead of the configured Redis broker.
+from proctor.celery import app
 from runner.execution import run_trial_by_id
 
 
-@shared_task(name="proctor.run_trial", acks_late=True, ignore_result=True)
+@app.task(name="proctor.run_trial", acks_late=True, ignore_result=True)
 def run_trial(trial_id: int) -> str | None:
     return run_trial_by_id(trial_id)

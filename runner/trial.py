@@ -12,6 +12,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evals_app.resolution import ResolvedCase
 from proctor.conversations import Responder
@@ -166,7 +167,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     )
     last = session.last_result
     usage = transcript.usage()
-    common = dict(
+    common: dict[str, Any] = dict(
         answer=transcript.answer,
         session_id=session.session_id or "",
         conversation_outcome=conversation.outcome,

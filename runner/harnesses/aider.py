@@ -62,11 +62,21 @@ LLM_HISTORY = "llm.history.txt"
 ANALYTICS = "analytics.jsonl"
 INPUT_HISTORY = "input.history"
 SYSTEM_PROMPT = "system-prompt.md"
+# How a shell command the model suggested shows in the transcript: Aider asked itself and said no.
+SHELL_TOOL = "shell"
+DECLINED = "not run: Aider runs a suggested shell command only after an explicit yes, and --yes-always answers no"
 # Aider's own caches in the workspace (the repository map), not the agent's work.
 OWN_FILES = re.compile(r"^\.aider\.tags\.cache\.v\d+(/|$)")
 
 _LLM_ENTRY = re.compile(r"^(TO LLM|LLM RESPONSE) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
+# How Aider reports a model call that failed: litellm's exception, or its token-limit notice.
+_ERROR_LINE = re.compile(r"^(litellm\.\w+Error\b|\w+Error: |Model .+ has hit a token limit!)")
 _SHELL_QUESTION = re.compile(r"^> Run shell commands?\? .*: (?P<answer>\w)\s*$")
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when the CLI gave an object there, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def replies_in_llm_history(text: str) -> list[str]:
@@ -115,7 +125,7 @@ def usage_in_analytics(text: str) -> dict[str, int] | None:
         event = json_object(line)
         if event is None or event.get("event") != "message_send":
             continue
-        props = event.get("properties") if isinstance(event.get("properties"), dict) else {}
+        props = _object(event.get("properties"))
         usage = usage or dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
         usage["input_tokens"] += whole_number(props.get("prompt_tokens"))
         usage["output_tokens"] += whole_number(props.get("completion_tokens"))
@@ -186,9 +196,9 @@ class AiderTurnParser:
         self._last_error = ""
 
     def feed(self, line: str) -> list[AgentEvent]:
-        # Aider prints prose; an error is the only thing worth remembering from it.
+        # Aider prints prose; a failed model call is the only thing worth remembering from it.
         stripped = line.strip()
-        if stripped.startswith("litellm.") or "Error" in stripped.split(":", 1)[0]:
+        if _ERROR_LINE.match(stripped):
             self._last_error = stripped
         return []
 
@@ -200,12 +210,13 @@ class AiderTurnParser:
         if replies:
             self.answer = replies[-1]
         for command, answer in declined_shell_commands(self._offsets.new_text(CHAT_HISTORY)):
-            if answer != "y":
-                self.permission_denials.append({
-                    "tool": "shell", "input": command, "call_id": None,
-                    "reason": "Aider runs a suggested shell command only after an explicit yes; "
-                              "--yes-always answers no",
-                })
+            if answer == "y":
+                continue  # a yes ran it (never under --yes-always); Aider reports no exit code
+            events.append(AgentEvent("ToolCall", {
+                "call_id": None, "name": SHELL_TOOL, "input": command, "output": None,
+                "error": DECLINED, "status": "declined",
+            }))
+            self.permission_denials.append({"tool": SHELL_TOOL, "input": command, "call_id": None, "reason": DECLINED})
         changed = changed_files(self._before, workspace_state(self.host_workspace))
         if changed:
             events.append(AgentEvent("FileChange", {"paths": [f"{self.workspace}/{path}" for path in changed]}))

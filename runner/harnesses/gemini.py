@@ -55,6 +55,7 @@ from runner.harnesses.base import (
     CONVERSATION_RESUME,
     PLAN_MODE,
     EventSink,
+    HarnessError,
     RawSink,
     TurnRequest,
     TurnResult,
@@ -62,6 +63,8 @@ from runner.harnesses.base import (
 from runner.harnesses.parsing.jsonl import as_json_text, json_object, whole_number
 from runner.sandboxes import Sandbox
 
+# The stream's event types (``packages/core/src/output/types.ts``); others are skipped.
+STREAM_EVENTS = {"init", "message", "tool_use", "tool_result", "error", "result"}
 SHELL_TOOL = "run_shell_command"
 FILE_TOOLS = {"write_file": "file_path", "replace": "file_path"}
 # Tool errors that mean the CLI refused the call rather than the call failing.
@@ -81,6 +84,12 @@ POLICY_FILE = ".proctor/gemini-plan-policy.toml"
 
 _EXIT_CODE = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
 _SIGNAL = re.compile(r"^Signal: ", re.MULTILINE)
+_API_ERROR = re.compile(r"^\[API Error: (\{.*\})\]$", re.DOTALL)
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when the CLI gave an object there, else an empty one."""
+    return value if isinstance(value, dict) else {}
 
 
 def shell_exit_code(model_text: str) -> int | None:
@@ -96,8 +105,9 @@ def shell_exit_code(model_text: str) -> int | None:
     return 0
 
 
-def session_tool_outputs(logs: list[Path]) -> dict[str, str]:
-    """What each tool call of a session returned to the model, by tool call id, from its logs.
+def session_tool_outputs(logs: list[Path], call_ids: set[str] | None = None) -> dict[str, str]:
+    """What tool calls of a session returned to the model, by tool call id, from its logs (only
+    ``call_ids`` when given: a long session's log is read without decoding every line).
 
     The text is found wherever the log keeps a ``functionResponse`` (a tool call's result, the
     history replayed on resume), so a change of the log's layout does not lose it."""
@@ -107,7 +117,8 @@ def session_tool_outputs(logs: list[Path]) -> dict[str, str]:
         if isinstance(value, dict):
             response = value.get("functionResponse")
             if isinstance(response, dict) and isinstance(response.get("id"), str):
-                output = (response.get("response") or {}).get("output") if isinstance(response.get("response"), dict) else None
+                body = response.get("response")
+                output = body.get("output") if isinstance(body, dict) else None
                 if isinstance(output, str):
                     outputs[response["id"]] = output
             for item in value.values():
@@ -122,13 +133,25 @@ def session_tool_outputs(logs: list[Path]) -> dict[str, str]:
         except OSError:
             continue
         for line in lines:
-            visit(json_object(line))
-    return outputs
+            if "functionResponse" in line and (call_ids is None or any(i in line for i in call_ids)):
+                visit(json_object(line))
+    return outputs if call_ids is None else {i: text for i, text in outputs.items() if i in call_ids}
 
 
 def find_session_logs(gemini_dir: Path, session_id: str) -> list[Path]:
     """The session logs the CLI keeps under ``tmp/<project>/chats/``, named by the id's start."""
     return sorted(gemini_dir.glob(f"tmp/*/chats/session-*-{session_id[:8]}.jsonl"))
+
+
+def api_error_message(text: str) -> str:
+    """The API's own message inside the CLI's ``[API Error: {json}]`` wrapper, else ``text``."""
+    match = _API_ERROR.match(text.strip())
+    if match:
+        body = json_object(match.group(1))
+        error = body.get("error") if body else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"]
+    return text
 
 
 def _stamp(value: Any) -> int | None:
@@ -158,15 +181,15 @@ class _WaitingCommand:
 class GeminiStreamParser:
     """One invocation's ``stream-json`` lines in, events out.
 
-    ``tool_outputs(session_id)`` returns what the session's tool calls sent the model (from the
-    session log). A shell command's exit code is only there, and the log may lag the stream, so
+    ``tool_outputs(session_id, call_ids)`` returns what those tool calls sent the model (from
+    the session log; None when there is no log). A shell command's exit code is only there, and the log may lag the stream, so
     events are held back from a shell command on until the log has its exit code (at the end,
     whatever it lacks is None): the events keep the order they happened in."""
 
     def __init__(self, *, cwd: str | None = None,
-                 tool_outputs: Callable[[str], dict[str, str]] | None = None) -> None:
+                 tool_outputs: Callable[[str, set[str]], dict[str, str] | None] | None = None) -> None:
         self.cwd = cwd
-        self.tool_outputs = tool_outputs or (lambda _session_id: {})
+        self.tool_outputs = tool_outputs or (lambda _session_id, _call_ids: {})
         self.session_id: str | None = None
         self.answer = ""
         self.usage: dict[str, int] = {}
@@ -188,6 +211,8 @@ class GeminiStreamParser:
                     self._flush_text()
                 self._text.append(obj["content"])
             return self._drain(final=False)
+        if kind not in STREAM_EVENTS:
+            return []  # a newer CLI's event: skipped, without ending the text around it
         self._flush_text()
         if kind == "init" and isinstance(obj.get("session_id"), str):
             self.session_id = obj["session_id"]
@@ -217,8 +242,10 @@ class GeminiStreamParser:
     def _drain(self, *, final: bool) -> list[AgentEvent]:
         """The queued events, in order, up to the first shell command whose exit code the
         session log does not hold yet (all of them at the end, unknown codes as None)."""
-        waiting = [item for item in self._queue if isinstance(item, _WaitingCommand)]
-        known = self.tool_outputs(self.session_id) if waiting and self.session_id else {}
+        waiting = {item.call_id for item in self._queue if isinstance(item, _WaitingCommand)}
+        known = self.tool_outputs(self.session_id, waiting) if waiting and self.session_id else {}
+        if known is None:
+            known, final = {}, True  # the session keeps no log: nothing to wait for
         events: list[AgentEvent] = []
         while self._queue:
             item = self._queue[0]
@@ -244,7 +271,7 @@ class GeminiStreamParser:
         name, params = self._calls.pop(call_id, ("?", None)) if isinstance(call_id, str) else ("?", None)
         error = obj.get("error") if isinstance(obj.get("error"), dict) else None
         failed = obj.get("status") != "success"
-        output = obj.get("output") if isinstance(obj.get("output"), str) else ""
+        output = obj["output"] if isinstance(obj.get("output"), str) else ""
         message = str((error or {}).get("message") or output) if failed else None
         self._queue.append(AgentEvent("ToolCall", {
             "call_id": call_id if isinstance(call_id, str) else None,
@@ -254,7 +281,7 @@ class GeminiStreamParser:
             "error": message,
             "status": "error" if failed else "completed",
         }))
-        params = params if isinstance(params, dict) else {}
+        params = _object(params)
         error_type = str((error or {}).get("type") or "")
         if failed and (error_type in REFUSAL_ERRORS or (message or "").startswith("Access denied")):
             self.permission_denials.append({
@@ -273,8 +300,8 @@ class GeminiStreamParser:
         if obj.get("status") == "success":
             self.finish_reason = "completed"
         else:
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
-            detail = str(error.get("message") or "").strip().splitlines()
+            error = _object(obj.get("error"))
+            detail = api_error_message(str(error.get("message") or "")).strip().splitlines()
             status = str(obj.get("status") or "error")
             self.finish_reason = f"{status}: {detail[0][:300]}" if detail else status
         stats = obj.get("stats")
@@ -359,8 +386,10 @@ class GeminiHarness(AgentCliHarness):
         try:
             settings = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
         except ValueError:
-            settings = {}
-        settings = settings if isinstance(settings, dict) else {}
+            settings = None
+        if not isinstance(settings, dict):
+            raise HarnessError(f"profile {self.profile.name}: settings.json in its dir must be a plain JSON object "
+                               "(no comments): the harness adds its own settings to it")
         if "GEMINI_API_KEY" in self.profile.env:
             auth = settings.setdefault("security", {}).setdefault("auth", {})
             auth.setdefault("selectedType", "gemini-api-key")
@@ -415,8 +444,9 @@ class GeminiHarness(AgentCliHarness):
         new_session_id = None if request.session_id else str(uuid.uuid4())
         gemini_dir = sandbox.host_home / self.config_dir
 
-        def tool_outputs(session_id: str) -> dict[str, str]:
-            return session_tool_outputs(find_session_logs(gemini_dir, session_id))
+        def tool_outputs(session_id: str, call_ids: set[str]) -> dict[str, str] | None:
+            logs = find_session_logs(gemini_dir, session_id)
+            return session_tool_outputs(logs, call_ids) if logs else None
 
         parser = GeminiStreamParser(cwd=sandbox.workspace, tool_outputs=tool_outputs)
         argv = self.command_line(sandbox, request, new_session_id=new_session_id)

@@ -69,17 +69,22 @@ FILE_TOOLS = {"write", "edit", "multiedit", "patch", "apply_patch"}
 REFUSALS = ("The user has specified a rule which prevents", "The user rejected permission")
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when the CLI gave an object there, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def changed_paths(part_state: dict[str, Any]) -> list[str]:
     """The files an edit-type tool part names: ``filePath`` in its input, ``filepath`` or
     ``files`` in its metadata (patch tools)."""
-    tool_input = part_state.get("input") if isinstance(part_state.get("input"), dict) else {}
-    metadata = part_state.get("metadata") if isinstance(part_state.get("metadata"), dict) else {}
+    tool_input = _object(part_state.get("input"))
+    metadata = _object(part_state.get("metadata"))
     paths: list[str] = []
     for candidate in (tool_input.get("filePath"), metadata.get("filepath")):
         if isinstance(candidate, str) and candidate and candidate not in paths:
             paths.append(candidate)
-    files = metadata.get("files") if isinstance(metadata.get("files"), list) else []
-    for entry in files:
+    files = metadata.get("files")
+    for entry in files if isinstance(files, list) else []:
         path = entry.get("filePath") or entry.get("path") if isinstance(entry, dict) else entry
         if isinstance(path, str) and path and path not in paths:
             paths.append(path)
@@ -109,7 +114,7 @@ class OpenCodeStreamParser:
             self.session_id = obj["sessionID"]
             events.append(AgentEvent("Started", {"session_id": self.session_id, "model": self.model}))
         kind = obj.get("type")
-        part = obj.get("part") if isinstance(obj.get("part"), dict) else {}
+        part = _object(obj.get("part"))
         if kind == "text" and isinstance(part.get("text"), str) and part["text"].strip():
             self.answer = part["text"]
             events.append(AgentEvent("Message", {"role": "assistant", "text": part["text"], "usage": None}))
@@ -133,7 +138,7 @@ class OpenCodeStreamParser:
         return []
 
     def _tool(self, part: dict[str, Any]) -> list[AgentEvent]:
-        state = part.get("state") if isinstance(part.get("state"), dict) else {}
+        state = _object(part.get("state"))
         name = str(part.get("tool") or "?")
         call_id = part.get("callID") if isinstance(part.get("callID"), str) else None
         status = state.get("status")
@@ -153,7 +158,7 @@ class OpenCodeStreamParser:
             self.permission_denials.append({
                 "tool": name, "input": as_json_text(tool_input), "call_id": call_id, "reason": error,
             })
-        metadata = state.get("metadata") if isinstance(state.get("metadata"), dict) else {}
+        metadata = _object(state.get("metadata"))
         command = tool_input.get("command") if isinstance(tool_input, dict) else None
         if name == SHELL_TOOL and isinstance(command, str) and "exit" in metadata:
             # A command that ran has an exit in its metadata (null when killed); a refused one has none.
@@ -177,7 +182,7 @@ class OpenCodeStreamParser:
         Proctor's input counts every prompt token, and reasoning is output."""
         if not isinstance(tokens, dict):
             return []
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
+        cache = _object(tokens.get("cache"))
         cache_read, cache_write = whole_number(cache.get("read")), whole_number(cache.get("write"))
         step = {
             "input_tokens": whole_number(tokens.get("input")) + cache_read + cache_write,
@@ -201,7 +206,7 @@ def _error_text(error: Any) -> str:
     if isinstance(error, str):
         return error
     if isinstance(error, dict):
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = _object(error.get("data"))
         if isinstance(data.get("message"), str):
             return data["message"]
         if isinstance(error.get("message"), str):

@@ -1,29 +1,31 @@
 """Browser tests: Debian's Chromium, driven by Playwright, against the real `proctor serve`.
 
-The server is a subprocess on a free port sharing the test database (SQLite file or PostgreSQL
-test database), so pages, websockets and reruns run exactly as in production's embedded mode:
-a rerun queues its trials in the server's own worker pool, and their updates reach the browser
-through the server's channel layer. The data comes from the real `proctor eval` of
-``evals/greetings.eval.py``, committed for the module and flushed afterwards.
+Each mode gets its own database and processes, filled by the real `proctor eval` of
+``evals/greetings.eval.py``, so pages, websockets and reruns run exactly as a person runs them:
+
+- embedded: nothing configured (SQLite under a fresh PROCTOR_HOME); a rerun runs in the
+  server's own worker pool and its updates go through the server's in-memory channel layer;
+- scaled: a fresh PostgreSQL database, REDIS_URL, and a `proctor worker` process; a rerun goes
+  through Celery, its updates through channels-redis.
+
+The test process never opens these databases itself: it reads them through the pages.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from conftest import PROCTOR, REPO, proctor_env, run_proctor, tier_unavailable
-from django.db import connection
 
 CHROMIUM = Path("/usr/bin/chromium")
 EVALS = Path(__file__).resolve().parent / "evals"
@@ -45,35 +47,6 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args: dict) -> dict:
     return {**browser_context_args, "viewport": {"width": 1440, "height": 900}}
-
-
-@contextmanager
-def database_access(django_db_blocker) -> Iterator[None]:
-    """The ORM from this thread, beside Playwright: its sync API keeps an event loop here,
-    which makes Django refuse synchronous queries unless told they are safe."""
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with django_db_blocker.unblock():
-            yield
-    finally:
-        if previous is None:
-            del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-def database_url(settings_dict: dict) -> str:
-    """The URL of the database this test session uses, for the subprocesses to share it."""
-    engine, name = settings_dict["ENGINE"], settings_dict["NAME"]
-    if engine.endswith("sqlite3"):
-        return f"sqlite:///{name}"
-    user = quote(settings_dict.get("USER") or "", safe="")
-    password = quote(settings_dict.get("PASSWORD") or "", safe="")
-    credentials = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    host = settings_dict.get("HOST") or "127.0.0.1"
-    port = settings_dict.get("PORT") or 5432
-    return f"postgresql://{credentials}{host}:{port}/{name}"
 
 
 def free_port() -> int:
@@ -100,10 +73,8 @@ def wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
 @dataclass
 class Dashboard:
     url: str
-    mode: str  # "embedded" (nothing configured) or "redis" (REDIS_URL and a worker process)
+    mode: str  # "embedded" or "scaled"
     batch_id: int
-    # run ids by (case slug, variant name)
-    runs: dict[tuple[str, str], int]
 
 
 def start(args: list[str], *, home: Path, env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -127,49 +98,61 @@ def stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-@pytest.fixture(scope="module", params=["embedded", "redis"])
-def dashboard(request, django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Dashboard]:
-    """`proctor eval` of the greetings evals, alice in its organization, and `proctor serve`:
-    alone (the embedded default: reruns run in the server's own pool, updates go through its
-    in-memory channel layer), or with REDIS_URL and a `proctor worker` process (the scaled
-    mode: reruns go through Celery, updates through channels-redis)."""
-    from django.contrib.auth.models import User
-    from django.core.management import call_command
+def proctor(*args: str, home: Path, env: dict[str, str]) -> str:
+    result = run_proctor(*args, cwd=home, env=env)
+    # `eval` exits 1 when a trial failed, which the greetings evals do on purpose.
+    assert result.returncode in (0, 1), f"proctor {args[0]}: {result.stdout}{result.stderr}"
+    return result.stdout
 
-    from evals_app.models import Batch, Organization, Run
 
-    home = tmp_path_factory.mktemp(f"browser-{request.param}")
-    env = proctor_env(home, DATABASE_URL=database_url(connection.settings_dict))
-    with database_access(django_db_blocker):
-        evaluated = run_proctor("eval", str(EVALS), "-j", "4", cwd=home, env=env)
-        print("DEBUG", env["DATABASE_URL"], evaluated.returncode, evaluated.stdout[-800:], evaluated.stderr[-1500:])
-        assert evaluated.returncode in (0, 1), evaluated.stdout + evaluated.stderr
-        batch = Batch.objects.latest("created_at")
-        alice = User.objects.create_user("alice", password=PASSWORD)
-        Organization.objects.get(pk=batch.organization_id).members.add(alice)
-        runs = {
-            (run.case_version.case.slug, run.variant.name): run.pk
-            for run in Run.objects.filter(batch=batch).select_related(
-                "case_version__case", "variant"
-            )
-        }
+@pytest.fixture(scope="module", params=["embedded", "scaled"])
+def dashboard(request, tmp_path_factory) -> Iterator[Dashboard]:
+    """The greetings evals recorded by `proctor eval`, alice made by `proctor createuser`, and
+    `proctor serve` (plus `proctor worker` when scaled) on a free port."""
+    mode = request.param
+    home = tmp_path_factory.mktemp(f"browser-{mode}")
+    env = proctor_env(home)
+    drop_database = None
+    if mode == "scaled":
+        import psycopg
 
-    processes = []
-    if request.param == "redis":
-        env = {**env, "REDIS_URL": request.getfixturevalue("redis_url")}
-        processes.append(start(["worker", "-c", "2"], home=home, env=env, log=home / "worker.log"))
-    port = free_port()
-    server = start(["serve", f"127.0.0.1:{port}"], home=home, env=env, log=home / "serve.log")
-    processes.append(server)
-    url = f"http://127.0.0.1:{port}"
+        admin_url = request.getfixturevalue("postgres_admin_url")
+        redis_url = request.getfixturevalue("redis_url")
+        name = f"proctor_browser_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+        def drop_database() -> None:
+            with psycopg.connect(admin_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+        env = proctor_env(home, DATABASE_URL=f"{admin_url.rsplit('/', 1)[0]}/{name}")
+
+    processes: list[subprocess.Popen] = []
     try:
+        # The first batch runs in the eval's own process, in both modes.
+        batch_id = json.loads(proctor("eval", str(EVALS), "-j", "4", "--json", home=home, env=env))[
+            "batch"
+        ]
+        proctor(
+            "createuser", "alice", "--org", "default", "--password", PASSWORD, home=home, env=env
+        )
+        if mode == "scaled":
+            env = {**env, "REDIS_URL": redis_url}
+            processes.append(
+                start(["worker", "-c", "2"], home=home, env=env, log=home / "worker.log")
+            )
+        port = free_port()
+        server = start(["serve", f"127.0.0.1:{port}"], home=home, env=env, log=home / "serve.log")
+        processes.append(server)
+        url = f"http://127.0.0.1:{port}"
         wait_until_serving(url, server, home / "serve.log")
-        yield Dashboard(url=url, mode=request.param, batch_id=batch.pk, runs=runs)
+        yield Dashboard(url=url, mode=mode, batch_id=batch_id)
     finally:
         for process in processes:
             stop(process)
-        with database_access(django_db_blocker):
-            call_command("flush", interactive=False, verbosity=0)
+        if drop_database is not None:
+            drop_database()
 
 
 @pytest.fixture

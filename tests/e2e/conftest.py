@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import proctor_env
+
 from e2e.running import Backend
 
 
@@ -47,7 +47,10 @@ class ModuleBackends:
                 with psycopg.connect(admin_url, autocommit=True) as conn:
                     conn.execute(f'CREATE DATABASE "{name}"')
                 self._databases.append((admin_url, name))
-                self._made[kind] = Backend("postgres", proctor_env(home, DATABASE_URL=f"{admin_url.rsplit('/', 1)[0]}/{name}"))
+                self._made[kind] = Backend(
+                    "postgres",
+                    proctor_env(home, DATABASE_URL=f"{admin_url.rsplit('/', 1)[0]}/{name}"),
+                )
         return self._made[kind]
 
     def drop(self) -> None:

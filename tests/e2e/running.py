@@ -8,6 +8,7 @@ see exactly what a person's database holds.
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import textwrap
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import PROCTOR, run_proctor
+from conftest import PROCTOR
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 # The tables that hold what Proctor recorded (suites to checks).
@@ -35,9 +36,42 @@ def agent_profile(script: str, *, name: str | None = None, **fields: str) -> str
     runner = "bash" if script.endswith(".sh") else "python3"
     extra = "".join(f", {key}={value}" for key, value in fields.items())
     return (
-        f'profile({(name or script.split(".")[0].replace("_", "-"))!r}, dir={str(AGENTS)!r}, '
-        f'run=\'{runner} "$PROCTOR_PROFILE_DIR/{script}"\'{extra})'
+        f"profile({(name or script.split('.')[0].replace('_', '-'))!r}, dir={str(AGENTS)!r}, "
+        f"run='{runner} \"$PROCTOR_PROFILE_DIR/{script}\"'{extra})"
     )
+
+
+class ProctorHung(Exception):
+    """A `proctor` command did not finish in time; the message holds its threads' stacks."""
+
+
+def run_hang_aware(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float, stdin: str | None = None
+) -> subprocess.CompletedProcess:
+    """Run a command; when it hangs, make Python dump every thread's stack (faulthandler on
+    SIGABRT) and raise ProctorHung with that dump, so a hang explains itself."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env={**env, "PYTHONFAULTHANDLER": "1"},
+        text=True,
+        stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        stdout, stderr = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        raise ProctorHung(
+            f"{' '.join(argv[1:])} did not finish in {timeout:.0f}s; its stacks:\n{stderr[-30000:]}"
+        ) from None
+    return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
 
 @dataclass
@@ -57,20 +91,29 @@ class Backend:
     def sqlite_path(self) -> Path:
         return self.home / "proctor.sqlite3"
 
-    def eval(self, cwd: Path, *args: str, stdin: str | None = None,
-             extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    def eval(
+        self,
+        cwd: Path,
+        *args: str,
+        stdin: str | None = None,
+        extra_env: dict[str, str] | None = None,
+        timeout: float = 300,
+    ) -> subprocess.CompletedProcess:
         """Run ``proctor eval``; ``stdin`` is fed to it (default: no input at all)."""
-        env = {**self.env, **(extra_env or {})}
-        if stdin is None:
-            return run_proctor("eval", *args, cwd=cwd, env=env)
-        return subprocess.run(
-            [PROCTOR, "eval", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, input=stdin
+        return run_hang_aware(
+            [PROCTOR, "eval", *args],
+            cwd=cwd,
+            env={**self.env, **(extra_env or {})},
+            timeout=timeout,
+            stdin=stdin,
         )
 
-    def eval_json(self, cwd: Path, *args: str) -> dict[str, Any]:
+    def eval_json(self, cwd: Path, *args: str, timeout: float = 300) -> dict[str, Any]:
         """Run ``proctor eval --json``; fails the test unless it exits 0 with only JSON on stdout."""
-        result = self.eval(cwd, "--json", *args)
-        assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+        result = self.eval(cwd, "--json", *args, timeout=timeout)
+        assert result.returncode == 0, (
+            f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+        )
         return json.loads(result.stdout)
 
     # --- reading the database ------------------------------------------------------------------
@@ -126,7 +169,9 @@ class Backend:
     def events(self, trial_id: int) -> list[tuple[str, dict[str, Any]]]:
         return [
             (kind, self.json_value(data))
-            for kind, data in self.rows("SELECT kind, data FROM evals_app_event WHERE trial_id = ? ORDER BY seq", trial_id)
+            for kind, data in self.rows(
+                "SELECT kind, data FROM evals_app_event WHERE trial_id = ? ORDER BY seq", trial_id
+            )
         ]
 
     def trial_ids(self, batch: int, case: str | None = None) -> list[int]:
@@ -139,7 +184,7 @@ class Backend:
         if case is not None:
             sql += " AND c.slug = ?"
             params.append(case)
-        return [trial_id for (trial_id,) in self.rows(sql + " ORDER BY r.id, t.\"index\"", *params)]
+        return [trial_id for (trial_id,) in self.rows(sql + ' ORDER BY r.id, t."index"', *params)]
 
 
 def trial_folder(backend: Backend, batch: int, trial_id: int) -> Path:

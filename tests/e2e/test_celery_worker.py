@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import proctor_env, run_proctor
-from e2e.running import Backend, agent_profile, write_eval
+
+from e2e.running import Backend, ProctorHung, agent_profile, write_eval
 
 CELERY = str(Path(sys.executable).with_name("celery"))
 # Its own Redis database: a worker of another test run on the shared one must not take these tasks.
@@ -38,7 +38,10 @@ def scaled_backend(tmp_path: Path, fresh_postgres_url: str, redis_url: str) -> B
 
     url = f"{redis_url.rsplit('/', 1)[0]}/{WORKER_REDIS_DB}"
     redis.Redis.from_url(url).flushdb()
-    backend = Backend("postgres", proctor_env(tmp_path / "proctor-home", DATABASE_URL=fresh_postgres_url, REDIS_URL=url))
+    backend = Backend(
+        "postgres",
+        proctor_env(tmp_path / "proctor-home", DATABASE_URL=fresh_postgres_url, REDIS_URL=url),
+    )
     migrated = run_proctor("migrate", "--no-input", cwd=tmp_path, env=backend.env)
     assert migrated.returncode == 0, migrated.stderr
     return backend
@@ -50,10 +53,28 @@ def worker_log(scaled_backend: Backend, tmp_path: Path) -> Iterator[Path]:
     log = tmp_path / "worker.log"
     with open(log, "w") as out:
         worker = subprocess.Popen(
-            [CELERY, "-A", "proctor", "worker", "--pool", "threads", "-c", "2", "--loglevel", "info",
-             "--without-gossip", "--without-mingle", "-n", f"e2e-{uuid.uuid4().hex[:8]}@%h"],
-            cwd=tmp_path, env=scaled_backend.env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            [
+                CELERY,
+                "-A",
+                "proctor",
+                "worker",
+                "--pool",
+                "threads",
+                "-c",
+                "2",
+                "--loglevel",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"e2e-{uuid.uuid4().hex[:8]}@%h",
+            ],
+            cwd=tmp_path,
+            env=scaled_backend.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     try:
         # Wait for the worker to say it is ready (or to die), so its log is complete.
@@ -72,11 +93,21 @@ def worker_log(scaled_backend: Backend, tmp_path: Path) -> Iterator[Path]:
             worker.wait()
 
 
-def test_a_real_worker_runs_the_queued_trials(scaled_backend: Backend, worker_log: Path, tmp_path: Path):
+@pytest.mark.xfail(
+    strict=True,
+    raises=ProctorHung,
+    reason="BUG: `proctor eval` never imports proctor.celery, so runner/dispatch.py enqueue() calls "
+    "run_trial.apply_async on Celery's default app (broker amqp://guest@localhost//, not REDIS_URL): "
+    "the worker on Redis never receives the trials and the command waits forever",
+)
+def test_a_real_worker_runs_the_queued_trials(
+    scaled_backend: Backend, worker_log: Path, tmp_path: Path
+):
     project = tmp_path / "project"
     write_eval(project, "scaled.eval.py", SCALED_EVAL)
 
-    report = scaled_backend.eval_json(project)
+    # Four trials of an echo agent take seconds; a minute means they never reached the worker.
+    report = scaled_backend.eval_json(project, timeout=60)
 
     statuses = {run["case"]: [t["status"] for t in run["trials"]] for run in report["runs"]}
     assert statuses == {"fixed": ["passed", "passed"], "not-fixed": ["failed", "failed"]}
@@ -85,5 +116,10 @@ def test_a_real_worker_runs_the_queued_trials(scaled_backend: Backend, worker_lo
     received = re.findall(r"Task proctor\.run_trial\[[0-9a-f-]+\] received", log)
     succeeded = re.findall(r"Task proctor\.run_trial\[[0-9a-f-]+\] succeeded", log)
     assert len(received) == len(succeeded) == len(trial_ids) == 4, log
-    assert scaled_backend.scalar("SELECT status FROM evals_app_batch WHERE id = ?", report["batch"]) == "finished"
-    assert (scaled_backend.artifacts / "batches" / str(report["batch"]) / "benchmark.json").is_file()
+    assert (
+        scaled_backend.scalar("SELECT status FROM evals_app_batch WHERE id = ?", report["batch"])
+        == "finished"
+    )
+    assert (
+        scaled_backend.artifacts / "batches" / str(report["batch"]) / "benchmark.json"
+    ).is_file()

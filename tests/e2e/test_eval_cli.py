@@ -31,9 +31,16 @@ if ROUTES.get("/health") != 200:
 
 
 def git(folder: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "Alice", "GIT_AUTHOR_EMAIL": "alice@example.com",
-           "GIT_COMMITTER_NAME": "Alice", "GIT_COMMITTER_EMAIL": "alice@example.com"}
-    return subprocess.run(["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Alice",
+        "GIT_AUTHOR_EMAIL": "alice@example.com",
+        "GIT_COMMITTER_NAME": "Alice",
+        "GIT_COMMITTER_EMAIL": "alice@example.com",
+    }
+    return subprocess.run(
+        ["git", *args], cwd=folder, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -88,7 +95,9 @@ def seed_suite(repo: Path, ref: str) -> str:
     """
 
 
-def test_it_runs_the_seed_example_suite_and_prints_only_the_documented_json(backend: Backend, tmp_path, api_repo):
+def test_it_runs_the_seed_example_suite_and_prints_only_the_documented_json(
+    backend: Backend, tmp_path, api_repo
+):
     repo, ref = api_repo
     project = tmp_path / "project"
     write_eval(project, "api.eval.py", seed_suite(repo, ref))
@@ -117,18 +126,26 @@ def test_it_runs_the_seed_example_suite_and_prints_only_the_documented_json(back
             assert trial["usage"] == {"input_tokens": 900, "output_tokens": 40}
             assert isinstance(trial["duration_ms"], int) and trial["duration_ms"] >= 0
             assert trial["checks"] == [
-                {"name": "python3 test/health_test.py", "kind": "command", "passed": True, "message": "exited 0"}
+                {
+                    "name": "python3 test/health_test.py",
+                    "kind": "command",
+                    "passed": True,
+                    "message": "exited 0",
+                }
             ]
             for check in trial["checks"]:
                 assert set(check) >= CHECK_KEYS
     # The batch is in the database with its six trials, all passed.
     assert backend.rows(
         "SELECT t.status, COUNT(*) FROM evals_app_trial t JOIN evals_app_run r ON t.run_id = r.id "
-        "WHERE r.batch_id = ? GROUP BY t.status", report["batch"]
+        "WHERE r.batch_id = ? GROUP BY t.status",
+        report["batch"],
     ) == [("passed", 6)]
 
 
-def test_it_prints_a_case_by_variant_table_without_json(sqlite_backend: Backend, tmp_path, api_repo):
+def test_it_prints_a_case_by_variant_table_without_json(
+    sqlite_backend: Backend, tmp_path, api_repo
+):
     repo, ref = api_repo
     write_eval(tmp_path, "api.eval.py", seed_suite(repo, ref))
 
@@ -144,7 +161,9 @@ def test_it_prints_a_case_by_variant_table_without_json(sqlite_backend: Backend,
     assert "Traceback" not in result.stderr
 
 
-def test_it_finds_eval_files_below_the_current_folder_and_skips_tooling_folders(sqlite_backend: Backend, tmp_path):
+def test_it_finds_eval_files_below_the_current_folder_and_skips_tooling_folders(
+    sqlite_backend: Backend, tmp_path
+):
     broken = 'raise RuntimeError("this file must never be imported")\n'
     valid = """
     from proctor import suite, case, variant, command
@@ -153,12 +172,16 @@ def test_it_finds_eval_files_below_the_current_folder_and_skips_tooling_folders(
     s = suite("{suite}", prompt="hi", cases=[case("{case}", validate=command("true"))],
               variants=[variant("command", profile=PROFILE)])
     """
-    helper = f"from proctor import profile\nPROFILE = {agent_profile('echo_agent.sh', name='echo')}\n"
+    helper = (
+        f"from proctor import profile\nPROFILE = {agent_profile('echo_agent.sh', name='echo')}\n"
+    )
     (tmp_path / "e2e_profile.py").write_text(helper)
     (tmp_path / "sub" / "deeper").mkdir(parents=True)
     (tmp_path / "sub" / "deeper" / "e2e_profile.py").write_text(helper)
     write_eval(tmp_path, "top.eval.py", valid.format(suite="top", case="top-case"))
-    write_eval(tmp_path / "sub" / "deeper", "inner.eval.py", valid.format(suite="inner", case="inner-case"))
+    write_eval(
+        tmp_path / "sub" / "deeper", "inner.eval.py", valid.format(suite="inner", case="inner-case")
+    )
     for folder in (".git", "node_modules/pkg", ".venv/lib", "myenv"):
         write_eval(tmp_path / folder, "hidden.eval.py", broken)
     (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
@@ -199,24 +222,34 @@ def shape(report: dict) -> list[tuple[str, str, int]]:
     return [(run["case"], run["variant"], len(run["trials"])) for run in report["runs"]]
 
 
-def test_it_runs_every_case_under_every_variant_with_the_suites_trials(backend: Backend, flags_project):
+def test_it_runs_every_case_under_every_variant_with_the_suites_trials(
+    backend: Backend, flags_project
+):
     report = backend.eval_json(flags_project)
 
     assert shape(report) == [
-        ("fails", "echo-a", 2), ("fails", "echo-b", 2), ("passes", "echo-a", 2), ("passes", "echo-b", 2),
+        ("fails", "echo-a", 2),
+        ("fails", "echo-b", 2),
+        ("passes", "echo-a", 2),
+        ("passes", "echo-b", 2),
     ]
 
 
 def test_it_narrows_the_batch_with_case_variant_and_trials(sqlite_backend: Backend, flags_project):
-    one = sqlite_backend.eval_json(flags_project, "--case", "passes", "--variant", "echo-b", "--trials", "1")
-    both_cases = sqlite_backend.eval_json(flags_project, "--case", "passes", "--case", "fails", "--variant", "echo-a",
-                                          "--trials", "3")
+    one = sqlite_backend.eval_json(
+        flags_project, "--case", "passes", "--variant", "echo-b", "--trials", "1"
+    )
+    both_cases = sqlite_backend.eval_json(
+        flags_project, "--case", "passes", "--case", "fails", "--variant", "echo-a", "--trials", "3"
+    )
 
     assert shape(one) == [("passes", "echo-b", 1)]
     assert shape(both_cases) == [("fails", "echo-a", 3), ("passes", "echo-a", 3)]
 
 
-def test_it_exits_0_when_trials_fail_and_1_only_under_fail_under(sqlite_backend: Backend, flags_project):
+def test_it_exits_0_when_trials_fail_and_1_only_under_fail_under(
+    sqlite_backend: Backend, flags_project
+):
     half = ["--variant", "echo-a", "--trials", "1", "--json"]
 
     plain = sqlite_backend.eval(flags_project, *half)
@@ -225,7 +258,10 @@ def test_it_exits_0_when_trials_fail_and_1_only_under_fail_under(sqlite_backend:
     above_rate = sqlite_backend.eval(flags_project, *half, "--fail-under", "0.51")
     above_percent = sqlite_backend.eval(flags_project, *half, "--fail-under", "60")
 
-    assert [t["status"] for r in json.loads(plain.stdout)["runs"] for t in r["trials"]] == ["failed", "passed"]
+    assert [t["status"] for r in json.loads(plain.stdout)["runs"] for t in r["trials"]] == [
+        "failed",
+        "passed",
+    ]
     assert (plain.returncode, at_rate.returncode, at_percent.returncode) == (0, 0, 0)
     assert (above_rate.returncode, above_percent.returncode) == (1, 1)
     # --json still prints the report when the rate is not met.
@@ -241,8 +277,13 @@ def barrier_suite(barrier: Path, wait_s: int) -> str:
         return ctx.answer() == "met 2"
 
     s = suite("parallel", prompt="meet", cases=[case("meet", validate=met_another_trial)],
-              variants=[variant("command", profile={agent_profile("barrier.sh", name="barrier",
-                        env=f'{{"BARRIER_DIR": {str(barrier)!r}, "BARRIER_WAIT_S": "{wait_s}"}}')})],
+              variants=[variant("command", profile={
+        agent_profile(
+            "barrier.sh",
+            name="barrier",
+            env=f'{{"BARRIER_DIR": {str(barrier)!r}, "BARRIER_WAIT_S": "{wait_s}"}}',
+        )
+    })],
               trials=2)
     """
 
@@ -325,7 +366,9 @@ s = suite(
 """
 
 
-def test_it_runs_every_validator_and_fails_the_trial_when_one_fails(sqlite_backend: Backend, tmp_path):
+def test_it_runs_every_validator_and_fails_the_trial_when_one_fails(
+    sqlite_backend: Backend, tmp_path
+):
     write_eval(tmp_path, "grading.eval.py", VALIDATORS_SUITE)
 
     report = sqlite_backend.eval_json(tmp_path)
@@ -334,9 +377,15 @@ def test_it_runs_every_validator_and_fails_the_trial_when_one_fails(sqlite_backe
     assert trial["status"] == "failed"
     checks = {c["name"]: (c["passed"], c["message"]) for c in trial["checks"]}
     assert list(checks) == [
-        "answer_is_the_last_message", "async_validator", "verdict_that_fails", "raises",
-        "reads_outside_the_workspace", "exec_in_the_workspace", "transcript_joins_every_message",
-        "turns_hold_what_happened", "prepared_is_none_without_prepare",
+        "answer_is_the_last_message",
+        "async_validator",
+        "verdict_that_fails",
+        "raises",
+        "reads_outside_the_workspace",
+        "exec_in_the_workspace",
+        "transcript_joins_every_message",
+        "turns_hold_what_happened",
+        "prepared_is_none_without_prepare",
     ]
     assert checks["answer_is_the_last_message"] == (True, "")
     assert checks["async_validator"] == (True, "async ran")
@@ -348,3 +397,32 @@ def test_it_runs_every_validator_and_fails_the_trial_when_one_fails(sqlite_backe
     assert checks["transcript_joins_every_message"][0] is True
     assert checks["turns_hold_what_happened"][0] is True
     assert checks["prepared_is_none_without_prepare"][0] is True
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: evals_app/loading.py _import_suites puts each eval file's folder first on sys.path "
+    "but leaves the helper modules it imported in sys.modules, so a second eval folder importing "
+    "its own helper of the same name (shared.py) silently gets the first folder's",
+)
+def test_eval_files_in_two_folders_each_import_their_own_helper_module(
+    sqlite_backend: Backend, tmp_path
+):
+    for name in ("billing", "search"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "shared.py").write_text(f"CASE_ID = '{name}-case'\n")
+        write_eval(
+            tmp_path / name,
+            f"{name}.eval.py",
+            f"""
+        from proctor import case, command, profile, suite, variant
+        from shared import CASE_ID
+
+        s = suite("{name}", prompt="hi", cases=[case(CASE_ID, validate=command("true"))],
+                  variants=[variant("command", profile={agent_profile("echo_agent.sh", name="echo")})])
+        """,
+        )
+
+    report = sqlite_backend.eval_json(tmp_path)
+
+    assert sorted(run["case"] for run in report["runs"]) == ["billing-case", "search-case"]

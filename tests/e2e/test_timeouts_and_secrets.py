@@ -23,9 +23,14 @@ def process_alive(pid: int) -> bool:
     return state != "Z" and cmdline == b"sleep\x00300\x00"
 
 
-def test_an_agent_that_outlives_its_time_limit_ends_timed_out_with_its_children_gone(backend: Backend, tmp_path):
+def test_an_agent_that_outlives_its_time_limit_ends_timed_out_with_its_children_gone(
+    backend: Backend, tmp_path
+):
     child, grandchild = tmp_path / "child.pid", tmp_path / "grandchild.pid"
-    write_eval(tmp_path, "limits.eval.py", f"""
+    write_eval(
+        tmp_path,
+        "limits.eval.py",
+        f"""
     from proctor import case, command, profile, suite, variant
 
     s = suite("limits", prompt="work for a minute",
@@ -33,7 +38,8 @@ def test_an_agent_that_outlives_its_time_limit_ends_timed_out_with_its_children_
               variants=[variant("command", profile=profile(
                   "sleeper", dir={str(AGENTS)!r}, run='bash "$PROCTOR_PROFILE_DIR/sleeper.sh"',
                   env={{"CHILD_PID_FILE": {str(child)!r}, "GRANDCHILD_PID_FILE": {str(grandchild)!r}}}))])
-    """)
+    """,
+    )
 
     report = backend.eval_json(tmp_path, "--fail-under", "0")
 
@@ -47,8 +53,12 @@ def test_an_agent_that_outlives_its_time_limit_ends_timed_out_with_its_children_
     assert [pid for pid in pids if process_alive(pid)] == []
     (trial_id,) = backend.trial_ids(report["batch"])
     assert backend.scalar("SELECT COUNT(*) FROM evals_app_check WHERE trial_id = ?", trial_id) == 0
-    assert backend.scalar("SELECT status FROM evals_app_trial WHERE id = ?", trial_id) == "timed_out"
-    benchmark = json.loads((backend.artifacts / "batches" / str(report["batch"]) / "benchmark.json").read_text())
+    assert (
+        backend.scalar("SELECT status FROM evals_app_trial WHERE id = ?", trial_id) == "timed_out"
+    )
+    benchmark = json.loads(
+        (backend.artifacts / "batches" / str(report["batch"]) / "benchmark.json").read_text()
+    )
     assert benchmark["validity_warnings"] == {"command:sleeper": {"timed_out": 1}}
     assert benchmark["variants"]["command:sleeper"]["pass_rate"] == 0
 
@@ -91,7 +101,9 @@ s = suite("secrets", prompt="use the key",
 """
 
 
-def test_a_secret_returned_by_prepare_reaches_the_validator_and_nothing_else(backend: Backend, tmp_path):
+def test_a_secret_returned_by_prepare_reaches_the_validator_and_nothing_else(
+    backend: Backend, tmp_path
+):
     drop = tmp_path / "secrets.txt"
     project = tmp_path / "project"
     write_eval(project, "secrets.eval.py", SECRET_EVAL)
@@ -105,8 +117,12 @@ def test_a_secret_returned_by_prepare_reaches_the_validator_and_nothing_else(bac
     assert len(leaks) == 4, "two runs, each with a returned key and a printed provider key"
     report = json.loads(as_json.stdout)
     (trial,) = only_run(report, "prepared-key")["trials"]
-    assert trial["checks"][0] == {"name": "validator_sees_the_key", "kind": "validator", "passed": True,
-                                  "message": "validator saw [redacted]"}
+    assert trial["checks"][0] == {
+        "name": "validator_sees_the_key",
+        "kind": "validator",
+        "passed": True,
+        "message": "validator saw [redacted]",
+    }
     assert trial["checks"][1]["message"] == "AssertionError: did not expect [redacted]"
     assert trial["answer"] == "the key is [redacted]"
     assert trial["finish_reason"] == "done with [redacted]"
@@ -124,7 +140,10 @@ def test_a_secret_returned_by_prepare_reaches_the_validator_and_nothing_else(bac
         assert leak not in stored
         assert leak not in outputs
         assert [path for path, content in files.items() if leak.encode() in content] == []
-    assert "[redacted]" in (trial_folder(backend, report["batch"], trial_id) / "workspace.diff").read_text()
+    assert (
+        "[redacted]"
+        in (trial_folder(backend, report["batch"], trial_id) / "workspace.diff").read_text()
+    )
 
 
 CACHE_EVAL = f"""

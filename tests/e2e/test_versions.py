@@ -92,7 +92,9 @@ def test_a_changed_definition_makes_a_new_version_and_history_stays(backend: Bac
     assert project.run(name="Fix the grand total") == 4
     assert project.run(tags=["arithmetic", "regression"]) == 4
     assert [number for number, *_ in project.versions()] == [1, 2, 3, 4]
-    limits = [backend.json_value(definition)["limits"] for _, _, definition, _ in project.versions()]
+    limits = [
+        backend.json_value(definition)["limits"] for _, _, definition, _ in project.versions()
+    ]
     assert limits == [
         {"max_turns": 8, "timeout_ms": 60_000},
         {"max_turns": 8, "timeout_ms": 60_000},

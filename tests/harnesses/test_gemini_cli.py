@@ -195,5 +195,5 @@ def test_it_ends_a_turn_the_model_api_refused_with_its_error(gemini_server: Fake
     trial.record("gemini_api_error")
 
     assert result.exit_code != 0
-    assert result.finish_reason.startswith("error")
+    assert result.finish_reason == "error: The input token count exceeds the limit."
     assert trial.turn(0).messages == [] and result.answer == ""

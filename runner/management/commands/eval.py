@@ -107,6 +107,7 @@ class Command(BaseCommand):
         organization = Organization.objects.filter(slug=slug).first()
         if organization is None:
             self._invalid(err, [f"--org {slug}: no such organization (create it with `proctor createuser --org {slug}`)"])
+        assert organization is not None  # _invalid exits
         return organization
 
     def _wait(self, batch: Batch, total: int, err: Console, *, quiet: bool) -> None:
@@ -130,7 +131,7 @@ class Command(BaseCommand):
                 for status in trials.filter(status__in=Trial.FINAL_STATUSES).values_list("status", flat=True):
                     counts[status] += 1
                 done = sum(counts.values())
-                progress.update(task, completed=done, **counts)
+                progress.update(task, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
                 if done >= total:
                     break
                 time.sleep(POLL_S)
