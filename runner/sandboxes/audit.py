@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 # Where an agent on the host would leave something: configuration, installed software, homes,
 # temporary folders. /proc, /sys, /dev and /run are not files an agent leaves behind.
 # /usr (but /usr/local) and /root are left out: walking them costs seconds per trial, and the
-# local sandbox already points HOME at the trial's own folder.
-AUDITED_ROOTS = ("/etc", "/usr/local", "/opt", "/srv", "/home", "/var/tmp", "/tmp")
+# local sandbox already points HOME at the trial's own folder. /tmp and /var/tmp are left out
+# too: every program on the machine scribbles there (a browser's profile, other test runs), so
+# listing them would bury a real escape in noise, and the sandbox gives the agent its own TMPDIR.
+AUDITED_ROOTS = ("/etc", "/usr/local", "/opt", "/srv", "/home")
 # Other trials' own folders (concurrent trials) are theirs, not writes outside.
 TRIAL_FOLDERS = "/tmp/proctor-trial-*"
 AUDIT_TIMEOUT_S = 60.0

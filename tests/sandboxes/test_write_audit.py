@@ -4,29 +4,37 @@ listed; bwrap and docker refuse such writes, so they list nothing."""
 from __future__ import annotations
 
 import time
+import uuid
+from pathlib import Path
 
 from runner.sandboxes.audit import audit_writes
 
 
-def test_it_lists_what_a_local_agent_wrote_outside_its_folders(open_sandbox, tmp_path) -> None:
-    earlier = tmp_path / "written-before.txt"
+def test_it_lists_what_a_local_agent_wrote_outside_its_folders(open_sandbox) -> None:
+    # /opt is one of the audited system places; the test cleans up after itself.
+    stamp = uuid.uuid4().hex[:8]
+    earlier = Path(f"/opt/proctor-audit-before-{stamp}.txt")
+    outside = Path(f"/opt/proctor-audit-{stamp}.txt")
     earlier.write_text("before the agent")
-    time.sleep(0.2)  # the marker must come after that write, on a coarse file clock
-    box = open_sandbox("local")
-    since = time.time()
-    outside = tmp_path / "outside.txt"
-    result = box.run(
-        [
-            "bash",
-            "-c",
-            f'echo x > {outside}; echo y > inside.txt; echo z > "$HOME/notes"; echo t > "$TMPDIR/t"',
-        ]
-    )
-    assert result.exit_code == 0
-    written = audit_writes(box, since)
-    assert str(outside) in written
-    assert str(earlier) not in written
-    assert not any(path.startswith(str(box.host_workspace.parent)) for path in written)
+    try:
+        time.sleep(0.2)  # the marker must come after that write, on a coarse file clock
+        box = open_sandbox("local")
+        since = time.time()
+        result = box.run(
+            [
+                "bash",
+                "-c",
+                f'echo x > {outside}; echo y > inside.txt; echo z > "$HOME/notes"; echo t > "$TMPDIR/t"',
+            ]
+        )
+        assert result.exit_code == 0
+        written = audit_writes(box, since)
+        assert str(outside) in written
+        assert str(earlier) not in written
+        assert not any(path.startswith(str(box.host_workspace.parent)) for path in written)
+    finally:
+        earlier.unlink(missing_ok=True)
+        outside.unlink(missing_ok=True)
 
 
 def test_it_leaves_out_the_folders_it_is_told_to_ignore(open_sandbox, tmp_path) -> None:

@@ -78,12 +78,12 @@ class Command(BaseCommand):
         if not options["json"]:
             versions = f", {new_versions} new case version{'s' if new_versions != 1 else ''}" if new_versions else ""
             err.print(f"Batch {batch.pk}: {len(trial_ids)} trial{'s' if len(trial_ids) != 1 else ''}{versions}")
-        dispatch.enqueue(trial_ids)
+        futures = dispatch.enqueue(trial_ids)
         if options["no_wait"]:
             if options["json"]:
                 out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))
             return
-        self._wait(batch, len(trial_ids), err, quiet=options["json"])
+        self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
         batch.refresh_from_db()
         report = batch_report(batch)
         if options["json"]:
@@ -110,7 +110,7 @@ class Command(BaseCommand):
         assert organization is not None  # _invalid exits
         return organization
 
-    def _wait(self, batch: Batch, total: int, err: Console, *, quiet: bool) -> None:
+    def _wait(self, batch: Batch, total: int, err: Console, *, quiet: bool, futures) -> None:
         trials = Trial.objects.filter(run__batch=batch)
         if not settings.EMBEDDED and not quiet:
             err.print("Queued on the broker; waiting for `proctor worker` processes to run it.")
@@ -134,6 +134,14 @@ class Command(BaseCommand):
                 progress.update(task, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
                 if done >= total:
                     break
+                if futures is not None and all(f.done() for f in futures):
+                    # Every local task returned, yet a trial is not final: say so, don't hang.
+                    stuck = trials.exclude(status__in=Trial.FINAL_STATUSES).count()
+                    if stuck:
+                        failures = [str(f.exception()) for f in futures if f.exception()]
+                        err.print(f"{stuck} trial(s) did not finish: {'; '.join(failures) or 'no error reported'}",
+                                  markup=False)
+                        break
                 time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.
         for _ in range(50):
