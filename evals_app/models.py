@@ -213,7 +213,9 @@ class Trial(models.Model):
     output_tokens = models.PositiveBigIntegerField(default=0)
     cache_read_tokens = models.PositiveBigIntegerField(default=0)
     cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    # The weighted score of the trial's assertions, and the threshold it was held to.
     score = models.FloatField(null=True, blank=True)
+    threshold = models.FloatField(null=True, blank=True)
     queued_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -301,6 +303,10 @@ class Check(models.Model):
     kind = models.CharField(max_length=30)
     passed = models.BooleanField()
     score = models.FloatField(null=True, blank=True)
+    # Weighted assertions: how much this check counts (0: information only) and the metric it
+    # is charted under.
+    weight = models.FloatField(null=True, blank=True)
+    metric = models.CharField(max_length=100, blank=True, default="")
     message = models.TextField(blank=True, default="")
     output = models.TextField(blank=True, default="")
     # Key into the case version's captured sources and the line span of this check's code.

@@ -8,6 +8,7 @@ callable each recorded check names.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 from dataclasses import dataclass, field
@@ -16,7 +17,9 @@ from typing import Any
 
 from evals_app.source_capture import capture_callable, project_root, relative_to_root
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
+from proctor.assertions import Assertion
 from proctor.judges import Judge
+from proctor.tools import Tool
 
 VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
 
@@ -90,6 +93,17 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
         if isinstance(check, Command):
             spec = {"kind": "command", "name": check.label, "command": check.command, "timeout_ms": check.timeout_ms}
             checks.append(ResolvedCheck(check, spec))
+        elif isinstance(check, Assertion):
+            spec = {"kind": "assertion", "name": check.label, "type": check.type, "weight": check.weight,
+                    "metric": check.metric}
+            if check.type == "python" and callable(check.value):
+                ref = captured(check.value)
+                spec.update(value=ref["qualname"], **{k: ref[k] for k in ("path", "start", "end", "sha256")})
+                source_ref = {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+                checks.append(ResolvedCheck(check, spec, source_ref))
+                continue
+            spec["value"] = check.value
+            checks.append(ResolvedCheck(check, spec))
         elif isinstance(check, Judge):
             spec = {"kind": "judge", "name": check.label, "rubric": check.rubric, "model": check.model,
                     "threshold": check.threshold}
@@ -117,6 +131,7 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
             "plan_mode": case.plan_mode,
         },
         "checks": [c.definition for c in checks],
+        "threshold": case.threshold,
     }
     if not suite.capture_source:
         sources = {}
@@ -162,6 +177,27 @@ def variant_spec(variant: Variant) -> dict[str, Any]:
         "sandbox": variant.sandbox,
         "network": variant.network,
         "profile": profile_spec,
-        "options": {k: repr(v) if not isinstance(v, str | int | float | bool | type(None)) else v
-                    for k, v in sorted(variant.options.items())},
+        "options": {k: describe_option(v) for k, v in sorted(variant.options.items())},
     }
+
+
+def describe_option(value: Any) -> Any:
+    """A variant option as stable JSON: tools by their schema and their stub's source hash,
+    callables by name and source hash, so the same file always gives the same variant."""
+    if isinstance(value, str | int | float | bool | type(None)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): describe_option(v) for k, v in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [describe_option(v) for v in value]
+    if isinstance(value, Tool):
+        stub = describe_option(value.stub) if value.stub is not None else None
+        return {"tool": value.to_openai()["function"], "stub": stub}
+    if callable(value):
+        try:
+            source = inspect.getsource(value)
+        except (OSError, TypeError):
+            source = getattr(value, "__qualname__", repr(type(value)))
+        return {"callable": getattr(value, "__qualname__", type(value).__name__),
+                "sha256": hashlib.sha256(source.encode()).hexdigest()[:16]}
+    return repr(value)

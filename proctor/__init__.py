@@ -4,7 +4,17 @@
 package's top level imports nothing of Django, so eval files stay plain Python.
 """
 
-from proctor.conversations import Responder, Turn, Turns, responder, turn, turns
+from proctor.assertions import Assertion, assertion
+from proctor.conversations import (
+    Responder,
+    SimulatedUser,
+    Turn,
+    Turns,
+    responder,
+    simulated_user,
+    turn,
+    turns,
+)
 from proctor.definitions import (
     Cache,
     Case,
@@ -24,8 +34,15 @@ from proctor.definitions import (
     variant,
 )
 from proctor.judges import Judge, judge
+from proctor.tools import Tool, tool
 
 __all__ = [
+    "Assertion",
+    "SimulatedUser",
+    "Tool",
+    "assertion",
+    "simulated_user",
+    "tool",
     "Judge",
     "Responder",
     "Turn",

@@ -5,7 +5,10 @@ Both are plain values for ``case(user=...)``. Declaring neither leaves the case 
 
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 DELIVER_ALWAYS = "always"
@@ -65,3 +68,76 @@ def turns(*items: Turn | str) -> Turns:
 def responder(*, max_turns: int = DEFAULT_RESPONDER_TURNS, model: str | None = None) -> Responder:
     """``max_turns`` bounds the follow-ups it may write (the opening prompt is not one)."""
     return Responder(max_turns=max_turns, model=model)
+
+
+@dataclass(frozen=True)
+class SimulatedUser:
+    """A model playing a persona against the agent, reacting to what the agent says.
+
+    The conversation ends when the agent says ``###STOP###``, the simulated user wraps up
+    (it says ``###STOP###`` itself), or ``max_turns`` of its messages have been sent.
+    ``initial_messages`` seed the conversation (role/content dicts, or ``"file://path.json"``);
+    they do not count against ``max_turns``.
+    """
+
+    instructions: str
+    first_message: str | None = None
+    max_turns: int = DEFAULT_RESPONDER_TURNS
+    model: str | None = None
+    initial_messages: tuple[tuple[str, str], ...] = ()
+
+    def to_definition(self) -> dict[str, Any]:
+        return {
+            "type": "simulated_user",
+            "instructions": self.instructions,
+            "first_message": self.first_message,
+            "max_turns": self.max_turns,
+            "model": self.model,
+            "initial_messages": [{"role": r, "content": c} for r, c in self.initial_messages],
+        }
+
+
+STOP_MARKER = "###STOP###"
+
+
+def simulated_user(
+    instructions: str,
+    *,
+    first_message: str | None = None,
+    max_turns: int = DEFAULT_RESPONDER_TURNS,
+    model: str | None = None,
+    initial_messages: Any = None,
+) -> SimulatedUser:
+    """A persona for ``case(user=...)``. A relative ``file://`` path for ``initial_messages``
+    is read relative to the calling file, when the eval is defined."""
+    seeded: list[tuple[str, str]] = []
+    if isinstance(initial_messages, str):
+        initial_messages = _load_messages(initial_messages, sys._getframe(1).f_globals.get("__file__"))
+    for message in initial_messages or ():
+        seeded.append((str(message["role"]), str(message["content"])))
+    return SimulatedUser(
+        instructions=instructions,
+        first_message=first_message,
+        max_turns=max_turns,
+        model=model,
+        initial_messages=tuple(seeded),
+    )
+
+
+class MessagesFileError(ValueError):
+    """``initial_messages="file://..."`` names a file that is missing or not a message list."""
+
+
+def _load_messages(reference: str, caller: str | None) -> list[dict[str, Any]]:
+    path = Path(reference.removeprefix("file://"))
+    if not path.is_absolute():
+        path = (Path(caller).resolve().parent if caller else Path.cwd()) / path
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MessagesFileError(f"initial_messages {reference}: cannot read {path}: {exc}") from None
+    if isinstance(data, dict) and isinstance(data.get("messages"), list):
+        data = data["messages"]
+    if not isinstance(data, list) or not all(isinstance(m, dict) and "role" in m and "content" in m for m in data):
+        raise MessagesFileError(f"initial_messages {reference}: {path} must hold a list of {{role, content}} objects")
+    return data

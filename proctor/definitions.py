@@ -229,6 +229,8 @@ class Case:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     expected_output: str | None = None
     plan_mode: bool = False
+    # With weighted assertions: the weighted score a trial needs to pass (0 to 1).
+    threshold: float | None = None
 
     @property
     def label(self) -> str:
@@ -259,6 +261,7 @@ def case(
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     expected_output: str | None = None,
     plan_mode: bool = False,
+    threshold: float | None = None,
 ) -> Case:
     """One eval. ``validate`` is required; the rules are checked when the file is loaded."""
     if isinstance(cache, Mapping):
@@ -279,6 +282,7 @@ def case(
         timeout_ms=timeout_ms,
         expected_output=expected_output,
         plan_mode=plan_mode,
+        threshold=threshold,
     )
 
 

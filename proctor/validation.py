@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from proctor.conversations import DELIVER_WHEN, Responder, Turns
+from proctor.assertions import ASSERTION_TYPES, BOUND_TYPES, Assertion
+from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import Cache, Case, Command, Files, Repo, Suite, Variant
 from proctor.judges import Judge
 
@@ -109,15 +110,37 @@ def _source_problem(field: str, source: object) -> str | None:
 
 
 def is_check(value: object) -> bool:
-    """A validator (any callable) or a model judge."""
-    return isinstance(value, Judge) or callable(value)
+    """A validator (any callable), a model judge or a weighted assertion."""
+    return isinstance(value, Judge | Assertion) or callable(value)
+
+
+def _assertion_problem(item: Assertion) -> str | None:
+    where = f"assertion {item.label!r}"
+    if item.type not in ASSERTION_TYPES:
+        return f"{where}: unknown type {item.type!r} (known: {', '.join(ASSERTION_TYPES)})"
+    if isinstance(item.weight, bool) or not isinstance(item.weight, int | float) or item.weight < 0:
+        return f"{where}: weight must be a number, 0 or more (0 is information only)"
+    if item.type == "python" and not callable(item.value):
+        return f"{where}: a python assertion's value is a function f(ctx)"
+    if item.type in BOUND_TYPES and (isinstance(item.value, bool) or not isinstance(item.value, int | float)):
+        return f"{where}: a {item.type} assertion's value is a number (the most allowed)"
+    if item.type in ("contains-any", "contains-all") and not (isinstance(item.value, list | tuple) and item.value):
+        return f"{where}: value must be a non-empty list of strings"
+    if item.type in ("icontains", "not-icontains", "regex", "equals", "llm-rubric") and not isinstance(item.value, str):
+        return f"{where}: value must be a string"
+    if item.type == "regex":
+        try:
+            re.compile(item.value)
+        except re.error as exc:
+            return f"{where}: not a valid regex ({exc})"
+    return None
 
 
 def _conversation_problems(case: Case) -> list[str]:
     user = case.user
     problems = []
-    if user is not None and not isinstance(user, Turns | Responder):
-        problems.append(f"user must be turns(...) or responder(...), not {type(user).__name__}")
+    if user is not None and not isinstance(user, Turns | Responder | SimulatedUser):
+        problems.append(f"user must be turns(...), responder(...) or simulated_user(...), not {type(user).__name__}")
     if isinstance(user, Turns):
         if not user.turns:
             problems.append("user=turns() holds no turn")
@@ -133,6 +156,15 @@ def _conversation_problems(case: Case) -> list[str]:
                     problems.append(f"turn {position}: agent_response_matches is not a valid regex ({exc})")
     if isinstance(user, Responder) and (message := _in_range("responder max_turns", user.max_turns, MAX_TURNS_RANGE)):
         problems.append(message)
+    if isinstance(user, SimulatedUser):
+        if not isinstance(user.instructions, str) or not user.instructions.strip():
+            problems.append("simulated_user needs instructions describing the persona")
+        if message := _in_range("simulated_user max_turns", user.max_turns, MAX_TURNS_RANGE):
+            problems.append(message)
+        for role, _content in user.initial_messages:
+            if role not in ("user", "assistant"):
+                problems.append(f"initial_messages role must be user or assistant, not {role!r}")
+                break
     if not isinstance(case.plan_mode, bool):
         problems.append("plan_mode must be True or False")
     return problems
@@ -158,7 +190,13 @@ def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool
         problems.append("prepare must be a function that receives the prepare helpers")
     problems.extend(_check_problems(case, is_check))
     problems.extend(_conversation_problems(case))
+    if case.threshold is not None and (
+        isinstance(case.threshold, bool) or not isinstance(case.threshold, int | float) or not 0 <= case.threshold <= 1
+    ):
+        problems.append(f"threshold must be a number from 0 to 1 (got {case.threshold!r})")
     for check in case.checks:
+        if isinstance(check, Assertion) and (message := _assertion_problem(check)):
+            problems.append(message)
         if isinstance(check, Judge) and not (isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1):
             problems.append(f"judge {check.label!r}: threshold must be from 0 to 1")
     if isinstance(suite.prompt, str):

@@ -79,6 +79,8 @@ def _warning_names(row: dict[str, Any]) -> list[str]:
     names = []
     if row["stop_cause"] == "responder_cannot_answer":
         names.append(f"responder_cannot_answer:{row['responder_cause'] or 'unknown'}")
+    elif row["stop_cause"] == "simulated_user_failed":
+        names.append(f"simulated_user_failed:{row['responder_cause'] or 'unknown'}")
     elif row["stop_cause"] == "max_turns_reached":
         names.append("max_turns_reached")
     if row["plan_state"] == "planning":

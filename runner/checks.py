@@ -43,6 +43,8 @@ class CheckResult:
     output: str = ""
     source_ref: dict[str, Any] = field(default_factory=dict)
     duration_ms: int = 0
+    weight: float | None = None  # assertions only
+    metric: str = ""
 
 
 def clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor.conversations import DELIVER_WHEN_AGENT_ASKS, Responder, Turns
+from proctor.conversations import STOP_MARKER, DELIVER_WHEN_AGENT_ASKS, Responder, SimulatedUser, Turns
 from runner.llm import LLMConfig
 from runner.responder import consult, reply_problem
 from runner.session import AgentSession
+from runner.simulated_user import next_message
 
 PLAN_APPROVAL = "The plan is approved. Implement it now."
 
@@ -91,6 +92,7 @@ class Conversation:
         self.opening_prompt = opening_prompt
         self.script = user if isinstance(user, Turns) else None
         self.responder = user if isinstance(user, Responder) else None
+        self.simulated = user if isinstance(user, SimulatedUser) else None
         self.max_turns = max_turns
         self.plan_mode = plan_mode
         self.plan_watch = PlanFileWatch(plan_file) if plan_file is not None else None
@@ -176,6 +178,8 @@ class Conversation:
     # --- the phases -------------------------------------------------------------------------------
 
     def run(self) -> ConversationResult:
+        if self.simulated is not None:
+            return self._simulated_conversation(self.simulated)
         mode = "plan" if self.plan_mode else ""
         if self.plan_watch is not None:
             self.plan_watch.arm()
@@ -224,6 +228,41 @@ class Conversation:
                 if step == "stopped":
                     return self.result
         return self.result
+
+    def _simulated_conversation(self, user: SimulatedUser) -> ConversationResult:
+        """The persona speaks first (its first message, else the case's prompt), then reacts to
+        each answer until the agent says ###STOP###, the persona wraps up, or its turns run out.
+        Seeded messages come before and count against nothing."""
+        history: list[tuple[str, str]] = [
+            ("person" if role == "user" else "agent", content) for role, content in user.initial_messages
+        ]
+        if user.initial_messages:
+            self.session.seed([{"role": role, "content": content} for role, content in user.initial_messages])
+        opening = user.first_message or self.opening_prompt
+        sent = 1
+        if not self._send(opening):
+            return self._timed_out()
+        history += [("person", opening), ("agent", self._last_answer)]
+        limit = min(user.max_turns, self.max_turns)
+        while True:
+            if STOP_MARKER in self._last_answer:
+                return self.result
+            if sent >= limit:
+                return self._stop("max_turns_reached")
+            reply = next_message(user, self.responder_config or LLMConfig(), history,
+                                 turn_index=len(self.session.transcript.turns) - 1)
+            if reply.record is not None:
+                self.session.recorder.consultation(reply.record)
+            if reply.cause and not reply.stop:
+                return self._stop("simulated_user_failed", reply.cause)
+            if reply.text:
+                origin = {"simulated_user": {"model": reply.record.model if reply.record else ""}}
+                sent += 1
+                if not self._send(reply.text, origin=origin):
+                    return self._timed_out()
+                history += [("person", reply.text), ("agent", self._last_answer)]
+            if reply.stop:
+                return self.result
 
     def _scripted(self, mode: str) -> ConversationResult:
         assert self.script is not None

@@ -14,13 +14,17 @@ from evals_app.catalog import ownership_problems, record_cases, record_variant
 from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, resolve_case
-from proctor.conversations import Responder
+from proctor.assertions import Assertion
+from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Suite, Variant
 from proctor.judges import Judge
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches import RunRequest, create_batch
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE
 from runner.llm import resolve_config
+
+# Starting from recorded messages: harnesses that can seed a conversation (the chat agent).
+SEEDED = "seeded-conversation"
 from runner.sandboxes import SANDBOXES
 
 
@@ -82,8 +86,10 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
                 needs.append(CONVERSATION_RESUME)
             if case.plan_mode and PLAN_MODE not in capabilities:
                 needs.append(PLAN_MODE)
+            if isinstance(case.user, SimulatedUser) and case.user.initial_messages and SEEDED not in capabilities:
+                needs.append(SEEDED)
             if needs:
-                why = "plan mode" if case.plan_mode else "a conversation"
+                why = "plan mode" if case.plan_mode else "initial messages" if SEEDED in needs else "a conversation"
                 problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
                     f"needs {' and '.join(needs)} for {why}, which harness {variant.harness} "
                     f"does not have under variant {variant.name} (see `proctor harness list`)")))
@@ -102,7 +108,10 @@ def model_endpoint_problems(suite: Suite, file: str) -> list[Problem]:
     problems = []
     for case in suite.cases:
         users = ["a responder"] if isinstance(case.user, Responder) else []
-        judges = ["a judge"] if any(isinstance(c, Judge) for c in case.checks) else []
+        users += ["a simulated user"] if isinstance(case.user, SimulatedUser) else []
+        judges = ["a judge"] if any(
+            isinstance(c, Judge) or (isinstance(c, Assertion) and c.type == "llm-rubric") for c in case.checks
+        ) else []
         needs = users + judges
         if needs:
             problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(

@@ -96,6 +96,8 @@ class DatabaseRecorder:
             kind=result.kind,
             passed=result.passed,
             score=result.score,
+            weight=result.weight,
+            metric=result.metric[:100],
             message=result.message,
             output=result.output,
             source_ref=result.source_ref,
@@ -153,6 +155,7 @@ class DatabaseRecorder:
                 cache_read_tokens=usage.get("cache_read_tokens", 0),
                 cache_write_tokens=usage.get("cache_write_tokens", 0),
                 score=outcome.score,
+                threshold=outcome.threshold,
                 finished_at=timezone.now(),
                 duration_ms=outcome.duration_ms,
             )
@@ -185,7 +188,7 @@ def reset_for_retry(trial: Trial) -> None:
         Trial.objects.filter(pk=trial.pk).update(
             status=Trial.Status.QUEUED, started_at=None, finished_at=None, error="", answer="",
             finish_reason="", session_id="", conversation_outcome="", stop_cause="", score=None,
-            responder_cause="", plan_state="", plan_signal="", outside_writes=[],
+            responder_cause="", plan_state="", plan_signal="", outside_writes=[], threshold=None,
             duration_ms=None, input_tokens=0, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0,
         )
     shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)

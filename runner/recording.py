@@ -31,6 +31,7 @@ class TrialOutcome:
     outside_writes: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     score: float | None = None
+    threshold: float | None = None
     duration_ms: int = 0
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.protocol import AgentEvent
-from runner.harnesses import Harness, TurnRequest, TurnResult
+from runner.harnesses import Harness, HarnessError, TurnRequest, TurnResult
 from runner.recording import TrialRecorder
 from runner.sandboxes import Sandbox
 from runner.transcript import Transcript
@@ -58,6 +58,13 @@ class AgentSession:
         self.last_result: TurnResult | None = None
         # Actions refused to the agent (by its harness or its mode), for permission-denials.json.
         self.denials: list[dict[str, Any]] = []
+
+    def seed(self, messages: list[dict[str, str]]) -> None:
+        """Start the agent's session from a recorded conversation (harnesses that can)."""
+        seed = getattr(self.harness, "seed", None)
+        if seed is None:
+            raise HarnessError(f"harness {self.harness.name} cannot start from initial messages")
+        seed(messages)
 
     def send(self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = "") -> TurnResult:
         """Deliver one user message and run the agent until it answers (or time runs out)."""

@@ -22,6 +22,7 @@ class TurnTranscript:
     file_changes: list[str] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS, 0))
     finish_reason: str = ""
+    cost_usd: float | None = None
     _usage_events_seen: bool = field(default=False, repr=False)
 
     @property
@@ -51,6 +52,8 @@ class TurnTranscript:
                 self._usage_events_seen = True
                 self.usage = dict.fromkeys(USAGE_KEYS, 0)
             self._add_usage(data)
+            if isinstance(data.get("cost_usd"), int | float):
+                self.cost_usd = (self.cost_usd or 0.0) + float(data["cost_usd"])
         elif event.kind == "Finished" and not self.finish_reason:
             self.finish_reason = data["reason"]
 
@@ -87,6 +90,11 @@ class Transcript:
         return "\n\n".join(
             m["text"] for turn in self.turns for m in turn.messages if m["role"] == "assistant"
         )
+
+    def cost_usd(self) -> float | None:
+        """What the harness reported the turns cost (Usage ``cost_usd``), None when it did not."""
+        costs = [turn.cost_usd for turn in self.turns if turn.cost_usd is not None]
+        return sum(costs) if costs else None
 
     def usage(self) -> dict[str, int]:
         total = dict.fromkeys(USAGE_KEYS, 0)

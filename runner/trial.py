@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from evals_app.resolution import ResolvedCase
-from proctor.conversations import Responder
-from proctor.definitions import Command, Variant
-from proctor.judges import Judge
-from runner.checks import CheckContext, CheckResult, run_command_check, run_validator
+from proctor.conversations import Responder, SimulatedUser
+from proctor.definitions import Variant
+from runner.assertions import TrialMeasures
+from runner.checks import CheckContext
 from runner.conversation import drive_conversation
 from runner.harnesses import HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
-from runner.judging import judge_config, run_judge
+from runner.grading import grade
 from runner.llm import resolve_config
 from runner.preparing import PrepareError, run_prepare
 from runner.recording import RedactingRecorder, TrialOutcome, TrialRecorder
@@ -49,19 +49,24 @@ class TrialPlan:
 
 
 def responder_config(plan: TrialPlan, user: object):
-    """The model endpoint the responder consults, when the case has one."""
-    if not isinstance(user, Responder):
-        return None
-    return resolve_config(model_override=plan.responder_model or user.model)
+    """The model endpoint the responder or the simulated user consults, when the case has one."""
+    if isinstance(user, Responder):
+        return resolve_config(model_override=plan.responder_model or user.model)
+    if isinstance(user, SimulatedUser):
+        return resolve_config(model_override=user.model)
+    return None
 
 
-def _run_judge(judge: Judge, ctx: CheckContext, plan: TrialPlan, index: int, recorder: RedactingRecorder,
-               approved_plan: str | None) -> CheckResult:
-    """A model judge grades outside the sandbox; its prompt and answer are kept."""
-    config = judge_config(judge, cli_model=plan.judge_model)
-    result, record = run_judge(judge, ctx, config=config, index=index, plan=approved_plan)
-    recorder.consultation(record)
-    return result
+def trial_cost(transcript, variant: Variant) -> float | None:
+    """USD the agent's tokens cost at the variant's ``prices`` option ({"input_per_mtok",
+    "output_per_mtok"}), else what the harness reported (Usage ``cost_usd``); None when unknown."""
+    reported = transcript.cost_usd()
+    prices = variant.options.get("prices")
+    if isinstance(prices, dict):
+        usage = transcript.usage()
+        return (usage["input_tokens"] * float(prices.get("input_per_mtok", 0))
+                + usage["output_tokens"] * float(prices.get("output_per_mtok", 0))) / 1_000_000
+    return reported
 
 
 class InfrastructureError(Exception):
@@ -183,21 +188,17 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
 
     ctx = CheckContext(sandbox=sandbox, transcript=transcript, prepared=prepared.value)
-    results: list[CheckResult] = []
-    for index, check in enumerate(resolved.checks):
-        if isinstance(check.check, Command):
-            result = run_command_check(check.check, ctx)
-        elif isinstance(check.check, Judge):
-            result = _run_judge(check.check, ctx, plan, index, recorder, conversation.plan)
-        else:
-            result = run_validator(check.check, ctx, name=check.name, source_ref=check.source_ref)
-        results.append(result)
-        recorder.check(index, result)
-    passed = bool(results) and all(r.passed for r in results)
-    scores = [r.score for r in results if r.score is not None]
+    measures = TrialMeasures(
+        agent_ms=session.clock.spent_ms,
+        cost_usd=trial_cost(transcript, plan.variant),
+        user_turns=len(transcript.turns),
+    )
+    verdict = grade(resolved, ctx, recorder, measures=measures, judge_model=plan.judge_model,
+                    approved_plan=conversation.plan)
     return TrialOutcome(
-        status="passed" if passed else "failed",
+        status="passed" if verdict.passed else "failed",
         finish_reason=last.finish_reason if last else "",
-        score=sum(scores) / len(scores) if scores else None,
+        score=verdict.score,
+        threshold=verdict.threshold,
         **common,
     )

@@ -8,6 +8,7 @@ artifacts and the dashboard.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,9 +16,12 @@ from runner.llm.command_client import complete_command
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
 from runner.llm.http_client import complete_http
 from runner.llm.json_answers import parse_json_answer
-from runner.llm.settings import KIND_COMMAND, KIND_HTTP, LLMConfig, resolve_config
+from runner.llm.settings import KIND_COMMAND, KIND_HTTP, KIND_UNCONFIGURED, LLMConfig, resolve_config
 
 __all__ = [
+    "KIND_COMMAND",
+    "KIND_HTTP",
+    "KIND_UNCONFIGURED",
     "DISPATCH_FAILED",
     "DISPATCH_TIMED_OUT",
     "Completion",
@@ -30,19 +34,34 @@ __all__ = [
 ]
 
 UNCONFIGURED_MESSAGE = "no model endpoint configured: set PROCTOR_LLM_BASE_URL (and PROCTOR_LLM_MODEL) or PROCTOR_LLM_COMMAND"
+COMMAND_WITHOUT_TOOLS_MESSAGE = (
+    "a model with tools needs an HTTP endpoint (PROCTOR_LLM_BASE_URL or the variant's base_url): "
+    "a command endpoint answers in text only"
+)
 
 
 def complete(
-    config: LLMConfig, messages: list[dict[str, Any]], *, json_mode: bool = False
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    *,
+    json_mode: bool = False,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    temperature: float | None = None,
 ) -> Completion:
     """Ask the configured model; blocks for the call (HTTP with retries, or a subprocess).
 
     ``json_mode`` asks an HTTP endpoint for a JSON object and tells a command (``"json": true``
-    on stdin); either way, read the answer with ``parse_json_answer``.
+    on stdin); either way, read the answer with ``parse_json_answer``. ``tools`` (OpenAI
+    function definitions) lets the model answer with ``Completion.tool_calls`` instead of text;
+    only an HTTP endpoint can. ``temperature`` defaults to 0 (repeatable verdicts).
     """
     if config.kind == KIND_HTTP:
-        return complete_http(config, messages, json_mode=json_mode)
+        return complete_http(
+            config, messages, json_mode=json_mode, tools=tools, temperature=temperature
+        )
     if config.kind == KIND_COMMAND:
+        if tools:
+            raise LLMError(DISPATCH_FAILED, COMMAND_WITHOUT_TOOLS_MESSAGE)
         return complete_command(config, messages, json_mode=json_mode)
     raise LLMError(DISPATCH_FAILED, UNCONFIGURED_MESSAGE)
 

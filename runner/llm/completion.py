@@ -7,6 +7,7 @@ cause is one of the conversation seed's dispatch causes, so a stopped run names 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 DISPATCH_FAILED = "dispatch_failed"
 DISPATCH_TIMED_OUT = "dispatch_timed_out"
@@ -29,3 +30,13 @@ class Completion:
     model: str
     usage: dict[str, int] = field(default_factory=dict)
     duration_ms: int = 0
+    # The functions the model asked to call, each ``{"id", "name", "arguments"}`` with the
+    # arguments as the JSON text the model wrote (it may not parse: models get it wrong).
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    # The assistant message as the conversation's history should carry it on the next call
+    # (its tool calls included, so the tool results that follow have something to answer).
+    message: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.message:
+            self.message = {"role": "assistant", "content": self.text}

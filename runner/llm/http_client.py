@@ -14,7 +14,7 @@ import random
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
@@ -46,15 +46,28 @@ def chat_completions_url(base_url: str) -> str:
 
 
 def request_body(
-    config: LLMConfig, messages: list[dict[str, Any]], *, json_mode: bool
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    *,
+    json_mode: bool,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    temperature: float | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"messages": messages, "temperature": 0}
+    # Consultations (judges, the responder) ask for temperature 0 so a verdict is repeatable;
+    # a chat agent under test may ask for the temperature it runs with in production.
+    body: dict[str, Any] = {
+        "messages": messages,
+        "temperature": 0 if temperature is None else temperature,
+    }
     # Without a model the request still goes out: some single-model servers ignore the field,
     # and those that need it answer with their own sentence saying so.
     if config.model:
         body = {"model": config.model, **body}
     if json_mode:
         body["response_format"] = {"type": "json_object"}
+    if tools:
+        body["tools"] = [dict(spec) for spec in tools]
+        body["tool_choice"] = "auto"
     return body
 
 
@@ -63,13 +76,17 @@ def complete_http(
     messages: list[dict[str, Any]],
     *,
     json_mode: bool = False,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    temperature: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Completion:
-    """POST the messages and return the assistant's answer. Blocks for up to
-    ``timeout_s`` per attempt plus backoff between attempts."""
+    """POST the messages and return the assistant's answer (its text, or the tools it calls
+    when ``tools`` were offered in OpenAI's function format). Blocks for up to ``timeout_s``
+    per attempt plus backoff between attempts."""
     assert config.base_url, "complete_http needs a base URL"
     url = chat_completions_url(config.base_url)
-    payload = json.dumps(request_body(config, messages, json_mode=json_mode)).encode()
+    body = request_body(config, messages, json_mode=json_mode, tools=tools, temperature=temperature)
+    payload = json.dumps(body).encode()
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json",
@@ -225,13 +242,63 @@ def _completion_from(raw: str, config: LLMConfig, *, duration_ms: int) -> Comple
             scrub_key(f"the model endpoint gave no answer: {detail}", config.api_key),
         )
     message = choices[0].get("message") or {}
+    text = _content_text(message)
+    tool_calls = _tool_calls(message)
     return Completion(
-        text=_content_text(message),
+        text=text,
         raw=raw,
         model=str(data.get("model") or config.model or ""),
         usage=_usage(data.get("usage")),
         duration_ms=duration_ms,
+        tool_calls=tool_calls,
+        message=_history_message(text, tool_calls),
     )
+
+
+def _tool_calls(message: Any) -> list[dict[str, str]]:
+    """The function calls of an assistant message as ``{"id", "name", "arguments"}``.
+
+    Arguments stay the JSON text the model wrote; a server that sends them as an object gets
+    them written as JSON. A call without an id gets one, since each tool result must name the
+    call it answers.
+    """
+    if not isinstance(message, dict) or not isinstance(message.get("tool_calls"), list):
+        return []
+    calls = []
+    for position, call in enumerate(message["tool_calls"]):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        arguments = function.get("arguments")
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        call_id = call.get("id")
+        calls.append({
+            "id": call_id if isinstance(call_id, str) and call_id else f"call_{position}",
+            "name": function["name"],
+            "arguments": arguments,
+        })
+    return calls
+
+
+def _history_message(text: str, tool_calls: list[dict[str, str]]) -> dict[str, Any]:
+    """The assistant message to send back on the next call: only the fields every
+    OpenAI-compatible server accepts (some refuse the extras a response carries, such as
+    ``refusal`` or ``annotations``)."""
+    if not tool_calls:
+        return {"role": "assistant", "content": text}
+    return {
+        "role": "assistant",
+        # OpenAI sends null content with tool calls; some servers refuse an empty string.
+        "content": text or None,
+        "tool_calls": [
+            {"id": call["id"], "type": "function",
+             "function": {"name": call["name"], "arguments": call["arguments"]}}
+            for call in tool_calls
+        ],
+    }
 
 
 def _content_text(message: Any) -> str:
