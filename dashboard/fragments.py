@@ -25,6 +25,7 @@ from evals_app.stats import (
     run_cell,
     run_cells,
     trials_tally,
+    validity_warnings,
 )
 
 
@@ -44,17 +45,27 @@ def _total(total_id: str, tally: Tally) -> str:
     return render_total(total_id, tally, oob=True)
 
 
+def _column_warnings(variant_id: int, warnings: dict[str, int]) -> str:
+    return render_to_string(
+        "dashboard/grid.html#column_warnings",
+        {"variant_id": variant_id, "warnings": warnings, "oob": True},
+    )
+
+
 def grid_cell_update(batch: Batch, run_id: int) -> str:
-    """One run's cell with its row and column totals, the batch's total and status."""
+    """One run's cell with its row and column totals, its column's validity warnings, the
+    batch's total and status."""
     cell = run_cell(batch, run_id)
     if cell is None:
         return ""
     batch_tally = trials_tally(Trial.objects.filter(run__batch=batch))
+    warnings = validity_warnings(batch, cell.variant_id).get(cell.variant_id, {})
     return "".join(
         [
             _cell(cell),
             _total(f"row-total-{cell.case_version_id}", row_tally(batch.pk, cell.case_version_id)),
             _total(f"col-total-{cell.variant_id}", column_tally(batch.pk, cell.variant_id)),
+            _column_warnings(cell.variant_id, warnings),
             _total("grid-total", batch_tally),
             render_to_string(
                 "dashboard/grid.html#batch_status",
@@ -66,7 +77,8 @@ def grid_cell_update(batch: Batch, run_id: int) -> str:
 
 def grid_catch_up(batch: Batch, run_ids: Iterable[int]) -> str:
     """Cells of many runs at once (after a page load raced with the runner), with every
-    row and column total they touch: two queries however many runs changed."""
+    row and column total and column warnings they touch: three queries however many runs
+    changed."""
     ids = list(run_ids)
     if not ids:
         return batch_status(batch)
@@ -91,6 +103,8 @@ def grid_catch_up(batch: Batch, run_ids: Iterable[int]) -> str:
     parts = [_cell(cell) for cell in cells]
     parts += [_total(f"row-total-{pk}", tally) for pk, tally in row_totals.items()]
     parts += [_total(f"col-total-{pk}", tally) for pk, tally in column_totals.items()]
+    warnings = validity_warnings(batch)
+    parts += [_column_warnings(pk, warnings.get(pk, {})) for pk in column_totals]
     parts.append(_total("grid-total", batch_tally))
     parts.append(
         render_to_string(

@@ -3,16 +3,33 @@ placed before the first event of that turn.
 
 A trial can hold many thousand events; the trial page shows the first page and loads the
 rest as the reader scrolls, and live updates append what arrives after the page was drawn.
-Each page costs three queries (the events, the turn of the event before, the turns).
+Each page costs three queries (the events, the turn of the event before, the turns), and a
+fourth when it opens a turn a responder or simulated user wrote (their consultations).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evals_app.models import Event, Trial, Turn
+from evals_app.models import Consultation, Event, Trial, Turn
 
 PAGE_SIZE = 200
+
+
+# Turn origins written by a consultation, and the consultation kind that wrote them.
+_CONSULTED_ORIGINS = {
+    "responder": Consultation.Kind.RESPONDER,
+    "simulated_user": Consultation.Kind.SIMULATED_USER,
+}
+
+
+@dataclass(frozen=True)
+class OpenedTurn:
+    """A turn's message as the transcript opens it, with the consultation that wrote it (the
+    responder's or simulated user's, consulted after the round before), when there is one."""
+
+    turn: Turn
+    consultation: Consultation | None = None
 
 
 @dataclass
@@ -21,7 +38,7 @@ class TranscriptEntry:
     most a few) that open before it."""
 
     event: Event | None
-    opens: tuple[Turn, ...] = ()
+    opens: tuple[OpenedTurn, ...] = ()
     # Commands seen by the shell recorder rather than reported by the agent: many, terse, and
     # shown folded so the agent's own account stays readable.
     traced: list[Event] = field(default_factory=list)
@@ -99,10 +116,12 @@ def transcript_page(
 
     entries: list[TranscriptEntry] = []
     for event in events:
-        opens: tuple[Turn, ...] = ()
+        opens: tuple[OpenedTurn, ...] = ()
         if event.turn_index > turns_shown:
             opens = tuple(
-                turns[i] for i in range(turns_shown + 1, event.turn_index + 1) if i in turns
+                OpenedTurn(turns[i])
+                for i in range(turns_shown + 1, event.turn_index + 1)
+                if i in turns
             )
             turns_shown = event.turn_index
         if _is_traced(event):
@@ -121,13 +140,14 @@ def transcript_page(
         # Turns that started but have no event yet still show their message, so a reader
         # sees what the agent is working on.
         trailing = tuple(
-            turns[i]
+            OpenedTurn(turns[i])
             for i in sorted(turns)
             if i > turns_shown and (last_turn is None or i <= last_turn)
         )
         if trailing:
             entries.append(TranscriptEntry(event=None, opens=trailing))
-            turns_shown = trailing[-1].index
+            turns_shown = trailing[-1].turn.index
+    _attach_consultations(trial, entries)
     return TranscriptPage(
         trial=trial,
         entries=entries,
@@ -137,6 +157,45 @@ def transcript_page(
         turns_shown=turns_shown,
         last_turn=last_turn,
     )
+
+
+def _consulted_kind(turn: Turn) -> str | None:
+    for key, kind in _CONSULTED_ORIGINS.items():
+        if key in (turn.origin or {}):
+            return kind
+    return None
+
+
+def _attach_consultations(trial: Trial, entries: list[TranscriptEntry]) -> None:
+    """Pair each opened turn a responder or simulated user wrote with its consultation (one
+    query, none when the page opens no such turn). A consultation follows the round it read,
+    so the turn it wrote is the next one."""
+    wanted = {
+        (kind, opened.turn.index - 1)
+        for entry in entries
+        for opened in entry.opens
+        if (kind := _consulted_kind(opened.turn)) is not None
+    }
+    if not wanted:
+        return
+    found: dict[tuple[str, int | None], Consultation] = {}
+    for consultation in Consultation.objects.filter(
+        trial=trial,
+        kind__in={kind for kind, _ in wanted},
+        turn_index__in={index for _, index in wanted},
+    ).order_by("created_at", "id"):
+        # The latest wins: it is the one whose reply was delivered.
+        found[(consultation.kind, consultation.turn_index)] = consultation
+    for entry in entries:
+        entry.opens = tuple(
+            OpenedTurn(
+                opened.turn,
+                found.get((kind, opened.turn.index - 1))
+                if (kind := _consulted_kind(opened.turn))
+                else None,
+            )
+            for opened in entry.opens
+        )
 
 
 def _is_traced(event: Event) -> bool:

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from dashboard.views import cases, grid, reruns, runs, trials
+from dashboard.views import cases, grid, metrics, reruns, runs, trials
 
 urlpatterns = [
     path("api/", include("dashboard.api.urls")),
@@ -9,6 +9,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", grid.grid, name="grid"),
     path("batches/<int:batch_id>/", grid.grid, name="batch"),
+    path("batches/<int:batch_id>/metrics/", metrics.batch_metrics_view, name="batch-metrics"),
     path("batches/<int:batch_id>/rerun/", reruns.rerun_batch_view, name="rerun-batch"),
     path("batches/<int:batch_id>/rerun-failed/", reruns.rerun_failed_view, name="rerun-failed"),
     path(

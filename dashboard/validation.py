@@ -1,5 +1,6 @@
 """The validation panel: each check of a case version with the source that graded it, its pass
-rate across a run's trials and its result on each trial.
+rate across a run's trials and its result on each trial; for a weighted assertion also its type,
+weight and metric; for a model judge the consultation that holds what it was shown.
 
 The source is the text captured when the version was made (``CaseVersion.sources``), never the
 eval file as it is today, so a reader sees exactly the code that produced the result.
@@ -14,7 +15,7 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from dashboard.highlighting import highlight_code, source_lines
-from evals_app.models import CaseVersion, Check, Run, Trial
+from evals_app.models import CaseVersion, Check, Consultation, Run, Trial
 
 
 @dataclass
@@ -28,6 +29,22 @@ class CheckReport:
     # Why there is no source to show, when there is none.
     source_missing: str = ""
     results: list[Check] = field(default_factory=list)
+    # Weighted assertions: the assertion type ("icontains", "llm-rubric"...), how much it
+    # counts (0: information only) and the metric it is charted under.
+    assertion_type: str = ""
+    weight: float | None = None
+    metric: str = ""
+    # The trial page: the judge's consultation (its prompt and raw answer), when one was kept.
+    consultation: Consultation | None = None
+
+    @property
+    def is_assertion(self) -> bool:
+        return self.kind == "assertion"
+
+    @property
+    def mean_score(self) -> float | None:
+        scores = [check.score for check in self.results if check.score is not None]
+        return sum(scores) / len(scores) if scores else None
 
     @property
     def passed(self) -> int:
@@ -58,9 +75,19 @@ def run_check_reports(run: Run) -> list[CheckReport]:
 
 
 def trial_check_reports(trial: Trial) -> list[CheckReport]:
-    """Every check of the trial's case version with this trial's result (one query)."""
+    """Every check of the trial's case version with this trial's result, and the judges'
+    consultations (two queries)."""
     checks = list(Check.objects.filter(trial=trial).select_related("trial").order_by("index"))
-    return _reports(trial.run.case_version, checks)
+    reports = _reports(trial.run.case_version, checks)
+    judged = {
+        consultation.check_index: consultation
+        for consultation in Consultation.objects.filter(
+            trial=trial, kind=Consultation.Kind.JUDGE
+        ).order_by("created_at", "id")
+    }
+    for report in reports:
+        report.consultation = judged.get(report.index)
+    return reports
 
 
 def _reports(version: CaseVersion, checks: list[Check]) -> list[CheckReport]:
@@ -87,6 +114,8 @@ def _report(
     report = CheckReport(
         index=index, name=name, kind=kind, source=None, source_label="", results=results
     )
+    if kind == "assertion":
+        _describe_assertion(report, spec)
     if kind == "command":
         report.source = highlight_code(spec.get("command", ""), "shell")
         report.source_label = "shell command"
@@ -103,9 +132,22 @@ def _report(
     elif kind == "judge" and spec.get("rubric"):
         report.source = highlight_code(str(spec["rubric"]), "text")
         report.source_label = "rubric"
+    elif report.assertion_type == "llm-rubric" and spec.get("value"):
+        report.source = highlight_code(str(spec["value"]), "text")
+        report.source_label = "rubric"
     else:
         shown = {k: v for k, v in spec.items() if k not in ("kind", "name")}
         if shown:
             report.source = highlight_code(json.dumps(shown, indent=2, ensure_ascii=False), "json")
             report.source_label = "definition"
     return report
+
+
+def _describe_assertion(report: CheckReport, spec: dict[str, Any]) -> None:
+    """Type from the definition; weight and metric as recorded with the result (what was
+    applied), else as defined."""
+    first = report.results[0] if report.results else None
+    report.assertion_type = str(spec.get("type") or "")
+    weight = first.weight if first is not None and first.weight is not None else spec.get("weight")
+    report.weight = float(weight) if isinstance(weight, int | float) else None
+    report.metric = (first.metric if first is not None else "") or str(spec.get("metric") or "")

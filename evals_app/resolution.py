@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from evals_app.source_capture import capture_callable, project_root, relative_to_root
-from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.assertions import Assertion
+from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.judges import Judge
 from proctor.tools import Tool
 

@@ -1,5 +1,6 @@
 """Pass rates: per grid cell (case version x variant) of a batch, per row and column, and per
-version and variant across a case's history.
+version and variant across a case's history; the validity warnings of each variant; and the
+pass rate of each weighted assertion's metric per variant.
 
 Every function here costs a fixed number of queries whatever the size of the batch: trials are
 counted by the database with filtered aggregates, never fetched and counted one by one, so the
@@ -14,7 +15,13 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import (
+    Count,
+    F,
+    Q,
+    QuerySet,
+    Sum,
+)
 
 from evals_app.models import Batch, Case, CaseVersion, Run, Trial, Variant
 
@@ -181,6 +188,8 @@ class GridRow:
 class GridColumn:
     variant: Variant
     total: Tally
+    # What threatens this variant's comparison, by name: {"timed_out": 2, ...} (see below).
+    warnings: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -205,7 +214,8 @@ def batch_grid(
     search: str = "",
     sort: str = "case",
 ) -> BatchGrid:
-    """The grid of ``batch`` in three queries (case versions, variants, cell tallies).
+    """The grid of ``batch`` in four queries (case versions, variants, cell tallies, validity
+    warnings). The warnings count the whole batch, whatever the filters show.
 
     ``suite`` is a suite slug, ``tag`` one case tag, ``search`` matches the case's slug or
     name; ``sort`` is ``case`` (suite then slug), ``rate`` (worst first), ``-rate`` (best
@@ -237,8 +247,13 @@ def batch_grid(
     for version in shown:
         row_cells = [cells.get((version.pk, variant.pk)) for variant in variants]
         rows.append(GridRow(version, row_cells, _sum(c.tally for c in row_cells if c)))
+    warnings = validity_warnings(batch)
     columns = [
-        GridColumn(variant, _sum(row.cells[i].tally for row in rows if row.cells[i]))  # type: ignore[union-attr]
+        GridColumn(
+            variant,
+            _sum(row.cells[i].tally for row in rows if row.cells[i]),  # type: ignore[union-attr]
+            warnings.get(variant.pk, {}),
+        )
         for i, variant in enumerate(variants)
     ]
     _sort_rows(rows, sort, variants)
@@ -304,3 +319,77 @@ def version_variant_tallies(case: Case) -> dict[tuple[int, int], Tally]:
         .annotate(**_tally_aggregates(""))
     )
     return {(row["run__case_version_id"], row["run__variant_id"]): _tally(row) for row in rows}
+
+
+# --- validity warnings ---------------------------------------------------------------------------
+
+
+def validity_warning_names(
+    *,
+    status: str,
+    conversation_outcome: str,
+    stop_cause: str,
+    responder_cause: str,
+    plan_state: str,
+) -> list[str]:
+    """The validity warnings one trial raises: what makes its variant's pass rate a weaker
+    measure of the agent (a timeout, broken infrastructure, a conversation cut short, a plan
+    never left). An agent that did not ask when a script expected it is a result about the
+    agent, not a threat to the comparison: no warning. The names are those of benchmark.json.
+    """
+    names = []
+    if status == _STATUS.TIMED_OUT:
+        names.append("timed_out")
+    elif status == _STATUS.ERRORED:
+        names.append("errored")
+    if conversation_outcome == "stopped" or plan_state == "planning":
+        if stop_cause == "responder_cannot_answer":
+            names.append(f"responder_cannot_answer:{responder_cause or 'unknown'}")
+        elif stop_cause == "simulated_user_failed":
+            names.append(f"simulated_user_failed:{responder_cause or 'unknown'}")
+        elif stop_cause == "max_turns_reached":
+            names.append("max_turns_reached")
+    if plan_state == "planning":
+        names.append("never_left_planning")
+    return names
+
+
+def validity_warnings(batch: Batch, variant_id: int | None = None) -> dict[int, dict[str, int]]:
+    """``{variant id: {warning name: trials}}`` for ``batch`` (one variant when given), in one
+    query. The most frequent come first (then by name); a variant with nothing to warn about
+    is absent."""
+    trials = Trial.objects.filter(run__batch=batch)
+    if variant_id is not None:
+        trials = trials.filter(run__variant_id=variant_id)
+    groups = (
+        trials.filter(
+            Q(status__in=[_STATUS.TIMED_OUT, _STATUS.ERRORED])
+            | Q(conversation_outcome="stopped")
+            | Q(plan_state="planning")
+        )
+        .order_by()
+        .values(
+            "run__variant_id",
+            "status",
+            "conversation_outcome",
+            "stop_cause",
+            "responder_cause",
+            "plan_state",
+        )
+        .annotate(trials=Count("id"))
+    )
+    counts: dict[int, dict[str, int]] = {}
+    for group in groups:
+        bucket = counts.setdefault(group["run__variant_id"], {})
+        for name in validity_warning_names(
+            status=group["status"],
+            conversation_outcome=group["conversation_outcome"],
+            stop_cause=group["stop_cause"],
+            responder_cause=group["responder_cause"],
+            plan_state=group["plan_state"],
+        ):
+            bucket[name] = bucket.get(name, 0) + group["trials"]
+    return {
+        variant: dict(sorted(bucket.items(), key=lambda item: (-item[1], item[0])))
+        for variant, bucket in counts.items()
+    }

@@ -4,19 +4,19 @@ comparison (an arm that timed out or broke more often than another) listed first
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 from django.db.models import Count, Q, Sum
 
-from evals_app.models import Batch, Trial
+from evals_app.models import Batch, Trial, Variant
+from evals_app.stats import validity_warnings
 from runner import artifacts
 
 FINAL = [s.value for s in Trial.FINAL_STATUSES]
 
 
 def summarize(batch: Batch) -> dict[str, Any]:
-    """Per-variant counts, pass rates, tokens and validity warnings (two queries)."""
+    """Per-variant counts, pass rates, tokens and validity warnings (three queries)."""
     rows = (
         Trial.objects.filter(run__batch=batch)
         .values("run__variant__name")
@@ -31,26 +31,13 @@ def summarize(batch: Batch) -> dict[str, Any]:
         )
         .order_by("run__variant__name")
     )
-    stops: dict[str, dict[str, int]] = defaultdict(dict)
-    for group in (
-        Trial.objects.filter(run__batch=batch)
-        .filter(Q(conversation_outcome="stopped") | Q(plan_state="planning"))
-        .values("run__variant__name", "stop_cause", "responder_cause", "plan_state")
-        .annotate(n=Count("id"))
-    ):
-        bucket = stops[group["run__variant__name"]]
-        for name in _warning_names(dict(group)):
-            bucket[name] = bucket.get(name, 0) + group["n"]
+    names = dict(Variant.objects.filter(runs__batch=batch).values_list("id", "name").distinct())
+    warnings_by_name = {names[vid]: counts for vid, counts in validity_warnings(batch).items()}
     variants = {}
     for row in rows:
         name = row["run__variant__name"]
         graded = row["passed"] + row["failed"]
-        warnings = {}
-        if row["timed_out"]:
-            warnings["timed_out"] = row["timed_out"]
-        if row["errored"]:
-            warnings["errored"] = row["errored"]
-        warnings.update(sorted(stops[name].items()))
+        warnings = warnings_by_name.get(name, {})
         variants[name] = {
             "trials": row["total"],
             "passed": row["passed"],
@@ -71,21 +58,6 @@ def summarize(batch: Batch) -> dict[str, Any]:
         "validity_warnings": {name: v["validity_warnings"] for name, v in variants.items() if v["validity_warnings"]},
         "variants": variants,
     }
-
-
-def _warning_names(row: dict[str, Any]) -> list[str]:
-    """The validity warnings one group of trials raises. An agent that did not ask when a script
-    expected it is a result about the agent, not a threat to the comparison: no warning."""
-    names = []
-    if row["stop_cause"] == "responder_cannot_answer":
-        names.append(f"responder_cannot_answer:{row['responder_cause'] or 'unknown'}")
-    elif row["stop_cause"] == "simulated_user_failed":
-        names.append(f"simulated_user_failed:{row['responder_cause'] or 'unknown'}")
-    elif row["stop_cause"] == "max_turns_reached":
-        names.append("max_turns_reached")
-    if row["plan_state"] == "planning":
-        names.append("never_left_planning")
-    return names
 
 
 def write_benchmark(batch: Batch) -> dict[str, Any]:

@@ -243,7 +243,9 @@ class Conversation:
         if not self._send(opening):
             return self._timed_out()
         history += [("person", opening), ("agent", self._last_answer)]
-        limit = min(user.max_turns, self.max_turns)
+        # The persona's own bound governs (as promptfoo's maxTurns does); seeded messages and
+        # nothing else are left out of it.
+        limit = user.max_turns
         while True:
             if STOP_MARKER in self._last_answer:
                 return self.result

@@ -1,5 +1,5 @@
 """Filters that turn the numbers of a result into what a reader scans: durations, token
-counts, pass rates."""
+counts, pass rates, weights; and the labels of who wrote a turn."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 from datetime import datetime
 
 from django import template
-from django.utils.safestring import SafeString
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.grid_cells import describe_tally, format_duration, render_grid_cell, render_total
 from evals_app.stats import GridCell, Tally
@@ -80,14 +81,38 @@ def line_count(text: str | None) -> int:
 
 @register.filter
 def origin_label(origin: dict | None) -> str:
-    """Who wrote a turn's message: the eval's author, the responder, or the runner itself."""
+    """Who wrote a turn's message: the eval's author, the responder, the simulated user, or
+    the runner itself."""
+    kind = origin_kind(origin)
+    if kind == "simulated_user":
+        return "simulated user"
+    if kind == "runner" and isinstance(origin, dict) and isinstance(origin["runner"], str):
+        return f"runner · {origin['runner']}"
+    if kind == "other" and origin:
+        return ", ".join(str(key) for key in origin)
+    return kind
+
+
+@register.filter
+def origin_kind(origin: dict | None) -> str:
+    """``authored``, ``responder``, ``simulated_user``, ``runner`` or ``other``: a CSS class
+    and the switch the turn template reads."""
     if not origin:
         return "authored"
-    if "responder" in origin:
-        return "responder"
-    if "runner" in origin:
-        return f"runner · {origin['runner']}" if isinstance(origin["runner"], str) else "runner"
-    return ", ".join(str(key) for key in origin)
+    for kind in ("responder", "simulated_user", "runner"):
+        if kind in origin:
+            return kind
+    return "other"
+
+
+@register.filter
+def origin_model(origin: dict | None) -> str:
+    """The model that wrote a responder's or simulated user's message, when recorded."""
+    for kind in ("responder", "simulated_user"):
+        written = (origin or {}).get(kind)
+        if isinstance(written, dict) and written.get("model"):
+            return str(written["model"])
+    return ""
 
 
 @register.filter
@@ -104,3 +129,48 @@ def since_start(moment: datetime | None, start: datetime | None) -> str:
         return ""
     ms = max(0, round((moment - start).total_seconds() * 1000))
     return f"+{duration(ms)}"
+
+
+@register.filter
+def weight(value: float | None) -> str:
+    """An assertion's weight: ``2``, ``0.5``; ``info only`` for 0 (it never decides)."""
+    if value is None:
+        return ""
+    return "info only" if value <= 0 else f"{value:g}"
+
+
+@register.filter
+def weight_range(lightest: float | None, heaviest: float | None) -> str:
+    """The weights a metric's assertions carry: ``2``, ``0.5–2``, or ``info only``."""
+    if heaviest is None:
+        return ""
+    if heaviest <= 0:
+        return "info only"
+    if lightest is None or lightest == heaviest:
+        return f"{heaviest:g}"
+    return f"{lightest:g}–{heaviest:g}"
+
+
+@register.filter
+def prompt_messages(prompt: object) -> list[dict[str, str]]:
+    """A consultation's prompt as ``[{"role", "content"}]``; anything of another shape is one
+    message holding its JSON, so nothing recorded is hidden."""
+    if isinstance(prompt, list) and all(isinstance(m, dict) and "content" in m for m in prompt):
+        return [
+            {
+                "role": str(m.get("role", "")),
+                "content": m["content"] if isinstance(m["content"], str) else as_json(m["content"]),
+            }
+            for m in prompt
+        ]
+    if prompt in (None, "", [], {}):
+        return []
+    return [{"role": "", "content": prompt if isinstance(prompt, str) else as_json(prompt)}]
+
+
+@register.filter
+def breakable(text: object) -> SafeString:
+    """Escaped text that may wrap after ``_`` and ``:`` (long warning names in a narrow
+    column)."""
+    escaped = str(escape(str(text)))
+    return mark_safe(escaped.replace("_", "_<wbr>").replace(":", ":<wbr>"))  # noqa: S308 - escaped

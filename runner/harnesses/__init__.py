@@ -7,11 +7,13 @@ from runner.harnesses.aider import AiderHarness
 from runner.harnesses.base import (
     CONVERSATION_RESUME,
     PLAN_MODE,
+    SEEDED_CONVERSATION,
     Harness,
     HarnessError,
     TurnRequest,
     TurnResult,
 )
+from runner.harnesses.chat import ChatHarness
 from runner.harnesses.claude_code import ClaudeCodeHarness
 from runner.harnesses.codex import CodexHarness
 from runner.harnesses.command import CommandHarness
@@ -25,6 +27,7 @@ HARNESSES: dict[str, type[Harness]] = {
     "gemini": GeminiHarness,
     "opencode": OpenCodeHarness,
     "aider": AiderHarness,
+    "chat": ChatHarness,
 }
 
 
@@ -41,6 +44,7 @@ __all__ = [
     "CONVERSATION_RESUME",
     "HARNESSES",
     "PLAN_MODE",
+    "SEEDED_CONVERSATION",
     "Harness",
     "HarnessError",
     "TurnRequest",

@@ -17,6 +17,9 @@ from runner.sandboxes import Sandbox
 
 CONVERSATION_RESUME = "conversation-resume"
 PLAN_MODE = "plan-mode"
+# The harness can start a conversation from earlier messages (``seed()``), so a case can test
+# the agent mid-conversation.
+SEEDED_CONVERSATION = "seeded-conversation"
 
 EventSink = Callable[[AgentEvent], None]
 # Called with each raw output line of the agent process: (stream, line).

@@ -1,4 +1,4 @@
-"""Consulting a model: for judges, the responder and simulated users.
+"""Consulting a model: for judges, the responder, simulated users and chat agents under test.
 
 One call, ``complete(config, messages)``, goes to whichever endpoint the config names (an
 OpenAI-compatible HTTP endpoint or a command) and returns a Completion or raises an LLMError
@@ -16,14 +16,20 @@ from runner.llm.command_client import complete_command
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
 from runner.llm.http_client import complete_http
 from runner.llm.json_answers import parse_json_answer
-from runner.llm.settings import KIND_COMMAND, KIND_HTTP, KIND_UNCONFIGURED, LLMConfig, resolve_config
+from runner.llm.settings import (
+    KIND_COMMAND,
+    KIND_HTTP,
+    KIND_UNCONFIGURED,
+    LLMConfig,
+    resolve_config,
+)
 
 __all__ = [
+    "DISPATCH_FAILED",
+    "DISPATCH_TIMED_OUT",
     "KIND_COMMAND",
     "KIND_HTTP",
     "KIND_UNCONFIGURED",
-    "DISPATCH_FAILED",
-    "DISPATCH_TIMED_OUT",
     "Completion",
     "ConsultationRecord",
     "LLMConfig",

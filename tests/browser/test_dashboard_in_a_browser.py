@@ -70,8 +70,26 @@ def test_it_opens_a_transcript_and_the_validator_source(signed_in, dashboard, sc
     expect(trial_check).to_contain_text("failed")
     expect(trial_check.locator(".highlight")).to_contain_text("greeting.txt")
     expect(page.locator("#artifacts")).to_contain_text("events.jsonl")
+    # The weighted assertions: the score against the case's threshold, and each assertion.
+    expect(page.locator("[id^=trial-score-]")).to_contain_text("0.33 / threshold 0.60")
+    expect(page.locator("[id^=trial-checks-] #check-1")).to_contain_text("weight 2")
     screenshot(page, "trial")
     assert dialogs == []
+
+
+def test_it_shows_each_metric_per_variant(signed_in, dashboard, screenshot):
+    page = signed_in
+    page.get_by_role("link", name="Metrics", exact=True).click()
+    expect(page.locator("h1")).to_contain_text(f"of batch #{dashboard.batch_id}")
+    expect(page.locator(".variant-name")).to_have_text(["sloppy", "steady"])
+    exact = page.locator("tr.metric-row").filter(has_text="exact-greeting")
+    expect(exact.locator(".weight-col")).to_have_text("2")
+    expect(exact.locator("td.cell .cell-score")).to_have_text(["0%", "100%"])
+    latency = page.locator("tr.metric-row").filter(has_text="latency")
+    expect(latency.locator(".weight-col")).to_have_text("info only")
+    expect(page.locator("#weighted-score td.cell .cell-score")).to_have_text(["0.33", "1.00"])
+    expect(page.locator("#met-threshold td.cell .cell-score")).to_have_text(["0/1", "1/1"])
+    screenshot(page, "metrics")
 
 
 def test_it_reruns_a_cell_and_fills_it_in_live(signed_in, dashboard, screenshot):

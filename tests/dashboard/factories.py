@@ -23,6 +23,7 @@ from evals_app.models import (
     Case,
     CaseVersion,
     Check,
+    Consultation,
     Event,
     Organization,
     Run,
@@ -84,9 +85,13 @@ def make_cast(*, alice_password: str | None = None) -> Cast:
 
 
 def make_definition(
-    suite: str, case: str, *, prompt: str = "Add a /health route that returns 200"
+    suite: str,
+    case: str,
+    *,
+    prompt: str = "Add a /health route that returns 200",
+    checks: list[dict] | None = None,
 ) -> dict:
-    return {
+    definition = {
         "suite": suite,
         "case": case,
         "prompt": prompt,
@@ -113,6 +118,23 @@ def make_definition(
                 "sha256": "0" * 64,
             },
         ],
+    }
+    if checks is not None:
+        definition["checks"] = checks
+    return definition
+
+
+def assertion_spec(
+    type: str, value: object = None, *, name: str, weight: float = 1.0, metric: str | None = None
+) -> dict:
+    """A weighted assertion as the catalog writes it into a version's definition."""
+    return {
+        "kind": "assertion",
+        "name": name,
+        "type": type,
+        "weight": weight,
+        "metric": metric,
+        "value": value,
     }
 
 
@@ -419,3 +441,91 @@ def add_events(
             for seq in range(start_seq, start_seq + count)
         ]
     )
+
+
+def make_assertion_check(
+    trial: Trial,
+    index: int,
+    *,
+    name: str,
+    metric: str = "",
+    weight: float = 1.0,
+    passed: bool = True,
+    score: float | None = None,
+    message: str = "",
+) -> Check:
+    """One graded assertion; its score is 1 or 0 by ``passed`` unless given."""
+    return Check.objects.create(
+        trial=trial,
+        index=index,
+        name=name,
+        kind="assertion",
+        passed=passed,
+        score=float(passed) if score is None else score,
+        weight=weight,
+        metric=metric,
+        message=message,
+    )
+
+
+def make_consultation(trial: Trial, kind: str, **fields) -> Consultation:
+    defaults: dict = {"model": "small-model", "duration_ms": 800}
+    return Consultation.objects.create(trial=trial, kind=kind, **{**defaults, **fields})
+
+
+PERSONA = "You are Dana, a busy clinic manager who wants a demo next Tuesday."
+
+
+def make_simulated_conversation(
+    run: Run, *, index: int = 0, artifacts_dir: Path | None = None, **trial_fields
+) -> Trial:
+    """A simulated user's conversation: the persona's first message (authored), the agent's
+    answer, then the simulated user's reply written after consulting the model about round 0,
+    and the agent's last answer."""
+    trial = make_trial(
+        run,
+        index,
+        artifacts_dir=str(artifacts_dir or ""),
+        conversation_outcome="completed",
+        **trial_fields,
+    )
+    Turn.objects.create(trial=trial, index=0, prompt="Hi, I'd like to see a demo.")
+    Turn.objects.create(
+        trial=trial,
+        index=1,
+        prompt="Tuesday at 10 works for me.",
+        origin={"simulated_user": {"model": "persona-model"}},
+    )
+    make_consultation(
+        trial,
+        Consultation.Kind.SIMULATED_USER,
+        turn_index=0,
+        model="persona-model",
+        prompt=[
+            {"role": "system", "content": PERSONA},
+            {"role": "assistant", "content": "Hi, I'd like to see a demo."},
+            {"role": "user", "content": "Happy to help! Does Tuesday at 10 suit you?"},
+        ],
+        answer="Tuesday at 10 works for me.",
+        verdict="reply",
+    )
+    at = timezone.now()
+    Event.objects.bulk_create(
+        [
+            Event(
+                trial=trial,
+                turn_index=turn,
+                seq=seq,
+                kind="Message",
+                at=at + timedelta(seconds=seq),
+                data={"role": "assistant", "text": text, "usage": None},
+            )
+            for seq, (turn, text) in enumerate(
+                [
+                    (0, "Happy to help! Does Tuesday at 10 suit you?"),
+                    (1, "Booked: Tuesday at 10. ###STOP###"),
+                ]
+            )
+        ]
+    )
+    return trial

@@ -19,6 +19,7 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
     case = run.case_version.case
     pages = [
         f"/batches/{batch.pk}/",
+        f"/batches/{batch.pk}/metrics/",
         f"/?batch={batch.pk}",
         f"/runs/{run.pk}/",
         f"/trials/{trial.pk}/",

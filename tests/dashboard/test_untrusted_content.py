@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 import pytest
 from django.utils import timezone
 from factories import (
+    make_assertion_check,
     make_batch,
     make_case,
     make_cast,
@@ -99,6 +100,80 @@ def test_it_escapes_html_in_every_part_of_a_transcript(client, tmp_path):
         ], url
     trial_html = client.get(f"/trials/{trial.pk}/").content.decode()
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in trial_html
+
+
+def test_it_escapes_consultations_simulated_turns_and_metric_names(client):
+    """What a model was shown and what it answered, a simulated user's words and a metric's
+    name all come from outside Proctor: each renders as text."""
+    cast = make_cast()
+    batch = make_batch(cast.acme)
+    run = make_run(
+        batch, make_version(make_case(cast.acme, "persona")), make_variant(cast.acme, "v")
+    )
+    trial = make_trial(
+        run,
+        score=0.5,
+        threshold=0.6,
+        outside_writes=[SCRIPT],
+        responder_cause=IMG,
+        stop_cause="simulated_user_failed",
+        conversation_outcome="stopped",
+    )
+    Turn.objects.create(trial=trial, index=0, prompt="hello")
+    Turn.objects.create(
+        trial=trial, index=1, prompt=SCRIPT, origin={"simulated_user": {"model": IMG}}
+    )
+    Turn.objects.create(
+        trial=trial, index=2, prompt=IMG, origin={"responder": {"model": SCRIPT, "reason": IMG}}
+    )
+    for kind, turn_index in (("simulated_user", 0), ("responder", 1)):
+        Consultation.objects.create(
+            trial=trial,
+            kind=kind,
+            turn_index=turn_index,
+            model=IMG,
+            prompt=[{"role": SCRIPT, "content": f'{SCRIPT} {IMG} <a href="{LINK}">x</a>'}],
+            answer=SCRIPT,
+            verdict=IMG,
+            reason=SCRIPT,
+            cause=IMG,
+        )
+    Consultation.objects.create(
+        trial=trial, kind="judge", check_index=0, prompt={"odd": SCRIPT}, answer=IMG
+    )
+    make_assertion_check(trial, 0, name=SCRIPT, metric=IMG, weight=2, passed=False, message=IMG)
+    make_assertion_check(trial, 1, name=IMG, metric="", weight=0, passed=True)
+    client.force_login(cast.alice)
+
+    pages = (
+        f"/trials/{trial.pk}/",
+        f"/batches/{batch.pk}/metrics/",
+        f"/runs/{run.pk}/",
+        f"/batches/{batch.pk}/",  # the responder's cause is in the column's warnings
+    )
+    for url in pages:
+        html = client.get(url).content.decode()
+        assert_inert(html, url)
+    trial_html = client.get(f"/trials/{trial.pk}/").content.decode()
+    assert trial_html.count("&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;") >= 5
+    grid_html = client.get(f"/batches/{batch.pk}/").content.decode().replace("<wbr>", "")
+    assert "simulated_user_failed:&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in grid_html
+    metrics_html = client.get(f"/batches/{batch.pk}/metrics/").content.decode()
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in metrics_html
+
+
+def assert_inert(html: str, url: str) -> None:
+    tags = elements(html)
+    scripts = [dict(attrs).get("src") for tag, attrs in tags if tag == "script"]
+    assert all(src and src.startswith("/static/vendor/") for src in scripts), (url, scripts)
+    assert not [tag for tag, _ in tags if tag in ("img", "iframe")], url
+    assert not [(tag, attrs) for tag, attrs in tags for name, _ in attrs if name.startswith("on")]
+    assert not [
+        v
+        for _, attrs in tags
+        for n, v in attrs
+        if n == "href" and (v or "").startswith("javascript")
+    ], url
 
 
 @pytest.mark.parametrize(

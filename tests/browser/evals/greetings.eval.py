@@ -1,9 +1,10 @@
 """The browser tests' evals: two small cases, a steady agent and a sloppy one, both scripted
-(no model, no key). Each agent takes two seconds, so a rerun is seen running, then done."""
+(no model, no key). Each agent takes two seconds, so a rerun is seen running, then done. The
+polite case is also graded by weighted assertions, for the metrics page."""
 
 from pathlib import Path
 
-from proctor import Verdict, case, command, profile, suite, variant
+from proctor import Verdict, assertion, case, command, profile, suite, variant
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -17,6 +18,10 @@ def agent(mode: str):
             mode, dir=str(AGENTS), run=f'bash "$PROCTOR_PROFILE_DIR/greeter.sh" {mode}'
         ),
     )
+
+
+def greeting_is_exact(ctx) -> bool:
+    return ctx.read_text("greeting.txt").strip() == "Hello, Ada!"
 
 
 def greets_ada(ctx) -> Verdict:
@@ -35,7 +40,17 @@ greetings = suite(
             tags=["smoke"],
             validate=command("grep -qx 'Hello, Ada!' greeting.txt"),
         ),
-        case("greet-ada-politely", variables={"name": "Ada"}, validate=greets_ada),
+        case(
+            "greet-ada-politely",
+            variables={"name": "Ada"},
+            validate=[
+                greets_ada,
+                assertion("python", greeting_is_exact, weight=2, metric="exact-greeting"),
+                assertion("icontains", "greeting", metric="mentions-greeting"),
+                assertion("latency", 60000, weight=0, metric="latency"),
+            ],
+            threshold=0.6,
+        ),
     ],
     variants=[agent("steady"), agent("sloppy")],
     trials=1,

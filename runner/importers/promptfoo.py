@@ -1,0 +1,501 @@
+"""A promptfoo config as a Proctor eval file.
+
+``translate_config`` reads the config's values (and the files it points to) and returns the
+eval file's source with the list of everything it could not carry over, each named. It writes
+nothing.
+
+How promptfoo's concepts land:
+
+- ``providers`` become variants: ``openai:chat:MODEL`` and ``openai:MODEL`` run on the chat
+  harness (with ``apiBaseUrl`` and ``tools``); ``promptfoo:simulated-user`` is not a variant but
+  the person's side of the conversation.
+- ``tests`` become cases (``description`` the name, a slug of it the id, ``vars`` the
+  variables, ``assert`` the weighted assertions, ``threshold`` the case's), with ``defaultTest``
+  merged into each as promptfoo does. A var holding a list runs the test once per item.
+- With a simulated user, promptfoo sends the prompt to the agent as its system prompt, so it
+  becomes the suite's ``system_prompt``; ``vars.instructions`` is the persona,
+  ``vars.message`` its first message, ``initialMessages`` the seeded conversation. Without one,
+  the prompt is the suite's ``prompt``. A config mixing both gets one suite for each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from proctor.definitions import DEFAULT_MAX_TURNS
+from proctor.validation import MAX_TURNS_RANGE
+from runner.importers import ImportFailed
+from runner.importers.handles import UniqueHandles, slugify
+from runner.importers.nunjucks import fill_variables, unsupported_expressions, variables_used
+from runner.importers.promptfoo_assertions import assertions_from_short_form, translate_assertions
+from runner.importers.promptfoo_files import (
+    STRUCTURED_SUFFIXES,
+    ConfigFiles,
+    is_code_reference,
+    is_reference,
+)
+from runner.importers.promptfoo_providers import (
+    SIMULATED_USER,
+    chat_model,
+    provider_entries,
+    variants_from,
+)
+from runner.importers.python_source import Call, Module, Name, Spread, call, identifier_for
+
+# promptfoo's own default when a simulated-user provider gives no maxTurns.
+PROMPTFOO_MAX_TURNS = 10
+# What a simulated-user case says first when its test gives no vars.message (promptfoo's
+# simulated user opens by itself; Proctor's opens with the suite's prompt).
+OPENING_LINE = "Hello."
+SUITE_ID_LENGTH = 60
+TOP_LEVEL_READ = {"description", "prompts", "providers", "targets", "tests", "defaultTest", "$schema"}
+TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options"}
+SIMULATED_READ = {"instructions", "maxTurns", "initialMessages", "userProvider"}
+# Vars the simulated user reads itself; the rest are the case's variables.
+SIMULATION_VARS = ("instructions", "message", "initialMessages")
+
+ANSWERED_CHECK = '''\
+def answered(ctx) -> bool:
+    """A promptfoo test without assertions passes when the agent answers; so does this one."""
+    return bool(ctx.answer().strip())'''
+
+
+@dataclass
+class PromptfooImport:
+    source: str
+    untranslated: list[str]
+    suites: list[str]
+    cases: int
+
+
+@dataclass
+class _Prompt:
+    label: str
+    user: str | None
+    system: str | None
+
+
+@dataclass
+class _Test:
+    position: int
+    where: str
+    description: str | None
+    variables: dict[str, Any]
+    asserts: Any
+    threshold: Any
+    simulated: Mapping[str, Any] | None
+
+
+@dataclass
+class _Translator:
+    config: Mapping[str, Any]
+    files: ConfigFiles
+    output_dir: Path
+    untranslated: list[str] = field(default_factory=list)
+    handles: UniqueHandles = field(default_factory=UniqueHandles)
+    needs_answered: bool = False
+
+    def skip(self, item: str) -> None:
+        if item not in self.untranslated:
+            self.untranslated.append(item)
+
+
+def translate_config(config: Mapping[str, Any], *, config_path: Path, output_path: Path) -> PromptfooImport:
+    """The eval file for ``config`` (read from ``config_path``; ``file://`` paths are relative to
+    it), to be written at ``output_path``. Reads referenced files; raises ImportFailed when one
+    cannot be read."""
+    t = _Translator(config, ConfigFiles(config_path), output_path.resolve().parent)
+    for key in config:
+        if key not in TOP_LEVEL_READ:
+            t.skip(f"top-level {key}")
+    prompts = _prompts(t)
+    variants, provider_simulated = variants_from(config.get("providers", config.get("targets")), t.files, t.skip)
+    default = _default_test(t)
+    tests = _tests(t, default, provider_simulated)
+    if not tests:
+        raise ImportFailed(f"{config_path} has no tests to import; add at least one under tests.")
+    module = Module(header=[f"Imported from {config_path.name} by `proctor import promptfoo`."])
+    shared = _shared_default_assertions(t, default, module)
+    single = [test for test in tests if test.simulated is None]
+    simulated = [test for test in tests if test.simulated is not None]
+    prompt = prompts[0] if prompts else None
+    if single and (prompt is None or not prompt.user):
+        raise ImportFailed(f"{config_path} has tests but no prompt to send them with; add one under prompts.")
+    base_id = _suite_id(config, config_path)
+    suite_ids = []
+    for group, suffix in ((single, ""), (simulated, "-multi-turn" if single else "")):
+        if not group:
+            continue
+        suite_id = base_id + suffix
+        suite_ids.append(suite_id)
+        cases = [_case(t, test, default=default, shared=shared, prompt=prompt) for test in group]
+        module.assign(identifier_for(suite_id, fallback="suite"),
+                      _suite(t, suite_id, cases, variants, prompt, conversational=group is simulated))
+    if t.needs_answered:
+        module.functions.append(ANSWERED_CHECK)
+    if t.untranslated:
+        module.notes = ["Not translated from the promptfoo config (edit by hand where it matters):",
+                        *(f"  - {item}" for item in t.untranslated)]
+    return PromptfooImport(source=module.source(), untranslated=list(t.untranslated), suites=suite_ids,
+                           cases=len(tests))
+
+
+def _suite_id(config: Mapping[str, Any], config_path: Path) -> str:
+    """From the config's description, else its file's name, else its folder's name; short
+    enough that ``-multi-turn`` still fits."""
+    description = config.get("description")
+    stem = config_path.name.split(".")[0]
+    for candidate in (description if isinstance(description, str) else "",
+                      "" if stem.lower() in ("promptfooconfig", "promptfoo", "config") else stem,
+                      config_path.resolve().parent.name):
+        slug = slugify(candidate, fallback="")[:SUITE_ID_LENGTH].rstrip("-")
+        if slug:
+            return slug
+    return "promptfoo"
+
+
+# --- prompts ---------------------------------------------------------------------------------
+
+
+def _prompts(t: _Translator) -> list[_Prompt]:
+    raw = t.config.get("prompts")
+    items = raw if isinstance(raw, list) else [] if raw is None else [raw]
+    prompts: list[_Prompt] = []
+    for position, item in enumerate(items, start=1):
+        label = f"prompt #{position}"
+        if isinstance(item, Mapping):
+            label = str(item.get("label") or item.get("id") or label)
+            item = item.get("raw", item.get("id"))
+        if not isinstance(item, str):
+            t.skip(f"{label} (not text)")
+            continue
+        prompts.extend(_prompt_texts(t, item, label))
+    for extra in prompts[1:]:
+        t.skip(f"{extra.label} (a suite holds one prompt; the first was used)")
+    if prompts:
+        for text in (prompts[0].user, prompts[0].system):
+            for expression in unsupported_expressions(text or ""):
+                t.skip(f"{prompts[0].label}: template expression {expression}")
+    return prompts
+
+
+def _prompt_texts(t: _Translator, item: str, label: str) -> list[_Prompt]:
+    if not is_reference(item):
+        return [_chat_or_text(t, item, label)]
+    if is_code_reference(item):
+        t.skip(f"{label}: {item} (a prompt function)")
+        return []
+    found = []
+    for reference in t.files.matching("prompt", item):
+        path = t.files.path(reference)
+        if path.suffix in STRUCTURED_SUFFIXES:
+            found.append(_chat_prompt(t, t.files.structured("prompt", reference), reference))
+        else:
+            # A text file may hold several prompts separated by a line of three hyphens.
+            parts = [part.strip() for part in t.files.text("prompt", reference).split("\n---\n")]
+            found += [_Prompt(reference if len(parts) == 1 else f"{reference} #{n}", part, None)
+                      for n, part in enumerate(parts, start=1) if part]
+    return [prompt for prompt in found if prompt.user is not None or prompt.system is not None]
+
+
+def _chat_or_text(t: _Translator, text: str, label: str) -> _Prompt:
+    if text.lstrip().startswith("["):
+        try:
+            return _chat_prompt(t, json.loads(text), label)
+        except ValueError:
+            pass
+    return _Prompt(label, text, None)
+
+
+def _chat_prompt(t: _Translator, messages: Any, label: str) -> _Prompt:
+    """A chat-format prompt: its system messages are the system prompt, its last user message
+    the prompt."""
+    if isinstance(messages, str):
+        return _Prompt(label, messages, None)
+    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "content" in m for m in messages):
+        t.skip(f"{label} (not a list of chat messages)")
+        return _Prompt(label, None, None)
+    system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system") or None
+    users = [m for m in messages if m.get("role") == "user"]
+    if len(messages) - (1 if system else 0) > len(users[-1:]):
+        t.skip(f"{label}: chat messages before the last user message")
+    return _Prompt(label, str(users[-1]["content"]) if users else None, system)
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+
+def _default_test(t: _Translator) -> Mapping[str, Any]:
+    default = t.config.get("defaultTest") or {}
+    if is_reference(default):
+        default = t.files.structured("defaultTest", default)
+    if not isinstance(default, Mapping):
+        t.skip("defaultTest (not a mapping)")
+        return {}
+    for key in sorted(set(default) - TEST_READ):
+        t.skip(f"defaultTest: {key}")
+    for key in sorted(default.get("options") or {}):
+        t.skip(f"defaultTest: options.{key}")
+    return default
+
+
+def _raw_tests(t: _Translator) -> list[Any]:
+    raw = t.config.get("tests")
+    items = raw if isinstance(raw, list) else [] if raw is None else [raw]
+    tests: list[Any] = []
+    for item in items:
+        if not is_reference(item):
+            tests.append(item)
+            continue
+        for reference in t.files.matching("tests", item):
+            suffix = t.files.path(reference).suffix
+            if suffix == ".csv":
+                tests += [_test_from_row(row) for row in t.files.csv_rows("tests", reference)]
+            elif suffix in STRUCTURED_SUFFIXES:
+                loaded = t.files.structured("tests", reference)
+                tests += loaded if isinstance(loaded, list) else [loaded]
+            else:
+                t.skip(f"tests {reference} (only YAML, JSON and CSV test files translate)")
+    return tests
+
+
+def _test_from_row(row: Mapping[str, str]) -> dict[str, Any]:
+    """A CSV row as promptfoo reads it: columns are vars, ``__expected`` columns assertions."""
+    test: dict[str, Any] = {"vars": {}, "assert": []}
+    for column, cell in row.items():
+        if column is None or cell is None:
+            continue
+        if column.startswith("__expected"):
+            if cell.strip():
+                test["assert"].append(assertions_from_short_form(cell))
+        elif column == "__description":
+            test["description"] = cell
+        elif column == "__threshold" and cell.strip():
+            test["threshold"] = float(cell)
+        elif not column.startswith("__"):
+            test["vars"][column] = cell
+    return test
+
+
+def _tests(t: _Translator, default: Mapping[str, Any], provider_simulated: Mapping[str, Any] | None) -> list[_Test]:
+    default_simulated = _simulated_config(t, default.get("provider"), "defaultTest")
+    tests = []
+    for position, raw in enumerate(_raw_tests(t), start=1):
+        if not isinstance(raw, Mapping):
+            t.skip(f"test #{position} (not a mapping)")
+            continue
+        description = raw.get("description")
+        where = f"test {description!r}" if isinstance(description, str) else f"test #{position}"
+        for key in sorted(set(raw) - TEST_READ):
+            t.skip(f"{where}: {key}")
+        for key in sorted(raw.get("options") or {}):
+            t.skip(f"{where}: options.{key}")
+        own_vars = raw.get("vars") or {}
+        if is_reference(own_vars):
+            own_vars = t.files.structured(f"{where}: vars", own_vars)
+        variables = {**(default.get("vars") or {}), **(own_vars if isinstance(own_vars, Mapping) else {})}
+        variables = {str(k): _var_value(t, v, where, str(k)) for k, v in variables.items()}
+        simulated = provider_simulated
+        if "provider" in raw:
+            simulated = _simulated_config(t, raw["provider"], where)
+        elif default_simulated is not None:
+            simulated = default_simulated
+        threshold = raw.get("threshold", default.get("threshold"))
+        for expanded in _expand(variables):
+            tests.append(_Test(position, where, description if isinstance(description, str) else None, expanded,
+                               raw.get("assert"), threshold, simulated))
+    return tests
+
+
+def _simulated_config(t: _Translator, provider: Any, where: str) -> Mapping[str, Any] | None:
+    if provider is None:
+        return None
+    for provider_id, options in provider_entries(t.skip, provider, where):
+        if provider_id == SIMULATED_USER:
+            config = options.get("config") or {}
+            for key in sorted(set(config) - SIMULATED_READ):
+                t.skip(f"{where}: simulated-user config.{key}")
+            return config
+        t.skip(f"{where}: provider {provider_id} (a test runs under every variant of its suite)")
+    return None
+
+
+def _var_value(t: _Translator, value: Any, where: str, name: str) -> Any:
+    """A var's value, with a ``file://`` text or data file read (initialMessages is kept for
+    the simulated user to resolve)."""
+    if name == "initialMessages" or not is_reference(value):
+        return value
+    if is_code_reference(value):
+        t.skip(f"{where}: vars.{name} {value} (code that makes the value)")
+        return value
+    if t.files.path(value).suffix in STRUCTURED_SUFFIXES:
+        return t.files.structured(f"{where}: vars.{name}", value)
+    return t.files.text(f"{where}: vars.{name}", value)
+
+
+def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
+    """One set of vars per combination of list values, as promptfoo runs them."""
+    listed = [name for name, value in variables.items()
+              if isinstance(value, list) and value and name not in SIMULATION_VARS
+              and all(isinstance(item, str | int | float | bool) for item in value)]
+    if not listed:
+        return [variables]
+    combos = itertools.product(*(variables[name] for name in listed))
+    return [{**variables, **dict(zip(listed, combo, strict=True))} for combo in combos]
+
+
+# --- cases and suites ------------------------------------------------------------------------
+
+
+def _shared_default_assertions(t: _Translator, default: Mapping[str, Any], module: Module) -> Name | None:
+    """defaultTest's assertions as one list every case spreads, when they use no test vars."""
+    entries = default.get("assert")
+    if not entries or "{{" in json.dumps(entries, default=str):
+        return None
+    translated = translate_assertions(entries, where="defaultTest", variables=default.get("vars") or {},
+                                      files=t.files)
+    for item in translated.untranslated:
+        t.skip(item)
+    return module.assign("default_assertions", translated.assertions) if translated.assertions else None
+
+
+def _case(t: _Translator, test: _Test, *, default: Mapping[str, Any], shared: Name | None,
+          prompt: _Prompt | None) -> Call:
+    entries: list[Any] = []
+    if shared is None and isinstance(default.get("assert"), list):
+        entries += default["assert"]
+    if isinstance(test.asserts, list):
+        entries += test.asserts
+    elif test.asserts is not None:
+        t.skip(f"{test.where}: assert (not a list of assertions)")
+    translated = translate_assertions(entries, where=test.where, variables=test.variables, files=t.files)
+    for item in translated.untranslated:
+        t.skip(item)
+    validate: list[Any] = [Spread(shared)] if shared is not None else []
+    validate += translated.assertions
+    if not validate:
+        t.needs_answered = True
+        t.skip(f"{test.where}: no assertion translated; it checks only that the agent answers")
+        validate = [Name("answered")]
+    threshold = test.threshold
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)):
+        t.skip(f"{test.where}: threshold {threshold!r} (not a number)")
+        threshold = None
+    fallback = f"test-{test.position}"
+    case_id = t.handles.take(slugify(test.description, fallback=fallback) if test.description else fallback)
+    if test.simulated is not None:
+        variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
+        user = _simulated_user(t, test)
+    else:
+        variables = dict(test.variables)
+        user = None
+        for name in variables_used(prompt.user or "") if prompt else []:
+            if name not in variables:
+                variables[name] = ""
+                t.skip(f"{test.where}: prompt variable {{{{{name}}}}} has no value (promptfoo leaves it empty)")
+    return call("case", case_id, name=test.description, variables=variables or None, user=user,
+                max_turns=_case_turns(user), validate=validate, threshold=threshold)
+
+
+def _case_turns(user: Call | None) -> int | None:
+    """The case's own turn limit, raised to the simulated user's budget when that is larger:
+    a conversation stops at the smaller of the two."""
+    turns = dict(user.kwargs).get("max_turns") if user is not None else None
+    return turns if isinstance(turns, int) and turns > DEFAULT_MAX_TURNS else None
+
+
+def _simulated_user(t: _Translator, test: _Test) -> Call:
+    config = test.simulated or {}
+    variables = test.variables
+    template = config.get("instructions")
+    if not isinstance(template, str):
+        template = "{{instructions}}"  # promptfoo's default: the test's vars.instructions
+    instructions = fill_variables(template, variables).strip()
+    for expression in unsupported_expressions(instructions):
+        t.skip(f"{test.where}: simulated-user instructions expression {expression}")
+    if not instructions or instructions == "{{instructions}}":
+        t.skip(f"{test.where}: the simulated user has no instructions (vars.instructions)")
+        instructions = "Play a person talking to the agent; answer what it asks."
+    message = variables.get("message")
+    max_turns = config.get("maxTurns", PROMPTFOO_MAX_TURNS)
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int):
+        t.skip(f"{test.where}: maxTurns {max_turns!r} (not a whole number)")
+        max_turns = PROMPTFOO_MAX_TURNS
+    low, high = MAX_TURNS_RANGE
+    if not low <= max_turns <= high:
+        t.skip(f"{test.where}: maxTurns {max_turns} (Proctor allows {low} to {high}; {min(max(max_turns, low), high)} used)")
+        max_turns = min(max(max_turns, low), high)
+    seeded = variables.get("initialMessages", config.get("initialMessages"))
+    return call("simulated_user", instructions,
+                first_message=fill_variables(str(message), variables) if message is not None else None,
+                max_turns=max_turns, model=_user_model(t, config.get("userProvider"), test.where),
+                initial_messages=_initial_messages(t, seeded, test))
+
+
+def _user_model(t: _Translator, provider: Any, where: str) -> str | None:
+    if provider is None:
+        return None
+    for provider_id, _options in provider_entries(t.skip, provider, where):
+        model = chat_model(provider_id)
+        if model is not None:
+            return model
+        t.skip(f"{where}: simulated-user userProvider {provider_id}")
+    return None
+
+
+def _initial_messages(t: _Translator, seeded: Any, test: _Test) -> Any:
+    """Inline messages as a list; a JSON file as a ``file://`` path relative to the eval file
+    (the SDK reads it there); a YAML file read now, since the SDK reads JSON only."""
+    if seeded is None or seeded == "" or seeded == []:
+        return None
+    what = f"{test.where}: initialMessages"
+    if isinstance(seeded, str) and seeded.lstrip().startswith("["):
+        with contextlib.suppress(ValueError):
+            seeded = json.loads(seeded)
+    if is_reference(seeded):
+        path = t.files.path(seeded)
+        loaded = t.files.structured(what, seeded)
+        messages = loaded.get("messages") if isinstance(loaded, Mapping) else loaded
+        if not _is_message_list(messages):
+            raise t.files.fail(what, seeded, f"{path} must hold a list of {{role, content}} messages")
+        as_file = path.suffix == ".json" and "{{" not in json.dumps(messages)
+        if as_file and all(m["role"] != "system" for m in messages):
+            return "file://" + Path(os.path.relpath(path.resolve(), t.output_dir)).as_posix()
+        seeded = messages
+    if not _is_message_list(seeded):
+        t.skip(f"{what} (not a list of {{role, content}} messages)")
+        return None
+    if any(m["role"] == "system" for m in seeded):
+        t.skip(f"{what}: system messages (a conversation is seeded with user and assistant messages)")
+    return [{"role": str(m["role"]), "content": fill_variables(str(m["content"]), test.variables)}
+            for m in seeded if m["role"] != "system"] or None
+
+
+def _is_message_list(value: Any) -> TypeGuard[list[Mapping[str, Any]]]:
+    return isinstance(value, list) and all(
+        isinstance(m, Mapping) and m.get("role") in ("user", "assistant", "system") and "content" in m for m in value
+    )
+
+
+def _suite(t: _Translator, suite_id: str, cases: list[Call], variants: list[Call], prompt: _Prompt | None,
+           *, conversational: bool) -> Call:
+    description = t.config.get("description")
+    name = description if isinstance(description, str) and description.strip() else None
+    if conversational:
+        # promptfoo shows the agent its prompt as the system message of every turn.
+        system = "\n\n".join(p for p in (prompt.system, prompt.user) if p) if prompt else None
+        if system and variables_used(system):
+            t.skip(f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
+                   "(Proctor does not fill a system prompt per case)")
+        return call("suite", suite_id, name=name, prompt=OPENING_LINE, system_prompt=system or None,
+                    variants=variants, cases=cases)
+    assert prompt is not None and prompt.user, "translate_config refuses single-turn tests without a prompt"
+    return call("suite", suite_id, name=name, prompt=prompt.user, system_prompt=prompt.system,
+                variants=variants, cases=cases)

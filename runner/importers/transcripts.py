@@ -1,0 +1,237 @@
+"""Recorded conversations as simulated-user cases.
+
+Each ``*.json`` in a folder is one recorded conversation: a list of ``{role, content}``
+messages, or ``{"messages": [...], "outcome": "..."}``. Each becomes a case whose simulated
+user plays the caller: a persona the model writes from the recording, the caller's first
+message, a budget of twice the recorded caller turns (at most 15), and an ``llm-rubric`` that
+the conversation ends the way the recording did. Messages the agent sent before the caller
+first spoke (a greeting) seed the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proctor.definitions import DEFAULT_MAX_TURNS
+from runner.importers.handles import UniqueHandles, slugify
+from runner.importers.python_source import Call, Module, call, identifier_for
+from runner.llm import LLMConfig, LLMError, complete, parse_json_answer
+
+MAX_TURNS_CAP = 15
+OPENING_LINE = "Hello."
+METRIC = "disposition-outcome"
+# How recordings from other tools name the two sides.
+CALLER_ROLES = {"user", "human", "caller", "customer", "lead", "client"}
+AGENT_ROLES = {"assistant", "agent", "ai", "bot"}
+IGNORED_ROLES = {"system", "tool", "function", "developer"}
+# The two directives every persona carries, and how to tell the model already wrote them.
+REACTIVE_DIRECTIVE = "Stay reactive: answer what the agent asks, and do not steer the conversation yourself."
+WRAP_UP_DIRECTIVE = "Once your main question has been dealt with, start bringing the call to a close."
+_SAYS_REACTIVE = re.compile(r"\breactive\b|only (?:respond|answer|reply)", re.IGNORECASE)
+_SAYS_WRAP_UP = re.compile(r"wrap(?:ping)?[- ]up|bring(?:ing)? the (?:call|conversation) to a close|"
+                           r"(?:end|close) the (?:call|conversation)", re.IGNORECASE)
+
+PERSONA_PROMPT = """\
+You read a recorded conversation between a caller and an agent (sales, support, booking) and \
+describe the caller so another model can play them in a new conversation with the agent.
+
+Write the instructions in the second person ("You are ..."): who the caller is, what they \
+want and why, facts they gave (names, dates, numbers, preferences), constraints and \
+objections, and how they talk (tone, patience, length of replies). Describe the person, not \
+the transcript: do not quote the agent, and do not tell them what the agent will say. Include \
+that they are reactive (they answer what the agent asks and do not lead), and that once their \
+main question is resolved they start wrapping up.
+
+Answer with a JSON object only: {"instructions": "..."}"""
+
+
+class TranscriptError(Exception):
+    """One recording could not become a case; the message says why in one sentence."""
+
+
+@dataclass
+class Transcript:
+    path: Path
+    messages: list[tuple[str, str]]  # ("user" | "assistant", text), in order
+    outcome: str | None
+
+    @property
+    def caller_turns(self) -> int:
+        return sum(1 for role, _ in self.messages if role == "user")
+
+    @property
+    def first_message(self) -> str:
+        return next(text for role, text in self.messages if role == "user")
+
+    @property
+    def greeting(self) -> list[tuple[str, str]]:
+        """The agent's messages before the caller first spoke."""
+        before = []
+        for role, text in self.messages:
+            if role == "user":
+                break
+            before.append((role, text))
+        return before
+
+
+@dataclass
+class TranscriptImport:
+    source: str
+    cases: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file name, reason)
+
+
+def read_transcript(path: Path) -> Transcript:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TranscriptError(f"cannot be read ({exc})") from None
+    except ValueError as exc:
+        raise TranscriptError(f"is not valid JSON ({exc})") from None
+    outcome = None
+    if isinstance(data, dict):
+        outcome = data.get("outcome")
+        if outcome is not None and not isinstance(outcome, str):
+            raise TranscriptError("has an outcome that is not text")
+        data = data.get("messages")
+    if not isinstance(data, list):
+        raise TranscriptError('must hold a list of {role, content} messages, or {"messages": [...], "outcome": "..."}')
+    messages = []
+    for position, message in enumerate(data, start=1):
+        if not isinstance(message, dict) or "role" not in message:
+            raise TranscriptError(f"message {position} is not a {{role, content}} object")
+        role = str(message["role"]).lower()
+        text = _text(message.get("content"))
+        if role in IGNORED_ROLES or not text:
+            continue
+        if role in CALLER_ROLES:
+            messages.append(("user", text))
+        elif role in AGENT_ROLES:
+            messages.append(("assistant", text))
+        else:
+            raise TranscriptError(f"message {position} has role {message['role']!r}; use user or assistant")
+    if not any(role == "user" for role, _ in messages):
+        raise TranscriptError("holds no message from the caller (role user)")
+    return Transcript(path=path, messages=messages, outcome=(outcome.strip() or None) if outcome else None)
+
+
+def _text(content: Any) -> str:
+    """Message text; OpenAI's list-of-parts content is joined."""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        parts = [part.get("text", "") for part in content if isinstance(part, dict)]
+        return "\n".join(p for p in parts if isinstance(p, str) and p).strip()
+    return ""
+
+
+def persona_request(transcript: Transcript) -> list[dict[str, str]]:
+    """What the model is asked: the recorded conversation, the caller's side marked."""
+    lines = [f"{'CALLER' if role == 'user' else 'AGENT'}: {text}" for role, text in transcript.messages]
+    outcome = f"\n\nHow the call ended: {transcript.outcome}" if transcript.outcome else ""
+    return [
+        {"role": "system", "content": PERSONA_PROMPT},
+        {"role": "user", "content": "Recorded conversation:\n\n" + "\n\n".join(lines) + outcome},
+    ]
+
+
+def infer_instructions(transcript: Transcript, config: LLMConfig) -> str:
+    """The caller's persona, written by the model; blocks for one model call."""
+    try:
+        completion = complete(config, persona_request(transcript), json_mode=True)
+    except LLMError as exc:
+        raise TranscriptError(f"the model could not be asked ({exc.message})") from None
+    answer = parse_json_answer(completion.text) or {}
+    instructions = answer.get("instructions")
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise TranscriptError('the model\'s answer held no {"instructions": "..."}')
+    return with_directives(instructions.strip())
+
+
+def with_directives(instructions: str) -> str:
+    """The persona with both directives, adding whichever the model left out."""
+    missing = []
+    if not _SAYS_REACTIVE.search(instructions):
+        missing.append(REACTIVE_DIRECTIVE)
+    if not _SAYS_WRAP_UP.search(instructions):
+        missing.append(WRAP_UP_DIRECTIVE)
+    return "\n".join([instructions, *missing])
+
+
+def turn_budget(transcript: Transcript) -> int:
+    return min(2 * transcript.caller_turns, MAX_TURNS_CAP)
+
+
+def outcome_rubric(outcome: str | None) -> str:
+    if outcome:
+        return f"The conversation ends the way the recorded one did: {outcome}"
+    return ("The agent works out what the caller needs and handles it: accurate answers, a helpful "
+            "manner, and a sensible close to the conversation.")
+
+
+def transcript_case(transcript: Transcript, instructions: str, case_id: str) -> Call:
+    budget = turn_budget(transcript)
+    seeded = [{"role": role, "content": text} for role, text in transcript.greeting] or None
+    user = call("simulated_user", instructions, first_message=transcript.first_message, max_turns=budget,
+                initial_messages=seeded)
+    return call(
+        "case", case_id, name=transcript.path.name, user=user,
+        # A conversation stops at the smaller of the case's and the simulated user's limits.
+        max_turns=budget if budget > DEFAULT_MAX_TURNS else None,
+        validate=[call("assertion", "llm-rubric", outcome_rubric(transcript.outcome), metric=METRIC)],
+    )
+
+
+def transcript_files(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.glob("*.json") if path.is_file())
+
+
+def cases_from_transcripts(
+    paths: list[Path],
+    *,
+    suite_id: str,
+    config: LLMConfig,
+    agent_model: str,
+    on_progress: Callable[[Path, str | None], None] | None = None,
+) -> TranscriptImport:
+    """The eval file for these recordings; one model call each. A recording that cannot be read
+    or whose persona the model does not give is skipped with its reason. ``on_progress`` hears
+    of each file (with the reason when it was skipped)."""
+    handles = UniqueHandles()
+    result = TranscriptImport(source="")
+    cases = []
+    for path in paths:
+        try:
+            transcript = read_transcript(path)
+            instructions = infer_instructions(transcript, config)
+        except TranscriptError as exc:
+            result.skipped.append((path.name, str(exc)))
+            if on_progress:
+                on_progress(path, str(exc))
+            continue
+        case_id = handles.take(slugify(path.name.removesuffix(".json"), fallback="conversation"))
+        cases.append(transcript_case(transcript, instructions, case_id))
+        result.cases.append(case_id)
+        if on_progress:
+            on_progress(path, None)
+    if not cases:
+        return result
+    module = Module(
+        header=["Simulated-user cases from recorded conversations (`proctor cases from-transcripts`).",
+                "",
+                "Each case's persona was written by a model from one recording; read and adjust them.",
+                "The chat variant is a placeholder: point it at the agent under test (model,",
+                "system_prompt, tools, base_url)."],
+    )
+    module.assign(identifier_for(suite_id, fallback="suite"), call(
+        "suite", suite_id, prompt=OPENING_LINE,
+        variants=[call("variant", "chat", model=agent_model)],
+        cases=cases,
+    ))
+    result.source = module.source()
+    return result

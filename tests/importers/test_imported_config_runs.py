@@ -1,0 +1,74 @@
+"""An imported promptfoo config runs as it is: `proctor import promptfoo`, then `proctor eval`
+against a fake model server playing the chat agent, the simulated user and the judge. The
+weighted score passes the case at its threshold although one assertion fails."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+from conftest import proctor_env
+from e2e.running import Backend
+from fakes.openai_server import FakeModelServer
+
+from importers.conftest import Proctor
+
+CONFIG = """
+description: Demo bookings
+prompts: ["You book product demos for Acme."]
+providers: [openai:chat:fake-agent]
+defaultTest:
+  provider:
+    id: promptfoo:simulated-user
+    config: {maxTurns: 3}
+  assert:
+    - {type: not-icontains, value: "[object Object]", weight: 3, metric: no-json-leak}
+tests:
+  - description: Books a demo
+    vars:
+      instructions: You want a product demo on Thursday afternoon.
+      message: Can I book a demo?
+    assert:
+      - {type: icontains, value: thursday, weight: 2, metric: booking}
+      - {type: llm-rubric, value: The agent books the demo., metric: tone}
+      - {type: icontains, value: something never said, metric: missing}
+    threshold: 0.6
+"""
+AGENT_REPLY = "Of course! You're booked for Thursday at 2pm."
+
+
+def play(body: dict[str, Any]) -> str:
+    """The agent, the simulated user and the judge, told apart by their system message."""
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    if '"passed"' in system:
+        return json.dumps({"passed": True, "score": 1.0, "reason": "booked politely"})
+    if "You book product demos for Acme." in system:
+        return AGENT_REPLY
+    return "Perfect, thanks! ###STOP###"
+
+
+def test_an_imported_config_runs_and_passes_on_its_weighted_score(proctor: Proctor,
+                                                                  fake_model_server: FakeModelServer) -> None:
+    (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(CONFIG).lstrip())
+    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
+    assert imported.returncode == 0, imported.stderr
+    fake_model_server.script(*[play] * 10)
+    backend = Backend("sqlite", proctor_env(proctor.cwd.parent / "eval-home",
+                                            PROCTOR_LLM_BASE_URL=fake_model_server.url,
+                                            PROCTOR_LLM_MODEL="fake-persona"))
+
+    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+
+    (run,) = report["runs"]
+    assert (run["suite"], run["case"], run["variant"]) == ("demo-bookings", "books-a-demo", "chat:fake-agent")
+    (trial,) = run["trials"]
+    assert trial["status"] == "passed", trial
+    assert trial["answer"] == AGENT_REPLY
+    assert [(c["kind"], c["passed"]) for c in trial["checks"]] == [
+        ("assertion", True), ("assertion", True), ("assertion", True), ("assertion", False),
+    ]
+    agent_calls = [r.body for r in fake_model_server.requests
+                   if r.body["messages"][0]["content"] == "You book product demos for Acme."]
+    assert agent_calls[0]["model"] == "fake-agent"
+    assert agent_calls[0]["messages"][1] == {"role": "user", "content": "Can I book a demo?"}

@@ -1,0 +1,328 @@
+"""Weighted assertions end to end through `proctor eval`: every type passing and failing, weight 0
+as information only, a case's threshold against the weighted score, and the exact scores, weights
+and metrics stored for the dashboard. Broken assertions are refused when the file loads.
+
+The graded cases share one batch: the caller agent answers exactly what a ``SAY:`` prompt holds,
+and the fake model server plays the judges (routed by each case's ``[case:<id>]`` tag).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conversations.recorded import EvalRun, RecordedTrial, recorded_trial, run_eval
+from e2e.running import Backend, write_eval
+
+from simulated.model_roles import JUDGE, ModelRoles, graded
+from simulated.running import caller_profile, check_rows, score_and_threshold
+
+BOOKED = "Your table for two is booked for Friday at 8pm."
+
+
+def say(text: str) -> dict[str, str]:
+    return {"request": f"SAY:{text}"}
+
+
+# (case id, what the agent says, the case's assertions as source, extra case arguments)
+CASES: list[tuple[str, str, str, str]] = [
+    ("icontains-pass", BOOKED, 'assertion("icontains", "BOOKED FOR FRIDAY")', ""),
+    ("icontains-fail", BOOKED, 'assertion("icontains", "cancelled")', ""),
+    ("not-icontains-pass", BOOKED, 'assertion("not-icontains", "[object Object]", metric="no-json-leak")', ""),
+    ("not-icontains-fail", "Booked: [OBJECT object]", 'assertion("not-icontains", "[object Object]")', ""),
+    ("contains-any-pass", BOOKED, 'assertion("contains-any", ["Thursday", "Friday"])', ""),
+    ("contains-any-fail", BOOKED, 'assertion("contains-any", ["Monday", "Tuesday"])', ""),
+    ("contains-all-pass", BOOKED, 'assertion("contains-all", ["Friday", "8pm"])', ""),
+    ("contains-all-fail", BOOKED, 'assertion("contains-all", ["Friday", "9pm"])', ""),
+    ("regex-pass", BOOKED, r'assertion("regex", r"\b\d{1,2}pm\b")', ""),
+    ("regex-fail", BOOKED, r'assertion("regex", r"\b\d{1,2}am\b")', ""),
+    ("equals-pass", BOOKED, f'assertion("equals", {BOOKED!r})', ""),
+    ("equals-fail", BOOKED, 'assertion("equals", "Booked.")', ""),
+    ("is-json-pass", '{"booked": true, "time": "8pm"}', 'assertion("is-json")', ""),
+    ("is-json-fail", BOOKED, 'assertion("is-json")', ""),
+    ("rubric-pass", f"[case:rubric-pass] {BOOKED}", 'assertion("llm-rubric", "The agent books the table.")', ""),
+    ("rubric-fail", f"[case:rubric-fail] {BOOKED}", 'assertion("llm-rubric", "The agent asks for a phone number.")', ""),
+    ("python-bool-pass", BOOKED, 'assertion("python", mentions_friday)', ""),
+    ("python-bool-fail", BOOKED, 'assertion("python", mentions_monday)', ""),
+    ("python-score-pass", BOOKED, 'assertion("python", mostly_right)', ""),
+    ("python-score-fail", BOOKED, 'assertion("python", mostly_wrong)', ""),
+    ("python-verdict-pass", BOOKED, 'assertion("python", verdict_right)', ""),
+    ("python-verdict-fail", BOOKED, 'assertion("python", verdict_wrong)', ""),
+    ("python-raises", BOOKED, 'assertion("python", broken)', ""),
+    ("python-returns-text", BOOKED, 'assertion("python", says_text)', ""),
+    ("latency-pass", BOOKED, 'assertion("latency", 600000)', ""),
+    ("latency-fail", BOOKED, 'assertion("latency", 0)', ""),
+    ("turn-count-pass", BOOKED, 'assertion("turn-count", 1)', ""),
+    ("turn-count-fail", BOOKED, 'assertion("turn-count", 0)', ""),
+    ("cost-unknown", BOOKED, 'assertion("cost", 1.0)', ""),
+    # Several assertions, and the case's threshold.
+    ("information-only", BOOKED,
+     'assertion("icontains", "friday"), assertion("icontains", "cancelled", weight=0, metric="tone")', ""),
+    ("only-information", BOOKED, 'assertion("icontains", "cancelled", weight=0)', ""),
+    ("threshold-reached", BOOKED,
+     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', "threshold=0.6"),
+    ("threshold-exact", BOOKED,
+     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', "threshold=0.75"),
+    ("threshold-missed", BOOKED,
+     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', "threshold=0.8"),
+    ("no-threshold", BOOKED,
+     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', ""),
+    ("validator-still-decides", BOOKED, 'wrote_the_booking, assertion("icontains", "friday")', "threshold=0.5"),
+    ("two-turns", "First answer mentions Friday.",
+     'assertion("icontains", "friday"), assertion("equals", "Second answer."), assertion("turn-count", 2)',
+     'user=turns("SAY:Second answer.")'),
+]
+PRICED_CASES: list[tuple[str, str, str, str]] = [
+    ("cost-pass", BOOKED, 'assertion("cost", 0.01)', ""),
+    ("cost-fail", BOOKED, 'assertion("cost", 0.001)', ""),
+]
+
+FUNCTIONS = '''
+def mentions_friday(ctx):
+    return "Friday" in ctx.answer()
+
+
+def mentions_monday(ctx):
+    return "Monday" in ctx.transcript()
+
+
+def mostly_right(ctx):
+    return 0.8
+
+
+def mostly_wrong(ctx):
+    return 0.2
+
+
+def verdict_right(ctx):
+    return Verdict(True, "the time is given", score=0.9)
+
+
+def verdict_wrong(ctx):
+    return Verdict(False, "no phone number asked", score=0.3)
+
+
+def broken(ctx):
+    raise ValueError("the booking API is down")
+
+
+def says_text(ctx):
+    return "yes"
+
+
+def wrote_the_booking(ctx):
+    return Verdict(False, "no booking.txt in the workspace")
+'''
+
+
+def _case_source(case_id: str, said: str, assertions: str, extra: str) -> str:
+    more = f", {extra}" if extra else ""
+    return f"        case({case_id!r}, variables={say(said)!r}, validate=[{assertions}]{more}),\n"
+
+
+def graded_eval() -> str:
+    return (
+        "from proctor import Verdict, assertion, case, profile, suite, turns, variant\n\n"
+        f"caller = {caller_profile()}\n"
+        f"{FUNCTIONS}\n\n"
+        'graded = suite("graded", prompt="{{request}}", cases=[\n'
+        + "".join(_case_source(*case) for case in CASES)
+        + '], variants=[variant("command", profile=caller)])\n\n'
+        'priced = suite("priced", prompt="{{request}}", cases=[\n'
+        + "".join(_case_source(*case) for case in PRICED_CASES)
+        + '], variants=[variant("command", profile=caller, name="priced",\n'
+        '                       prices={"input_per_mtok": 1.0, "output_per_mtok": 10.0})])\n'
+    )
+
+
+@pytest.fixture(scope="module")
+def shared(module_sqlite: Backend, module_roles: ModelRoles, tmp_path_factory) -> EvalRun:
+    module_roles.judge("[case:rubric-pass]", graded(True, 0.9, "the table is booked"))
+    module_roles.judge("[case:rubric-fail]", graded(False, 0.1, "no phone number was asked for"))
+    folder = tmp_path_factory.mktemp("assertion-evals")
+    (folder / "graded.eval.py").write_text(graded_eval(), encoding="utf-8")
+    return run_eval(module_sqlite, folder)
+
+
+def trial_of(shared: EvalRun, backend: Backend, case: str) -> RecordedTrial:
+    return recorded_trial(backend, shared.batch, case)
+
+
+def only_check(trial: RecordedTrial) -> dict[str, Any]:
+    [check] = check_rows(trial)
+    assert check["kind"] == "assertion"
+    return check
+
+
+# (case, trial status, the check's score, a fragment of its message)
+ONE_ASSERTION = [
+    ("icontains-pass", "passed", 1.0, "said 'BOOKED FOR FRIDAY'"),
+    ("icontains-fail", "failed", 0.0, "never said 'cancelled'"),
+    ("not-icontains-pass", "passed", 1.0, "never said"),
+    ("not-icontains-fail", "failed", 0.0, "said '[object Object]'"),
+    ("contains-any-pass", "passed", 1.0, "found ['Friday']"),
+    ("contains-any-fail", "failed", 0.0, "none of ['Monday', 'Tuesday'] found"),
+    ("contains-all-pass", "passed", 1.0, "all found"),
+    ("contains-all-fail", "failed", 0.0, "missing ['9pm']"),
+    ("regex-pass", "passed", 1.0, "matched '8pm'"),
+    ("regex-fail", "failed", 0.0, "no match"),
+    ("equals-pass", "passed", 1.0, "equals"),
+    ("equals-fail", "failed", 0.0, "differs"),
+    ("is-json-pass", "passed", 1.0, "is JSON"),
+    ("is-json-fail", "failed", 0.0, "not JSON"),
+    ("rubric-pass", "passed", 0.9, "the table is booked"),
+    ("rubric-fail", "failed", 0.1, "no phone number was asked for"),
+    ("python-bool-pass", "passed", 1.0, ""),
+    ("python-bool-fail", "failed", 0.0, ""),
+    ("python-score-pass", "passed", 0.8, "score 0.8"),
+    ("python-score-fail", "failed", 0.2, "score 0.2"),
+    ("python-verdict-pass", "passed", 0.9, "the time is given"),
+    ("python-verdict-fail", "failed", 0.3, "no phone number asked"),
+    ("python-raises", "failed", 0.0, "ValueError: the booking API is down"),
+    ("python-returns-text", "failed", 0.0, "returned str"),
+    ("latency-pass", "passed", 1.0, "(at most 600000)"),
+    ("latency-fail", "failed", 0.0, "(at most 0)"),
+    ("turn-count-pass", "passed", 1.0, "1 turns (at most 1)"),
+    ("turn-count-fail", "failed", 0.0, "1 turns (at most 0)"),
+    ("cost-unknown", "failed", 0.0, "no cost known"),
+    ("cost-pass", "passed", 1.0, "cost $0.0020 (at most $0.01)"),
+    ("cost-fail", "failed", 0.0, "cost $0.0020 (at most $0.001)"),
+]
+
+
+@pytest.mark.parametrize(("case", "status", "score", "message"), ONE_ASSERTION, ids=[c[0] for c in ONE_ASSERTION])
+def test_each_assertion_type_passes_and_fails_with_its_score_and_reason(
+    shared: EvalRun, module_sqlite: Backend, case: str, status: str, score: float, message: str
+) -> None:
+    trial = trial_of(shared, module_sqlite, case)
+    check = only_check(trial)
+
+    assert trial.row["status"] == status, check
+    assert check["passed"] is (status == "passed")
+    assert check["score"] == pytest.approx(score)
+    assert check["weight"] == 1.0
+    assert message in check["message"]
+    # One assertion: the trial's weighted score is its score; no threshold was set.
+    assert score_and_threshold(trial) == (pytest.approx(score), None)
+
+
+def test_an_assertions_metric_is_its_own_name_or_its_type(shared: EvalRun, module_sqlite: Backend) -> None:
+    assert only_check(trial_of(shared, module_sqlite, "not-icontains-pass"))["metric"] == "no-json-leak"
+    assert only_check(trial_of(shared, module_sqlite, "regex-pass"))["metric"] == "regex"
+    assert only_check(trial_of(shared, module_sqlite, "python-bool-pass"))["metric"] == "python"
+    assert only_check(trial_of(shared, module_sqlite, "python-bool-pass"))["name"] == "mentions_friday"
+
+
+def test_a_rubric_is_graded_by_the_judge_shown_the_conversation(
+    shared: EvalRun, module_sqlite: Backend, module_roles: ModelRoles
+) -> None:
+    trial = trial_of(shared, module_sqlite, "rubric-fail")
+
+    [consultation] = trial.consultations("judge")
+    assert consultation["verdict"] == "failed"
+    assert consultation["reason"] == "no phone number was asked for"
+    [sent] = module_roles.sent(JUDGE, "[case:rubric-fail]")
+    shown = "\n".join(m["content"] for m in sent["messages"])
+    assert "The agent asks for a phone number." in shown and BOOKED in shown
+    assert trial.has_artifact("judges/check-0/prompt.json")
+
+
+def test_a_failing_weight_zero_assertion_is_information_only(shared: EvalRun, module_sqlite: Backend) -> None:
+    trial = trial_of(shared, module_sqlite, "information-only")
+
+    assert trial.row["status"] == "passed"
+    assert [(c["passed"], c["weight"], c["metric"]) for c in check_rows(trial)] == [
+        (True, 1.0, "icontains"), (False, 0.0, "tone")]
+    assert score_and_threshold(trial) == (1.0, None)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: a case whose only assertions weigh 0 fails when they fail: runner/assertions.py trial_passes "
+    "falls back to all(r.passed) when there are no deciding checks, though weight 0 is 'never deciding'"))
+def test_a_case_with_only_information_assertions_is_not_failed_by_them(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
+    trial = trial_of(shared, module_sqlite, "only-information")
+
+    assert only_check(trial)["weight"] == 0.0
+    assert trial.row["status"] == "passed"
+
+
+@pytest.mark.parametrize(("case", "status", "threshold"), [
+    ("threshold-reached", "passed", 0.6),
+    ("threshold-exact", "passed", 0.75),
+    ("threshold-missed", "failed", 0.8),
+    ("no-threshold", "failed", None),
+])
+def test_the_weighted_score_against_the_threshold_decides_the_trial(
+    shared: EvalRun, module_sqlite: Backend, case: str, status: str, threshold: float | None
+) -> None:
+    trial = trial_of(shared, module_sqlite, case)
+
+    assert trial.row["status"] == status
+    # 3 of 4 weighted points: stored exactly, with the threshold the trial was held to.
+    assert score_and_threshold(trial) == (0.75, threshold)
+    assert [(c["passed"], c["weight"], c["score"]) for c in check_rows(trial)] == [
+        (True, 3.0, 1.0), (False, 1.0, 0.0)]
+
+
+def test_a_failing_validator_fails_the_trial_whatever_the_assertions_score(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
+    trial = trial_of(shared, module_sqlite, "validator-still-decides")
+
+    assert trial.row["status"] == "failed"
+    assert [(c["kind"], c["passed"]) for c in check_rows(trial)] == [("validator", False), ("assertion", True)]
+    assert score_and_threshold(trial) == (1.0, 0.5)
+
+
+def test_text_assertions_read_the_whole_conversation_and_equals_reads_the_final_answer(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
+    trial = trial_of(shared, module_sqlite, "two-turns")
+
+    assert trial.user_messages == ["SAY:First answer mentions Friday.", "SAY:Second answer."]
+    assert [(c["metric"], c["passed"]) for c in check_rows(trial)] == [
+        ("icontains", True), ("equals", True), ("turn-count", True)]
+    assert trial.row["status"] == "passed"
+
+
+# --- refused when the file loads ------------------------------------------------------------------
+
+
+def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    from conftest import proctor_env
+
+    backend = Backend("sqlite", proctor_env(tmp_path / "home"))
+    write_eval(tmp_path / "evals", "broken.eval.py", f"""
+    from proctor import assertion, case, profile, suite, variant
+
+    caller = {caller_profile()}
+
+    broken = suite("broken", prompt="hello", cases=[
+        case("unknown-type", validate=[assertion("contains-exactly", "x")]),
+        case("negative-weight", validate=[assertion("icontains", "x", weight=-1)]),
+        case("bad-regex", validate=[assertion("regex", "([unclosed")]),
+        case("threshold-too-high", validate=[assertion("icontains", "x")], threshold=1.5),
+        case("python-not-callable", validate=[assertion("python", "ctx.answer() == 'x'")]),
+        case("latency-not-a-number", validate=[assertion("latency", "fast")]),
+    ], variants=[variant("command", profile=caller)])
+    """)
+
+    result = backend.eval(tmp_path / "evals")
+
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 6, lines
+    by_case = {case: next(line for line in lines if f"case {case}:" in line) for case in (
+        "unknown-type", "negative-weight", "bad-regex", "threshold-too-high", "python-not-callable",
+        "latency-not-a-number")}
+    assert "unknown type 'contains-exactly'" in by_case["unknown-type"]
+    assert "weight" in by_case["negative-weight"]
+    assert "not a valid regex" in by_case["bad-regex"]
+    assert "threshold must be a number from 0 to 1" in by_case["threshold-too-high"]
+    assert "function" in by_case["python-not-callable"]
+    assert "number" in by_case["latency-not-a-number"]
+    assert not backend.exists() or backend.scalar("SELECT COUNT(*) FROM evals_app_trial") == 0
