@@ -165,7 +165,7 @@ def variant_spec(variant: Variant) -> dict[str, Any]:
             "dir": profile.dir,
             "run": profile.run,
             "install": profile.install,
-            "env": {k: "sha256:" + hashlib.sha256(v.encode()).hexdigest()[:12] for k, v in sorted(profile.env.items())},
+            "env": {k: _hidden(v) for k, v in sorted(profile.env.items())},
             "system_prompt": profile.system_prompt,
             "capabilities": list(profile.capabilities),
             "plan_file": profile.plan_file,
@@ -177,8 +177,17 @@ def variant_spec(variant: Variant) -> dict[str, Any]:
         "sandbox": variant.sandbox,
         "network": variant.network,
         "profile": profile_spec,
-        "options": {k: describe_option(v) for k, v in sorted(variant.options.items())},
+        "options": {k: _hidden(v) if SECRET_OPTION.search(k) else describe_option(v)
+                    for k, v in sorted(variant.options.items())},
     }
+
+
+# Options that may hold a key: stored as a short hash, so a changed key still changes the spec.
+SECRET_OPTION = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+def _hidden(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12]
 
 
 def describe_option(value: Any) -> Any:

@@ -20,11 +20,8 @@ from proctor.definitions import Suite, Variant
 from proctor.judges import Judge
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches import RunRequest, create_batch
-from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE
+from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.llm import resolve_config
-
-# Starting from recorded messages: harnesses that can seed a conversation (the chat agent).
-SEEDED = "seeded-conversation"
 from runner.sandboxes import SANDBOXES
 
 
@@ -79,6 +76,9 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
         harness = HARNESSES.get(variant.harness)
         if harness is None:
             continue
+        option_problems = getattr(harness, "option_problems", None)
+        if callable(option_problems):
+            problems.extend(Problem(file=file, suite=suite.id, message=m) for m in option_problems(variant))
         capabilities = harness.capabilities_for(variant)
         for case in suite.cases:
             needs = []
@@ -86,10 +86,10 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
                 needs.append(CONVERSATION_RESUME)
             if case.plan_mode and PLAN_MODE not in capabilities:
                 needs.append(PLAN_MODE)
-            if isinstance(case.user, SimulatedUser) and case.user.initial_messages and SEEDED not in capabilities:
-                needs.append(SEEDED)
+            if isinstance(case.user, SimulatedUser) and case.user.initial_messages and SEEDED_CONVERSATION not in capabilities:
+                needs.append(SEEDED_CONVERSATION)
             if needs:
-                why = "plan mode" if case.plan_mode else "initial messages" if SEEDED in needs else "a conversation"
+                why = "plan mode" if case.plan_mode else "initial messages" if SEEDED_CONVERSATION in needs else "a conversation"
                 problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
                     f"needs {' and '.join(needs)} for {why}, which harness {variant.harness} "
                     f"does not have under variant {variant.name} (see `proctor harness list`)")))

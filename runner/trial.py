@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,14 @@ def responder_config(plan: TrialPlan, user: object):
     if isinstance(user, SimulatedUser):
         return resolve_config(model_override=user.model)
     return None
+
+
+def _record_outside_writes(outside: list[str], recorder: RedactingRecorder) -> list[str]:
+    if outside:
+        recorder.artifact("outside-writes.json", json.dumps(outside, indent=2))
+        shown = ", ".join(outside[:5])
+        recorder.log(f"the agent changed {len(outside)} file(s) outside its workspace and home: {shown}")
+    return outside
 
 
 def trial_cost(transcript, variant: Variant) -> float | None:
@@ -110,6 +119,9 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     if plan.variant.profile is not None:
         recorder.add_secrets(worker_secrets(plan.variant.profile.env))
     harness.setup(sandbox, lambda _stream, line: recorder.log(line))
+    harness_secrets = getattr(harness, "secrets", None)
+    if callable(harness_secrets):
+        recorder.add_secrets(list(harness_secrets()))
 
     try:
         prepared = run_prepare(case.prepare, case.cache, sandbox, cache_root=plan.cache_root)
@@ -144,10 +156,13 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         responder_config=responder_config(plan, case.user),
     )
     transcript = session.transcript
-    outside = audit_writes(sandbox, agent_started, ignore=[*plan.own_folders, str(plan.cache_root)])
-    if outside:
-        recorder.artifact("outside-writes.json", json.dumps(outside, indent=2))
-        recorder.log(f"the agent changed {len(outside)} file(s) outside its workspace and home: {', '.join(outside[:5])}")
+    # The write audit walks system folders (a subprocess); it runs while the checks do, and
+    # counts only what changed before the agent finished.
+    auditor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proctor-audit")
+    audit = auditor.submit(
+        audit_writes, sandbox, agent_started, ignore=[*plan.own_folders, str(plan.cache_root)], until=time.time()
+    )
+    auditor.shutdown(wait=False)  # its one thread ends with the audit
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
     if session.denials:
@@ -180,10 +195,10 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         responder_cause=conversation.responder_cause,
         plan_state=conversation.plan_state,
         plan_signal=conversation.plan_signal,
-        outside_writes=outside,
         usage=usage,
     )
     if session.timed_out:
+        common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
         # A trial that ran out of time never passes or fails: its checks are not run.
         return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
 
@@ -195,6 +210,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     )
     verdict = grade(resolved, ctx, recorder, measures=measures, judge_model=plan.judge_model,
                     approved_plan=conversation.plan)
+    common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
     return TrialOutcome(
         status="passed" if verdict.passed else "failed",
         finish_reason=last.finish_reason if last else "",

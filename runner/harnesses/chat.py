@@ -149,6 +149,12 @@ class ChatHarness(Harness):
             seed.append({"role": role, "content": content})
         self._seed = seed
 
+    def secrets(self) -> list[str]:
+        """The endpoint's key, for the trial's redaction (it only travels in a header, but a
+        server may quote it back)."""
+        key = self._endpoint().api_key
+        return [key] if key else []
+
     def setup(self, sandbox: Sandbox, log: RawSink) -> None:
         # Resolve the endpoint now, so a missing worker variable errors the trial before any turn.
         self._endpoint()

@@ -50,6 +50,7 @@ def audit_writes(
     roots: Sequence[str] = AUDITED_ROOTS,
     ignore: Sequence[str] = (),
     timeout_s: float = AUDIT_TIMEOUT_S,
+    until: float | None = None,
 ) -> list[str]:
     """Paths outside ``sandbox``'s folders that were created or changed since ``since`` (a
     ``time.time()`` taken before the agent started), sorted, at most MAX_LISTED.
@@ -97,4 +98,15 @@ def audit_writes(
         log.warning("the write audit could not run find: %s", exc)
         return []
     paths = sorted({p.decode("utf-8", errors="replace") for p in found.split(b"\0") if p})
+    if until is not None:
+        paths = [p for p in paths if _changed_by(p, until)]
     return paths[:MAX_LISTED]
+
+
+def _changed_by(path: str, until: float) -> bool:
+    """Whether ``path`` last changed no later than ``until`` (a file changed after the agent
+    finished, by a check say, is not the agent's)."""
+    try:
+        return os.lstat(path).st_ctime <= until + CLOCK_TICK_S
+    except OSError:
+        return True

@@ -333,6 +333,7 @@ def test_it_reads_the_endpoint_from_the_workers_variables(
     turns.send("Hello")
 
     assert fake_model_server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert turns.harness.secrets() == [KEY]
 
 
 def test_it_refuses_to_start_when_a_workers_variable_is_missing(

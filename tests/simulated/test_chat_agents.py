@@ -10,14 +10,17 @@ shares one batch, each routed by its ``[case:<id>]`` / ``[sim:<id>]`` tag.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import proctor_env
 from conversations.recorded import EvalRun, RecordedTrial, recorded_trial, run_eval
 from e2e.running import Backend, write_eval
+from fakes.openai_server import FakeModelServer
 from harnesses.test_chat_harness import tool_call_reply
 
-from simulated.conftest import MODEL
+from simulated.conftest import MODEL, model_env
 from simulated.model_roles import AGENT, AGENT_MARK, SIMULATED_USER, ModelRoles, graded
 from simulated.running import check_rows, score_and_threshold
 
@@ -249,3 +252,24 @@ def test_inline_seeded_messages_and_the_agents_stop_end_the_call_completed(
     assert sent["messages"][1:] == [*INLINE_SEEDED, {"role": "user", "content": "That's all, bye."}]
     assert trial.consultations("simulated_user") == []
     assert trial.row["status"] == "passed"
+
+
+def test_a_chat_tool_without_a_stub_is_refused_before_anything_runs(
+    tmp_path: Path, fake_model_server: FakeModelServer
+) -> None:
+    backend = Backend("sqlite", proctor_env(tmp_path / "home", **model_env(fake_model_server)))
+    write_eval(tmp_path / "evals", "stubless.eval.py", f"""
+    from proctor import assertion, case, suite, tool, variant
+
+    stubless = suite("stubless", prompt="Book me in.", cases=[
+        case("book", validate=[assertion("icontains", "booked")]),
+    ], variants=[variant("chat", model="fake-agent", name="host", system_prompt={SYSTEM_PROMPT!r},
+                         tools=[tool("reserve_table", description="Reserve a table.")])])
+    """)
+
+    result = backend.eval(tmp_path / "evals")
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert "reserve_table" in line and "stub" in line
+    assert fake_model_server.requests == []
