@@ -6,6 +6,7 @@ words. All problems are collected, so a person fixes a file in one pass.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -118,12 +119,14 @@ def _assertion_problem(item: Assertion) -> str | None:
     where = f"assertion {item.label!r}"
     if item.type not in ASSERTION_TYPES:
         return f"{where}: unknown type {item.type!r} (known: {', '.join(ASSERTION_TYPES)})"
-    if isinstance(item.weight, bool) or not isinstance(item.weight, int | float) or item.weight < 0:
-        return f"{where}: weight must be a number, 0 or more (0 is information only)"
+    if (isinstance(item.weight, bool) or not isinstance(item.weight, int | float)
+            or not math.isfinite(item.weight) or item.weight < 0):
+        return f"{where}: weight must be a finite number, 0 or more (0 is information only)"
     if item.type == "python" and not callable(item.value):
         return f"{where}: a python assertion's value is a function f(ctx)"
-    if item.type in BOUND_TYPES and (isinstance(item.value, bool) or not isinstance(item.value, int | float)):
-        return f"{where}: a {item.type} assertion's value is a number (the most allowed)"
+    if item.type in BOUND_TYPES and (isinstance(item.value, bool) or not isinstance(item.value, int | float)
+                                     or not math.isfinite(item.value)):
+        return f"{where}: a {item.type} assertion's value is a finite number (the most allowed)"
     if item.type in ("contains-any", "contains-all") and not (isinstance(item.value, list | tuple) and item.value):
         return f"{where}: value must be a non-empty list of strings"
     if item.type in ("icontains", "not-icontains", "regex", "equals", "llm-rubric") and not isinstance(item.value, str):
@@ -191,7 +194,8 @@ def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool
     problems.extend(_check_problems(case, is_check))
     problems.extend(_conversation_problems(case))
     if case.threshold is not None and (
-        isinstance(case.threshold, bool) or not isinstance(case.threshold, int | float) or not 0 <= case.threshold <= 1
+        isinstance(case.threshold, bool) or not isinstance(case.threshold, int | float)
+        or not math.isfinite(case.threshold) or not 0 <= case.threshold <= 1
     ):
         problems.append(f"threshold must be a number from 0 to 1 (got {case.threshold!r})")
     for check in case.checks:

@@ -143,11 +143,12 @@ def weighted_score(results: Sequence[CheckResult]) -> float | None:
 
 def trial_passes(results: Sequence[CheckResult], threshold: float | None) -> bool:
     """Every other check must pass; assertions pass as a whole by threshold, or each one
-    (weight above zero) when the case sets none."""
+    (weight above zero) when the case sets none. Weight-0 assertions never decide, even when
+    nothing else does."""
     others = [r for r in results if r.kind != "assertion"]
     weighed = [r for r in results if r.kind == "assertion" and (r.weight or 0) > 0]
-    if not others and not weighed:
-        return bool(results) and all(r.passed for r in results)
+    if not results:
+        return False
     if not all(r.passed for r in others):
         return False
     if not weighed:

@@ -52,8 +52,12 @@ def _trial(trial: Trial) -> dict[str, Any]:
             "responder_cause": trial.responder_cause or None,
         },
         "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
+        "score": trial.score,
+        "threshold": trial.threshold,
         "checks": [
-            {"name": c.name, "kind": c.kind, "passed": c.passed, "message": c.message} for c in trial.checks.all()
+            {"name": c.name, "kind": c.kind, "passed": c.passed, "message": c.message, "score": c.score,
+             "weight": c.weight, "metric": c.metric or None}
+            for c in trial.checks.all()
         ],
     }
 

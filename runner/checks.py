@@ -77,6 +77,10 @@ class CheckContext:
         """The conversation turn by turn: prompt, messages, commands, tool calls, file changes."""
         return list(self._transcript.turns)
 
+    def seeded_messages(self) -> list[dict[str, str]]:
+        """The recorded conversation the agent continued from, if the case seeded one."""
+        return list(self._transcript.seeded)
+
     def read_text(self, path: str) -> str:
         """A workspace file's text. Raises for paths outside the workspace or missing files."""
         return self._sandbox.read_text(path)

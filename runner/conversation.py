@@ -237,7 +237,9 @@ class Conversation:
             ("person" if role == "user" else "agent", content) for role, content in user.initial_messages
         ]
         if user.initial_messages:
-            self.session.seed([{"role": role, "content": content} for role, content in user.initial_messages])
+            seeded = [{"role": role, "content": content} for role, content in user.initial_messages]
+            self.session.seed(seeded)
+            self.session.transcript.seeded = seeded
         opening = user.first_message or self.opening_prompt
         sent = 1
         if not self._send(opening):

@@ -43,6 +43,16 @@ def _local_pool() -> ThreadPoolExecutor:
     return _pool
 
 
+def _finalize_tasks() -> None:
+    """Set Celery's tasks up in this thread: left to its lazy first use, pool threads starting
+    together race it and some fail ("'NoneType' object has no attribute 'push'")."""
+    from proctor.celery import app
+    from runner.tasks import run_trial
+
+    app.finalize(auto=True)
+    _ = run_trial.name, run_trial.request  # resolves the task's proxy and request stack
+
+
 def _run_locally(trial_id: int) -> None:
     from runner.tasks import run_trial
 
@@ -64,5 +74,6 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
         for trial_id in ids:
             run_trial.apply_async(args=[trial_id])
         return None
+    _finalize_tasks()
     pool = _local_pool()
     return [pool.submit(_run_locally, trial_id) for trial_id in ids]

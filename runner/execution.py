@@ -107,6 +107,17 @@ def run_trial_by_id(trial_id: int) -> str | None:
     return status
 
 
+def abandon_unfinished(batch: Batch, reason: str) -> int:
+    """End the batch's trials that nobody will run any more as errored, saying why, and close
+    the batch: no trial is left queued forever and the record stays readable."""
+    left = Trial.objects.filter(run__batch=batch).exclude(status__in=Trial.FINAL_STATUSES)
+    count = left.update(status=Trial.Status.ERRORED, finish_reason="not run",
+                        error=f"the worker could not run this trial: {reason}", finished_at=timezone.now())
+    if count:
+        finish_batch_if_done(batch.pk)
+    return count
+
+
 def finish_batch_if_done(batch_id: int) -> bool:
     """Mark the batch finished (and write benchmark.json) once no trial is left to run.
 

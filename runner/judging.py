@@ -226,7 +226,10 @@ def _conversation_text(ctx: CheckContext) -> str:
     turns = ctx.turns()
     if not turns:
         return ctx.transcript() or "(no messages)"
-    parts: list[str] = []
+    parts: list[str] = [
+        f"[{'person' if m['role'] == 'user' else 'agent'}, before this session]\n{m['content'].strip()}"
+        for m in ctx.seeded_messages()
+    ]
     for turn in turns:
         if turn.index > 0 and turn.prompt:
             parts.append(f"[person]\n{turn.prompt.strip()}")

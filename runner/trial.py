@@ -179,6 +179,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
                 "responder_outcome": {"cause": conversation.responder_cause} if conversation.responder_cause else None,
                 "plan": conversation.plan_record(),
                 "session_id": session.session_id,
+                "initial_messages": transcript.seeded or None,
                 "turns": [turn.to_json() for turn in transcript.turns],
             },
             indent=2,

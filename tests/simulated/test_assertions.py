@@ -237,9 +237,6 @@ def test_a_failing_weight_zero_assertion_is_information_only(shared: EvalRun, mo
     assert score_and_threshold(trial) == (1.0, None)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a case whose only assertions weigh 0 fails when they fail: runner/assertions.py trial_passes "
-    "falls back to all(r.passed) when there are no deciding checks, though weight 0 is 'never deciding'"))
 def test_a_case_with_only_information_assertions_is_not_failed_by_them(
     shared: EvalRun, module_sqlite: Backend
 ) -> None:
@@ -328,11 +325,6 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     assert not backend.exists() or backend.scalar("SELECT COUNT(*) FROM evals_app_trial") == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: an infinite (or NaN) weight passes validation (proctor/validation.py _assertion_problem "
-    "only checks weight < 0); on SQLite `proctor eval` then dies with a traceback (IntegrityError: "
-    "JSON_VALID on the case version's definition, which holds Infinity). Refuse non-finite numbers "
-    "(weight, and a latency/cost/turn-count value) with math.isfinite"))
 def test_an_infinite_weight_is_refused_before_anything_runs(tmp_path: Path) -> None:
     from conftest import proctor_env
 
@@ -353,9 +345,6 @@ def test_an_infinite_weight_is_refused_before_anything_runs(tmp_path: Path) -> N
     assert "case infinite-weight:" in result.stderr and "weight" in result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "GAP: `proctor eval --json` (runner/batch_report.py _trial) reports neither a trial's weighted "
-    "score and threshold nor each check's score, weight and metric, so CI cannot read them"))
 def test_the_json_report_carries_the_weighted_score_and_each_metric(tmp_path: Path) -> None:
     from conftest import proctor_env
 

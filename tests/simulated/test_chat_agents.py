@@ -206,10 +206,6 @@ def test_seeded_messages_reach_the_agent_first_and_do_not_count_against_max_turn
     assert check_rows(trial)[0]["message"] == "2 turns (at most 2)"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: seeded messages are recorded nowhere in the trial (conversation.json, Turn rows), so an "
-    "llm-rubric judge grades the call without them: runner/conversation.py _simulated_conversation "
-    "passes them only to session.seed(); runner/judging.py judge_prompt reads transcript turns only"))
 def test_a_judge_grading_a_seeded_call_is_shown_the_seeded_messages(
     shared: EvalRun, module_sqlite: Backend, module_roles: ModelRoles
 ) -> None:

@@ -30,12 +30,6 @@ print("ready" if run_trial.__evaluated__() else "lazy")
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: runner/dispatch.py hands run_trial to pool threads while Celery's task is still a lazy "
-    "proxy; threads evaluating it together race celery Task.bind (request_stack is None). Fix: "
-    "set the task up in the calling thread first, e.g. proctor.celery.app.finalize(auto=True) in "
-    "configure_local_workers/_local_pool; and runner/management/commands/eval.py _wait should exit "
-    "non-zero when trials did not finish"))
 def test_the_trial_task_is_set_up_before_pool_threads_may_run_it(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", PREPARE_LIKE_EVAL], env=proctor_env(tmp_path / "home"),

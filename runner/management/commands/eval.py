@@ -17,6 +17,7 @@ from evals_app.models import Batch, Organization, Trial
 from runner import artifacts, benchmark, dispatch
 from runner.batch_report import batch_report, overall_pass_rate
 from runner.eval_command import InvalidInput, Selection, load_suites, plan_batch, record_batch
+from runner.execution import abandon_unfinished
 from runner.schema import ensure_database
 
 POLL_S = 0.2
@@ -136,12 +137,9 @@ class Command(BaseCommand):
                     break
                 if futures is not None and all(f.done() for f in futures):
                     # Every local task returned, yet a trial is not final: say so, don't hang.
-                    stuck = trials.exclude(status__in=Trial.FINAL_STATUSES).count()
-                    if stuck:
-                        failures = [str(f.exception()) for f in futures if f.exception()]
-                        err.print(f"{stuck} trial(s) did not finish: {'; '.join(failures) or 'no error reported'}",
-                                  markup=False)
-                        break
+                    failures = [f"{type(e).__name__}: {e}" for f in futures if (e := f.exception())]
+                    if abandon_unfinished(batch, "; ".join(failures) or "the local worker returned without running it"):
+                        continue  # counted as errored on the next pass
                 time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.
         for _ in range(50):
