@@ -11,12 +11,14 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
 from proctor.definitions import Suite
+from proctor.capture import capture_output
 from proctor.validation import Problem
 
 EVAL_SUFFIX = ".eval.py"
@@ -110,8 +112,10 @@ def _import_suites(path: Path) -> list[Suite]:
     # The file's folder is importable while it loads, so an eval can import its own helpers.
     sys.path.insert(0, str(path.parent))
     sys.modules[name] = module
+    before = set(sys.modules)
     try:
-        spec.loader.exec_module(module)
+        with _printed_to_stderr():
+            spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise LoadError([Problem(file=display_path(path), message=f"line {exc.lineno}: syntax error: {exc.msg}")]) from None
     except BaseException as exc:  # any error while importing the user's file, SystemExit included
@@ -121,8 +125,28 @@ def _import_suites(path: Path) -> list[Suite]:
     finally:
         if sys.path and sys.path[0] == str(path.parent):
             sys.path.pop(0)
+        _forget_local_modules(set(sys.modules) - before, path.parent)
     suites = {id(value): value for value in vars(module).values() if isinstance(value, Suite)}
     return list(suites.values())
+
+
+@contextmanager
+def _printed_to_stderr() -> Iterator[None]:
+    """What an eval file prints while it loads goes to stderr: stdout may be carrying
+    ``--json``. Per thread, since trials load eval files side by side."""
+    with capture_output() as printed:
+        yield
+    if printed.getvalue():
+        sys.__stderr__.write(printed.getvalue())
+
+
+def _forget_local_modules(names: set[str], folder: Path) -> None:
+    """Drop the helper modules an eval file imported from its own folder, so another folder's
+    eval importing a helper of the same name (``shared.py``) gets its own, not this one."""
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file and folder in Path(file).resolve().parents:
+            del sys.modules[name]
 
 
 def _error_line(exc: BaseException, path: Path) -> int | None:

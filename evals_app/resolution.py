@@ -140,10 +140,19 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
         case=case,
         module_path=module_path,
         definition=definition,
-        definition_hash=canonical_hash(definition),
+        definition_hash=canonical_hash(_without_locations(definition)),
         sources=sources,
         checks=checks,
     )
+
+
+def _without_locations(definition: dict[str, Any]) -> dict[str, Any]:
+    """The definition as hashed: where a validator sits in its file (lines) is shown, but only
+    its source decides whether the case changed, so moving it makes no new version."""
+    def strip(entry: Any) -> Any:
+        return {k: v for k, v in entry.items() if k not in ("start", "end")} if isinstance(entry, dict) else entry
+
+    return {**definition, "prepare": strip(definition["prepare"]), "checks": [strip(c) for c in definition["checks"]]}
 
 
 def conversation_definition(user: Any) -> Any:

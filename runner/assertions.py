@@ -7,7 +7,6 @@ read its final answer); ``llm-rubric`` asks a model judge; ``python`` calls the 
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import time
@@ -18,6 +17,7 @@ from typing import Any
 from proctor.assertions import Assertion
 from proctor.definitions import Verdict
 from proctor.judges import Judge
+from runner.awaiting import resolved
 from runner.checks import CheckContext, CheckResult
 from runner.judging import judge_config, run_judge
 from runner.llm import ConsultationRecord
@@ -74,14 +74,7 @@ def _bound_verdict(kind: str, value: Any, measures: TrialMeasures) -> tuple[bool
 
 
 def _python_verdict(func: Any, ctx: CheckContext) -> tuple[bool, float, str]:
-    value = func(ctx)
-    if inspect.isawaitable(value):
-        import asyncio
-
-        async def wait() -> Any:
-            return await value
-
-        value = asyncio.run(wait())
+    value = resolved(func(ctx))
     if isinstance(value, Verdict):
         score = value.score if value.score is not None else float(value.passed)
         return value.passed, score, value.message

@@ -54,12 +54,19 @@ def _trial(trial: Trial) -> dict[str, Any]:
         "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
         "score": trial.score,
         "threshold": trial.threshold,
-        "checks": [
-            {"name": c.name, "kind": c.kind, "passed": c.passed, "message": c.message, "score": c.score,
-             "weight": c.weight, "metric": c.metric or None}
-            for c in trial.checks.all()
-        ],
+        "checks": [_check(c) for c in trial.checks.all()],
     }
+
+
+def _check(check: Check) -> dict[str, Any]:
+    """The documented four keys, plus the score of a judge or an assertion and an assertion's
+    weight and metric where they exist."""
+    shown: dict[str, Any] = {"name": check.name, "kind": check.kind, "passed": check.passed, "message": check.message}
+    if check.score is not None:
+        shown["score"] = check.score
+    if check.kind == "assertion":
+        shown.update(weight=check.weight, metric=check.metric or None)
+    return shown
 
 
 def overall_pass_rate(batch: Batch) -> float:

@@ -7,14 +7,13 @@ message, never a crashed trial.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.capture import capture_output
 from proctor.definitions import Command, Verdict
-from runner.capture import capture_output
+from runner.awaiting import resolved
 from runner.sandboxes import Sandbox
 from runner.transcript import Transcript, TurnTranscript
 
@@ -126,9 +125,7 @@ def run_validator(validator: Any, ctx: CheckContext, *, name: str, source_ref: d
     output = ""
     try:
         with capture_output() as printed:
-            value = validator(ctx)
-            if inspect.isawaitable(value):
-                value = asyncio.run(_await(value))
+            value = resolved(validator(ctx))
         output = printed.getvalue()
         verdict = _verdict_of(value)
         passed, message, score = verdict.passed, verdict.message, verdict.score
@@ -144,7 +141,3 @@ def run_validator(validator: Any, ctx: CheckContext, *, name: str, source_ref: d
         source_ref=source_ref,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable

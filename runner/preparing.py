@@ -7,10 +7,8 @@ its commands print is collected and logged only after redaction.
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
 import hashlib
-import inspect
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -19,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from proctor.capture import capture_output
 from proctor.definitions import Cache
-from runner.capture import capture_output
+from runner.awaiting import resolved
 from runner.checks import ExecResult, clip
 from runner.sandboxes import Sandbox
 
@@ -147,9 +146,7 @@ def run_prepare(
         ctx = PrepareContext(sandbox, cached=cached, log=lines.append)
         with capture_output() as printed:
             try:
-                value = prepare(ctx)
-                if inspect.isawaitable(value):
-                    value = asyncio.run(_await(value))
+                value = resolved(prepare(ctx))
             except Exception as exc:
                 failure = exc if isinstance(exc, PrepareError) else PrepareError(
                     f"prepare raised {type(exc).__name__}: {exc}"
@@ -160,7 +157,3 @@ def run_prepare(
     if cache and not cached:
         save_cache(sandbox, cache, cache_root)
     return Prepared(value=value, cached=cached, log_lines=lines)
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable

@@ -156,5 +156,5 @@ class RedactingRecorder:
     def trial_finished(self, outcome: TrialOutcome) -> None:
         r = self.redactor
         outcome.answer, outcome.error = r.redact(outcome.answer), r.redact(outcome.error)
-        outcome.finish_reason = r.redact(outcome.finish_reason)
+        outcome.finish_reason, outcome.session_id = r.redact(outcome.finish_reason), r.redact(outcome.session_id)
         self.inner.trial_finished(outcome)

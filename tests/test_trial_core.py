@@ -546,12 +546,6 @@ def test_what_prepare_returns_is_redacted_from_everything_reported(tmp_path):
     assert "created [redacted]" in recorder.logs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: runner/recording.py RedactingRecorder.trial_finished redacts answer, error and "
-    "finish_reason but not outcome.session_id, so a secret in a Started sessionId is stored in "
-    "Trial.session_id",
-)
 def test_a_secret_in_the_session_id_is_redacted_too(tmp_path):
     run = 's=$(cat .prepared-secret); echo "{\\"_tag\\":\\"Started\\",\\"sessionId\\":\\"session-$s\\"}"'
 

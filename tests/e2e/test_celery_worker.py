@@ -149,13 +149,6 @@ print([repr(f.exception()) for f in futures if f.exception()])
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the first trials enqueued at once in embedded mode race Celery's lazy task binding "
-    "(runner/dispatch.py _run_locally calls run_trial.apply from several pool threads before the "
-    "app is finalized; a thread sees the task marked bound before its request_stack is set) and "
-    "die with \"'NoneType' object has no attribute 'push'\", leaving trials queued",
-)
 def test_the_first_trials_started_at_once_all_run_in_embedded_mode(tmp_path: Path):
     env = proctor_env(tmp_path / "proctor-home", DJANGO_SETTINGS_MODULE="proctor.settings")
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from e2e.running import Backend, agent_profile, write_eval
 
 VERSIONED_SUITE = """
@@ -108,12 +106,6 @@ def test_a_changed_definition_makes_a_new_version_and_history_stays(backend: Bac
     assert [number for number, _, _ in project.trials_by_version()] == [1, 1, 2, 3, 4, 4]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a validator's line numbers (start/end) are part of the hashed definition "
-    "(evals_app/resolution.py resolve_case: spec = {..., **ref}), so moving an unchanged "
-    "validator down one line makes a new case version",
-)
 def test_moving_an_unchanged_validator_makes_no_new_version(sqlite_backend: Backend, tmp_path):
     project = VersionedProject(sqlite_backend, tmp_path)
 
