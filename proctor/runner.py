@@ -7,7 +7,9 @@ variables; :func:`create_emitter` prints the event lines and refuses, with
 you meant. Both sides check lines with :mod:`proctor.protocol`, so they cannot disagree.
 
 A complete agent, ``agent.py`` in the profile directory, with the profile's run set to
-``python agent.py`` (the sandbox needs ``proctor`` importable, e.g. from the profile's install)::
+``python3 "$PROCTOR_PROFILE_DIR/agent.py"`` (the run starts in the workspace; the profile folder
+is shipped to ``$HOME/profile``; the local sandbox puts Proctor's own Python first on PATH, other
+sandboxes need ``proctor`` importable, e.g. from the profile's install)::
 
     import subprocess
 

@@ -100,8 +100,17 @@ def insert_rows(model: type[Model], rows: list[dict]) -> None:
         return
     # The connection itself, not the thread-local proxy: it is consulted for every value.
     db = connections[DEFAULT_DB_ALIAS]
-    names = list(rows[0])
     by_name = {field.name: field for field in model._meta.concrete_fields}
+    # Columns a row leaves out take their field's default, so a field added to the model later
+    # does not break the seed.
+    defaults = {
+        name: field.get_default()
+        for name, field in by_name.items()
+        if name not in rows[0] and not field.primary_key and field.has_default()
+    }
+    if defaults:
+        rows = [{**defaults, **row} for row in rows]
+    names = list(rows[0])
     fields = [by_name[name] for name in names]
     quote = db.ops.quote_name
     columns = ", ".join(quote(cast(str, field.column)) for field in fields)
