@@ -13,8 +13,8 @@ if [ $status -ne 0 ]; then
   exit $status
 fi
 if $PROCTOR help createuser >/dev/null 2>&1; then
-  $PROCTOR createuser demo --org default --password demo >/dev/null
-  signin="Sign in as demo / demo."
+  $PROCTOR createuser demo --org default --password proctor-demo >/dev/null
+  signin="Sign in as demo / proctor-demo."
 else
   signin=""
 fi
