@@ -24,7 +24,7 @@ from pathlib import Path
 AGENT = """echo '{"_tag":"Started","sessionId":"noop","model":"none"}'; echo '{"_tag":"Finished","reason":"done"}'"""
 CHECK = "true"
 
-EVAL_FILE = f'''
+EVAL_FILE = f"""
 from proctor import case, command, profile, suite, variant
 
 noop = suite(
@@ -33,13 +33,17 @@ noop = suite(
     cases=[case("noop", validate=command({CHECK!r}))],
     variants=[variant("command", name="noop", profile=profile("noop", run={AGENT!r}))],
 )
-'''
+"""
 
 
 def bare_loop(trials: int, jobs: int) -> float:
     def one(_: int) -> None:
-        subprocess.run(["bash", "-c", AGENT], stdin=subprocess.DEVNULL, capture_output=True, check=True)
-        subprocess.run(["bash", "-c", CHECK], stdin=subprocess.DEVNULL, capture_output=True, check=True)
+        subprocess.run(
+            ["bash", "-c", AGENT], stdin=subprocess.DEVNULL, capture_output=True, check=True
+        )
+        subprocess.run(
+            ["bash", "-c", CHECK], stdin=subprocess.DEVNULL, capture_output=True, check=True
+        )
 
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -52,12 +56,16 @@ def proctor_batch(folder: Path, trials: int, jobs: int) -> float:
 
     started = time.perf_counter()
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        call_command("eval", str(folder / "noop.eval.py"), "--trials", str(trials), "-j", str(jobs), "--json")
+        call_command(
+            "eval", str(folder / "noop.eval.py"), "--trials", str(trials), "-j", str(jobs), "--json"
+        )
     return time.perf_counter() - started
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--trials", type=int, default=40)
     args = parser.parse_args()
 
@@ -81,7 +89,9 @@ def main() -> None:
     for jobs in (1, 2):
         base = bare_loop(args.trials, jobs)
         ours = proctor_batch(folder, args.trials, jobs)
-        print(f"{jobs:>3} {base:>12.2f} {ours:>10.2f} {ours / base:>7.2f} {args.trials / ours:>9.1f}")
+        print(
+            f"{jobs:>3} {base:>12.2f} {ours:>10.2f} {ours / base:>7.2f} {args.trials / ours:>9.1f}"
+        )
 
 
 if __name__ == "__main__":

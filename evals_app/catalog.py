@@ -24,24 +24,32 @@ class RecordedCase:
     created: bool
 
 
-def ownership_problems(organization: Organization, resolved: Sequence[ResolvedCase], file_of) -> list[Problem]:
+def ownership_problems(
+    organization: Organization, resolved: Sequence[ResolvedCase], file_of
+) -> list[Problem]:
     """Case ids that already belong to another suite of the organization (ids are unique
     within an organization, and a case's history must not silently change suites)."""
     slugs = {r.case.id: r for r in resolved}
     problems = []
-    for case_slug, suite_slug in Case.objects.filter(organization=organization, slug__in=slugs).values_list(
-        "slug", "suite__slug"
-    ):
+    for case_slug, suite_slug in Case.objects.filter(
+        organization=organization, slug__in=slugs
+    ).values_list("slug", "suite__slug"):
         r = slugs[case_slug]
         if suite_slug != r.suite.id:
-            problems.append(Problem(
-                file=file_of(r), suite=r.suite.id, case=case_slug,
-                message=f"id already belongs to suite {suite_slug} in this organization; case ids are unique within an organization",
-            ))
+            problems.append(
+                Problem(
+                    file=file_of(r),
+                    suite=r.suite.id,
+                    case=case_slug,
+                    message=f"id already belongs to suite {suite_slug} in this organization; case ids are unique within an organization",
+                )
+            )
     return problems
 
 
-def record_cases(organization: Organization, resolved: Sequence[ResolvedCase]) -> list[RecordedCase]:
+def record_cases(
+    organization: Organization, resolved: Sequence[ResolvedCase]
+) -> list[RecordedCase]:
     """Suites, cases and (when new) case versions for ``resolved``, in one transaction."""
     recorded = []
     with transaction.atomic():
@@ -50,7 +58,9 @@ def record_cases(organization: Organization, resolved: Sequence[ResolvedCase]) -
             definition: SuiteDefinition = item.suite
             if definition.id not in suites:
                 suite, _ = Suite.objects.get_or_create(
-                    organization=organization, slug=definition.id, defaults={"name": definition.label}
+                    organization=organization,
+                    slug=definition.id,
+                    defaults={"name": definition.label},
                 )
                 if suite.name != definition.label:
                     suite.name = definition.label

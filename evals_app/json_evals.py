@@ -36,8 +36,21 @@ from proctor.validation import Problem
 
 EVAL_JSON_SUFFIX = ".eval.json"
 VARIANTS_FILE = "variants.json"
-CASE_KEYS = {"id", "name", "prompt", "expected_output", "turns", "responder", "plan_mode", "validate",
-             "assertions", "tags", "max_turns", "timeout_ms", "source"}
+CASE_KEYS = {
+    "id",
+    "name",
+    "prompt",
+    "expected_output",
+    "turns",
+    "responder",
+    "plan_mode",
+    "validate",
+    "assertions",
+    "tags",
+    "max_turns",
+    "timeout_ms",
+    "source",
+}
 
 
 class JsonEvalError(Exception):
@@ -56,12 +69,12 @@ def _source(value: Any, base: Path, where: str) -> Any:
         if spec.startswith(("./", "../")):
             spec = str((base / spec).resolve())
         return repo(spec)
-    raise ValueError(f"{where}source must be {{\"files\": {{...}}}} or {{\"repo\": \"owner/name@ref\"}}")
+    raise ValueError(f'{where}source must be {{"files": {{...}}}} or {{"repo": "owner/name@ref"}}')
 
 
 def _variant(value: Any, base: Path) -> Variant:
     if not isinstance(value, dict) or not isinstance(value.get("harness"), str):
-        raise ValueError("each variant needs a \"harness\"")
+        raise ValueError('each variant needs a "harness"')
     prof = value.get("profile")
     built = None
     if isinstance(prof, dict):
@@ -76,9 +89,14 @@ def _variant(value: Any, base: Path) -> Variant:
             capabilities=tuple(prof.get("capabilities") or ()),
             plan_file=prof.get("plan_file"),
         )
-    return variant(value["harness"], model=value.get("model"), profile=built,
-                   sandbox=value.get("sandbox", "local"), name=value.get("name"),
-                   network=bool(value.get("network", False)))
+    return variant(
+        value["harness"],
+        model=value.get("model"),
+        profile=built,
+        sandbox=value.get("sandbox", "local"),
+        name=value.get("name"),
+        network=bool(value.get("network", False)),
+    )
 
 
 def _checks(entry: dict[str, Any], where: str) -> Any:
@@ -91,40 +109,58 @@ def _checks(entry: dict[str, Any], where: str) -> Any:
             if isinstance(item, dict) and isinstance(item.get("command"), str):
                 checks.append(command(item["command"]))
             elif isinstance(item, dict) and isinstance(item.get("judge"), str):
-                checks.append(judge(item["judge"], model=item.get("model"), name=item.get("name"),
-                                    threshold=float(item.get("threshold", 0.5))))
+                checks.append(
+                    judge(
+                        item["judge"],
+                        model=item.get("model"),
+                        name=item.get("name"),
+                        threshold=float(item.get("threshold", 0.5)),
+                    )
+                )
             else:
-                raise ValueError(f"{where}validate entries are {{\"command\": ...}} or {{\"judge\": rubric}}")
+                raise ValueError(
+                    f'{where}validate entries are {{"command": ...}} or {{"judge": rubric}}'
+                )
     elif validate is not None:
         raise ValueError(f"{where}validate must be a shell command or a list")
     for assertion in entry.get("assertions") or []:
         checks.append(judge(str(assertion)))
     if not checks and isinstance(entry.get("expected_output"), str):
-        checks.append(judge(
-            "The agent's work achieves this expected outcome: " + entry["expected_output"],
-            name="meets expected_output",
-        ))
+        checks.append(
+            judge(
+                "The agent's work achieves this expected outcome: " + entry["expected_output"],
+                name="meets expected_output",
+            )
+        )
     return checks or None
 
 
 def _conversation(entry: dict[str, Any], where: str) -> Any:
     has_turns, has_responder = "turns" in entry, "responder" in entry
     if has_turns and has_responder:
-        raise ValueError(f"{where}declares both turns and a responder; they are alternatives, choose one")
+        raise ValueError(
+            f"{where}declares both turns and a responder; they are alternatives, choose one"
+        )
     if has_turns:
         items = entry["turns"]
         if not isinstance(items, list):
             raise ValueError(f"{where}turns must be a list")
-        return turns(*[
-            turn(str(t.get("prompt", "")), deliver_when=t.get("deliver_when", "always"),
-                 agent_response_matches=t.get("agent_response_matches"))
-            if isinstance(t, dict) else turn(str(t))
-            for t in items
-        ])
+        return turns(
+            *[
+                turn(
+                    str(t.get("prompt", "")),
+                    deliver_when=t.get("deliver_when", "always"),
+                    agent_response_matches=t.get("agent_response_matches"),
+                )
+                if isinstance(t, dict)
+                else turn(str(t))
+                for t in items
+            ]
+        )
     if has_responder:
         spec = entry["responder"]
         if not isinstance(spec, dict) or spec.get("type") != "llm":
-            raise ValueError(f"{where}responder needs \"type\": \"llm\" (the only responder)")
+            raise ValueError(f'{where}responder needs "type": "llm" (the only responder)')
         return responder(max_turns=spec.get("max_turns", 8), model=spec.get("model"))
     return None
 
@@ -135,7 +171,9 @@ def _case(entry: Any, base: Path) -> Case:
     where = f"case {entry.get('id')}: " if entry.get("id") else ""
     unknown = sorted(set(entry) - CASE_KEYS)
     if unknown:
-        raise ValueError(f"{where}unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+        raise ValueError(
+            f"{where}unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
+        )
     if not isinstance(entry.get("prompt"), str):
         raise ValueError(f"{where}prompt is required")
     return case(
@@ -171,7 +209,9 @@ def load_json_suites(path: Path) -> list[Suite]:
         if raw_variants is None:
             sibling = path.parent / VARIANTS_FILE
             if not sibling.is_file():
-                raise ValueError(f"has no \"variants\" and there is no {VARIANTS_FILE} beside it to take them from")
+                raise ValueError(
+                    f'has no "variants" and there is no {VARIANTS_FILE} beside it to take them from'
+                )
             raw_variants = json.loads(sibling.read_text(encoding="utf-8"))
             if isinstance(raw_variants, dict):
                 raw_variants = raw_variants.get("variants", [])
@@ -180,5 +220,15 @@ def load_json_suites(path: Path) -> list[Suite]:
         source = _source(meta.get("source"), path.parent, "")
     except ValueError as exc:
         raise JsonEvalError([Problem(file=shown, suite=str(suite_id), message=str(exc))]) from None
-    return [suite(str(suite_id), name=meta.get("name"), prompt="{{prompt}}", cases=cases, variants=variants,
-                  trials=meta.get("trials", 1), source=source, system_prompt=meta.get("system_prompt"))]
+    return [
+        suite(
+            str(suite_id),
+            name=meta.get("name"),
+            prompt="{{prompt}}",
+            cases=cases,
+            variants=variants,
+            trials=meta.get("trials", 1),
+            source=source,
+            system_prompt=meta.get("system_prompt"),
+        )
+    ]

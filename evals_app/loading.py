@@ -17,15 +17,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
-from proctor.definitions import Suite
 from proctor.capture import capture_output
+from proctor.definitions import Suite
 from proctor.validation import Problem
 
 EVAL_SUFFIX = ".eval.py"
 EVAL_SUFFIXES = (EVAL_SUFFIX, EVAL_JSON_SUFFIX)
 # Folders never searched: version control, virtual environments, dependencies, caches.
-SKIPPED_FOLDERS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", "env",
-                   ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".proctor", "site-packages"}
+SKIPPED_FOLDERS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "env",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".proctor",
+    "site-packages",
+}
 
 
 @dataclass
@@ -61,14 +76,24 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
             if target.name.endswith(EVAL_SUFFIXES):
                 found.append(target.resolve())
             else:
-                problems.append(Problem(file=str(target), message=f"is not an eval file (its name must end in {EVAL_SUFFIX} or {EVAL_JSON_SUFFIX})"))
+                problems.append(
+                    Problem(
+                        file=str(target),
+                        message=f"is not an eval file (its name must end in {EVAL_SUFFIX} or {EVAL_JSON_SUFFIX})",
+                    )
+                )
         elif target.is_dir():
             for folder, subfolders, filenames in os.walk(target):
                 subfolders[:] = sorted(
-                    name for name in subfolders
+                    name
+                    for name in subfolders
                     if name not in SKIPPED_FOLDERS and not _is_virtualenv(Path(folder) / name)
                 )
-                found.extend(Path(folder, name).resolve() for name in sorted(filenames) if name.endswith(EVAL_SUFFIXES))
+                found.extend(
+                    Path(folder, name).resolve()
+                    for name in sorted(filenames)
+                    if name.endswith(EVAL_SUFFIXES)
+                )
         else:
             problems.append(Problem(file=str(target), message="does not exist"))
     return list(dict.fromkeys(found)), problems
@@ -91,7 +116,9 @@ def load_file(path: Path) -> LoadedFile:
     key = (path, stat.st_mtime_ns, stat.st_size)
     with _modules_lock:
         if key not in _modules:
-            _modules[key] = _json_suites(path) if path.name.endswith(EVAL_JSON_SUFFIX) else _import_suites(path)
+            _modules[key] = (
+                _json_suites(path) if path.name.endswith(EVAL_JSON_SUFFIX) else _import_suites(path)
+            )
         return LoadedFile(path=path, suites=_modules[key])
 
 
@@ -99,15 +126,21 @@ def _json_suites(path: Path) -> list[Suite]:
     try:
         return load_json_suites(path)
     except JsonEvalError as exc:
-        raise LoadError([Problem(file=display_path(path), suite=p.suite, case=p.case, message=p.message)
-                         for p in exc.problems]) from None
+        raise LoadError(
+            [
+                Problem(file=display_path(path), suite=p.suite, case=p.case, message=p.message)
+                for p in exc.problems
+            ]
+        ) from None
 
 
 def _import_suites(path: Path) -> list[Suite]:
     name = "proctor_eval_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise LoadError([Problem(file=display_path(path), message="cannot be imported as a Python module")])
+        raise LoadError(
+            [Problem(file=display_path(path), message="cannot be imported as a Python module")]
+        )
     module = importlib.util.module_from_spec(spec)
     # The file's folder is importable while it loads, so an eval can import its own helpers.
     sys.path.insert(0, str(path.parent))
@@ -117,11 +150,24 @@ def _import_suites(path: Path) -> list[Suite]:
         with _printed_to_stderr():
             spec.loader.exec_module(module)
     except SyntaxError as exc:
-        raise LoadError([Problem(file=display_path(path), message=f"line {exc.lineno}: syntax error: {exc.msg}")]) from None
+        raise LoadError(
+            [
+                Problem(
+                    file=display_path(path), message=f"line {exc.lineno}: syntax error: {exc.msg}"
+                )
+            ]
+        ) from None
     except BaseException as exc:  # any error while importing the user's file, SystemExit included
         line = _error_line(exc, path)
         where = f"line {line}: " if line else ""
-        raise LoadError([Problem(file=display_path(path), message=f"{where}importing it raised {type(exc).__name__}: {exc}")]) from None
+        raise LoadError(
+            [
+                Problem(
+                    file=display_path(path),
+                    message=f"{where}importing it raised {type(exc).__name__}: {exc}",
+                )
+            ]
+        ) from None
     finally:
         if sys.path and sys.path[0] == str(path.parent):
             sys.path.pop(0)

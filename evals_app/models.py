@@ -19,7 +19,9 @@ class Organization(models.Model):
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="organizations", blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="organizations", blank=True
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:
@@ -40,7 +42,9 @@ class Suite(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["organization", "slug"], name="suite_slug_unique_in_org")
+            models.UniqueConstraint(
+                fields=["organization", "slug"], name="suite_slug_unique_in_org"
+            )
         ]
         ordering = ["slug"]
 
@@ -91,7 +95,9 @@ class CaseVersion(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["case", "number"], name="case_version_number_unique"),
-            models.UniqueConstraint(fields=["case", "definition_hash"], name="case_version_hash_unique"),
+            models.UniqueConstraint(
+                fields=["case", "definition_hash"], name="case_version_hash_unique"
+            ),
         ]
         ordering = ["case", "number"]
 
@@ -100,7 +106,9 @@ class CaseVersion(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         if self.pk is not None and not kwargs.pop("_allow_update", False):
-            raise ValueError("A CaseVersion is immutable; a changed definition makes a new version.")
+            raise ValueError(
+                "A CaseVersion is immutable; a changed definition makes a new version."
+            )
         super().save(*args, **kwargs)
 
 
@@ -111,7 +119,9 @@ class Variant(models.Model):
     always explained by the exact configuration that produced it.
     """
 
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="variants")
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="variants"
+    )
     name = models.CharField(max_length=200)
     harness = models.CharField(max_length=50)
     model = models.CharField(max_length=200, blank=True, default="")
@@ -122,7 +132,9 @@ class Variant(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["organization", "spec_hash"], name="variant_spec_unique_in_org")
+            models.UniqueConstraint(
+                fields=["organization", "spec_hash"], name="variant_spec_unique_in_org"
+            )
         ]
         ordering = ["name"]
 
@@ -143,7 +155,9 @@ class Batch(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     # A rerun points at the batch it came from.
-    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
     label = models.CharField(max_length=200, blank=True, default="")
     options = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
@@ -171,7 +185,9 @@ class Run(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["batch", "case_version", "variant"], name="run_unique_in_batch")
+            models.UniqueConstraint(
+                fields=["batch", "case_version", "variant"], name="run_unique_in_batch"
+            )
         ]
         ordering = ["batch", "id"]
 
@@ -223,7 +239,9 @@ class Trial(models.Model):
     artifacts_dir = models.CharField(max_length=1000, blank=True, default="")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "index"], name="trial_index_unique_in_run")]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "index"], name="trial_index_unique_in_run")
+        ]
         ordering = ["run", "index"]
         indexes = [
             # `serve` re-queues trials left queued or running; progress counts by status
@@ -258,7 +276,9 @@ class Turn(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["trial", "index"], name="turn_index_unique_in_trial")]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "index"], name="turn_index_unique_in_trial")
+        ]
         ordering = ["trial", "index"]
 
     def __str__(self) -> str:
@@ -287,7 +307,9 @@ class Event(models.Model):
     data = models.JSONField(default=dict)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["trial", "seq"], name="event_seq_unique_in_trial")]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "seq"], name="event_seq_unique_in_trial")
+        ]
         ordering = ["trial", "seq"]
 
     def __str__(self) -> str:
@@ -314,7 +336,9 @@ class Check(models.Model):
     duration_ms = models.PositiveBigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["trial", "index"], name="check_index_unique_in_trial")]
+        constraints = [
+            models.UniqueConstraint(fields=["trial", "index"], name="check_index_unique_in_trial")
+        ]
         ordering = ["trial", "index"]
 
     def __str__(self) -> str:

@@ -30,7 +30,9 @@ def template_variables(template: str) -> list[str]:
 
 def fill_template(template: str, variables: dict[str, Any]) -> str:
     """``{{name}}`` replaced by its value; a name with no value is left for validation to name."""
-    return VARIABLE.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), template)
+    return VARIABLE.sub(
+        lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), template
+    )
 
 
 def source_definition(source: Source | None) -> dict[str, Any]:
@@ -91,28 +93,49 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
     checks = []
     for check in case.checks:
         if isinstance(check, Command):
-            spec = {"kind": "command", "name": check.label, "command": check.command, "timeout_ms": check.timeout_ms}
+            spec = {
+                "kind": "command",
+                "name": check.label,
+                "command": check.command,
+                "timeout_ms": check.timeout_ms,
+            }
             checks.append(ResolvedCheck(check, spec))
         elif isinstance(check, Assertion):
-            spec = {"kind": "assertion", "name": check.label, "type": check.type, "weight": check.weight,
-                    "metric": check.metric}
+            spec = {
+                "kind": "assertion",
+                "name": check.label,
+                "type": check.type,
+                "weight": check.weight,
+                "metric": check.metric,
+            }
             if check.type == "python" and callable(check.value):
                 ref = captured(check.value)
-                spec.update(value=ref["qualname"], **{k: ref[k] for k in ("path", "start", "end", "sha256")})
-                source_ref = {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+                spec.update(
+                    value=ref["qualname"], **{k: ref[k] for k in ("path", "start", "end", "sha256")}
+                )
+                source_ref = (
+                    {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+                )
                 checks.append(ResolvedCheck(check, spec, source_ref))
                 continue
             spec["value"] = check.value
             checks.append(ResolvedCheck(check, spec))
         elif isinstance(check, Judge):
-            spec = {"kind": "judge", "name": check.label, "rubric": check.rubric, "model": check.model,
-                    "threshold": check.threshold}
+            spec = {
+                "kind": "judge",
+                "name": check.label,
+                "rubric": check.rubric,
+                "model": check.model,
+                "threshold": check.threshold,
+            }
             checks.append(ResolvedCheck(check, spec))
         else:
             ref = captured(check)
             name = getattr(check, "__name__", None) or ref["qualname"]
             spec = {"kind": "validator", "name": name, **ref}
-            source_ref = {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+            source_ref = (
+                {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+            )
             checks.append(ResolvedCheck(check, spec, source_ref))
 
     variables = dict(case.variables)
@@ -149,10 +172,19 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
 def _without_locations(definition: dict[str, Any]) -> dict[str, Any]:
     """The definition as hashed: where a validator sits in its file (lines) is shown, but only
     its source decides whether the case changed, so moving it makes no new version."""
-    def strip(entry: Any) -> Any:
-        return {k: v for k, v in entry.items() if k not in ("start", "end")} if isinstance(entry, dict) else entry
 
-    return {**definition, "prepare": strip(definition["prepare"]), "checks": [strip(c) for c in definition["checks"]]}
+    def strip(entry: Any) -> Any:
+        return (
+            {k: v for k, v in entry.items() if k not in ("start", "end")}
+            if isinstance(entry, dict)
+            else entry
+        )
+
+    return {
+        **definition,
+        "prepare": strip(definition["prepare"]),
+        "checks": [strip(c) for c in definition["checks"]],
+    }
 
 
 def conversation_definition(user: Any) -> Any:
@@ -186,8 +218,10 @@ def variant_spec(variant: Variant) -> dict[str, Any]:
         "sandbox": variant.sandbox,
         "network": variant.network,
         "profile": profile_spec,
-        "options": {k: _hidden(v) if SECRET_OPTION.search(k) else describe_option(v)
-                    for k, v in sorted(variant.options.items())},
+        "options": {
+            k: _hidden(v) if SECRET_OPTION.search(k) else describe_option(v)
+            for k, v in sorted(variant.options.items())
+        },
     }
 
 
@@ -216,6 +250,8 @@ def describe_option(value: Any) -> Any:
             source = inspect.getsource(value)
         except (OSError, TypeError):
             source = getattr(value, "__qualname__", repr(type(value)))
-        return {"callable": getattr(value, "__qualname__", type(value).__name__),
-                "sha256": hashlib.sha256(source.encode()).hexdigest()[:16]}
+        return {
+            "callable": getattr(value, "__qualname__", type(value).__name__),
+            "sha256": hashlib.sha256(source.encode()).hexdigest()[:16],
+        }
     return repr(value)

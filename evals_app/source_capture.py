@@ -54,7 +54,9 @@ def capture_callable(func: Any, root: Path) -> CapturedCallable:
         file = Path(inspect.getsourcefile(target) or "")
     except (OSError, TypeError):
         # Built-ins and callables without source: the name is all that identifies them.
-        return CapturedCallable(qualname, None, 0, 0, hashlib.sha256(qualname.encode()).hexdigest(), None)
+        return CapturedCallable(
+            qualname, None, 0, 0, hashlib.sha256(qualname.encode()).hexdigest(), None
+        )
     start = max(start, 1)
     relative = relative_to_root(file, root) if file.is_file() else None
     text = file.read_text(encoding="utf-8") if relative is not None else None

@@ -4,14 +4,14 @@ from variants import careful, hasty
 
 from proctor import Verdict, case, command, files, suite
 
-CALC = '''\
+CALC = """\
 def add(a, b):
     return a - b
 
 
 def divide(a, b):
     return a * b
-'''
+"""
 
 
 def add_is_fixed(ctx) -> bool:
@@ -22,20 +22,28 @@ def add_is_fixed(ctx) -> bool:
 def divide_works(ctx) -> Verdict:
     """Or a Verdict with a message; ctx.exec runs a command in the workspace."""
     result = ctx.exec("python3 -c 'import calc; print(calc.divide(7, 2))'")
-    return Verdict(result.output.strip() == "3.5", f"divide(7, 2) printed {result.output.strip()!r}")
+    return Verdict(
+        result.output.strip() == "3.5", f"divide(7, 2) printed {result.output.strip()!r}"
+    )
 
 
 def divide_by_zero_is_an_error(ctx) -> Verdict:
     result = ctx.exec("python3 -c 'import calc; calc.divide(1, 0)'")
     raised = "ZeroDivisionError: divide by zero" in result.output
-    return Verdict(raised, "divide(1, 0) raises ZeroDivisionError('divide by zero')" if raised
-                   else f"divide(1, 0) gave: {result.output.strip().splitlines()[-1:] or 'no error'}")
+    return Verdict(
+        raised,
+        "divide(1, 0) raises ZeroDivisionError('divide by zero')"
+        if raised
+        else f"divide(1, 0) gave: {result.output.strip().splitlines()[-1:] or 'no error'}",
+    )
 
 
 async def answer_mentions_the_work(ctx) -> Verdict:
     """Validators may be async; ctx.answer() is the agent's last message."""
     answer = ctx.answer()
-    return Verdict(bool(answer) and "fixed" not in answer.lower(), f"the answer says: {answer[:80]}")
+    return Verdict(
+        bool(answer) and "fixed" not in answer.lower(), f"the answer says: {answer[:80]}"
+    )
 
 
 def touched_only_calc(ctx) -> Verdict:
@@ -60,7 +68,9 @@ calc = suite(
         case(
             "fix-divide",
             name="Fix divide()",
-            variables={"task": "Fix divide so it returns a true quotient and raises ZeroDivisionError('divide by zero') on zero"},
+            variables={
+                "task": "Fix divide so it returns a true quotient and raises ZeroDivisionError('divide by zero') on zero"
+            },
             tags=["arithmetic", "hard"],
             validate=[divide_works, divide_by_zero_is_an_error, touched_only_calc],
         ),

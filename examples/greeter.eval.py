@@ -22,12 +22,19 @@ def install(ctx):
 
 
 def tests_pass(ctx) -> Verdict:
-    result = ctx.exec("python3 -m pytest -q test_greeter.py 2>&1 || python3 -c 'import test_greeter as t; t.test_greets_by_name()'")
-    return Verdict(result.exit_code == 0, result.output.strip().splitlines()[-1] if result.output.strip() else "")
+    result = ctx.exec(
+        "python3 -m pytest -q test_greeter.py 2>&1 || python3 -c 'import test_greeter as t; t.test_greets_by_name()'"
+    )
+    return Verdict(
+        result.exit_code == 0,
+        result.output.strip().splitlines()[-1] if result.output.strip() else "",
+    )
 
 
 def token_reached_the_validator(ctx) -> Verdict:
-    return Verdict(ctx.prepared["api_token"].startswith("demo-"), "the prepared token reached the validator")
+    return Verdict(
+        ctx.prepared["api_token"].startswith("demo-"), "the prepared token reached the validator"
+    )
 
 
 greeter = suite(

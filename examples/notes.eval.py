@@ -7,7 +7,9 @@ from proctor import case, command, profile, suite, variant
 echo = variant(
     "command",
     name="bash-echo",
-    profile=profile("echo", dir=str(Path(__file__).parent / "agents"), run='bash "$PROCTOR_PROFILE_DIR/echo.sh"'),
+    profile=profile(
+        "echo", dir=str(Path(__file__).parent / "agents"), run='bash "$PROCTOR_PROFILE_DIR/echo.sh"'
+    ),
 )
 
 notes = suite(
@@ -15,7 +17,12 @@ notes = suite(
     name="Notes (bash runner)",
     prompt="Write down: {{todo}}",
     cases=[
-        case("write-notes", variables={"todo": "buy milk"}, tags=["smoke"], validate=command("grep -q 'buy milk' NOTES.md")),
+        case(
+            "write-notes",
+            variables={"todo": "buy milk"},
+            tags=["smoke"],
+            validate=command("grep -q 'buy milk' NOTES.md"),
+        ),
     ],
     variants=[echo],
 )

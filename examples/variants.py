@@ -13,11 +13,15 @@ careful = variant(
     "command",
     name="careful",
     model="scripted/careful",
-    profile=profile("careful", dir=str(AGENTS / "careful"), run='python3 "$PROCTOR_PROFILE_DIR/agent.py"'),
+    profile=profile(
+        "careful", dir=str(AGENTS / "careful"), run='python3 "$PROCTOR_PROFILE_DIR/agent.py"'
+    ),
 )
 hasty = variant(
     "command",
     name="hasty",
     model="scripted/hasty",
-    profile=profile("hasty", dir=str(AGENTS / "hasty"), run='python3 "$PROCTOR_PROFILE_DIR/agent.py"'),
+    profile=profile(
+        "hasty", dir=str(AGENTS / "hasty"), run='python3 "$PROCTOR_PROFILE_DIR/agent.py"'
+    ),
 )

@@ -11,7 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-TEXT_TYPES = ("icontains", "not-icontains", "contains-any", "contains-all", "regex", "equals", "is-json")
+TEXT_TYPES = (
+    "icontains",
+    "not-icontains",
+    "contains-any",
+    "contains-all",
+    "regex",
+    "equals",
+    "is-json",
+)
 ASSERTION_TYPES = (*TEXT_TYPES, "llm-rubric", "python", "latency", "cost", "turn-count")
 # Types whose value is a number bound: the trial passes when its measure is at most the value.
 BOUND_TYPES = ("latency", "cost", "turn-count")

@@ -54,10 +54,14 @@ class Responder:
         return {"type": "llm", "max_turns": self.max_turns, "model": self.model}
 
 
-def turn(prompt: str, *, deliver_when: str = DELIVER_ALWAYS, agent_response_matches: str | None = None) -> Turn:
+def turn(
+    prompt: str, *, deliver_when: str = DELIVER_ALWAYS, agent_response_matches: str | None = None
+) -> Turn:
     """``deliver_when="agent_asks"`` delivers only when the agent's last answer holds a question
     mark; ``agent_response_matches`` adds a regex that answer must match too."""
-    return Turn(prompt=prompt, deliver_when=deliver_when, agent_response_matches=agent_response_matches)
+    return Turn(
+        prompt=prompt, deliver_when=deliver_when, agent_response_matches=agent_response_matches
+    )
 
 
 def turns(*items: Turn | str) -> Turns:
@@ -112,7 +116,9 @@ def simulated_user(
     is read relative to the calling file, when the eval is defined."""
     seeded: list[tuple[str, str]] = []
     if isinstance(initial_messages, str):
-        initial_messages = _load_messages(initial_messages, sys._getframe(1).f_globals.get("__file__"))
+        initial_messages = _load_messages(
+            initial_messages, sys._getframe(1).f_globals.get("__file__")
+        )
     for message in initial_messages or ():
         seeded.append((str(message["role"]), str(message["content"])))
     return SimulatedUser(
@@ -135,9 +141,15 @@ def _load_messages(reference: str, caller: str | None) -> list[dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise MessagesFileError(f"initial_messages {reference}: cannot read {path}: {exc}") from None
+        raise MessagesFileError(
+            f"initial_messages {reference}: cannot read {path}: {exc}"
+        ) from None
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         data = data["messages"]
-    if not isinstance(data, list) or not all(isinstance(m, dict) and "role" in m and "content" in m for m in data):
-        raise MessagesFileError(f"initial_messages {reference}: {path} must hold a list of {{role, content}} objects")
+    if not isinstance(data, list) or not all(
+        isinstance(m, dict) and "role" in m and "content" in m for m in data
+    ):
+        raise MessagesFileError(
+            f"initial_messages {reference}: {path} must hold a list of {{role, content}} objects"
+        )
     return data

@@ -20,7 +20,9 @@ class Judge:
         return first_line if len(first_line) <= 80 else first_line[:77] + "…"
 
 
-def judge(rubric: str, *, model: str | None = None, name: str | None = None, threshold: float = 0.5) -> Judge:
+def judge(
+    rubric: str, *, model: str | None = None, name: str | None = None, threshold: float = 0.5
+) -> Judge:
     """A check a model grades: passes when its score reaches ``threshold`` (0 to 1) and it says
     the answer passes. Usable alone or in a ``validate`` list beside validators."""
     return Judge(rubric=rubric, model=model, name=name, threshold=threshold)

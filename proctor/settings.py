@@ -156,7 +156,9 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "proctor.channel_layer.ThreadSafeInMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "proctor.channel_layer.ThreadSafeInMemoryChannelLayer"}
+    }
 
 # --- background work ---------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
@@ -224,7 +226,9 @@ def _llm_timeout_s() -> float:
     except ValueError:
         value = 0.0
     if not 0 < value < float("inf"):
-        raise ImproperlyConfigured(f"PROCTOR_LLM_TIMEOUT_S must be a positive number of seconds, not {raw!r}.")
+        raise ImproperlyConfigured(
+            f"PROCTOR_LLM_TIMEOUT_S must be a positive number of seconds, not {raw!r}."
+        )
     return value
 
 

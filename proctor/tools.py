@@ -12,12 +12,20 @@ from typing import Any
 class Tool:
     name: str
     description: str
-    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
     stub: Callable[..., Any] | None = None
 
     def to_openai(self) -> dict[str, Any]:
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
 
 
 def tool(
@@ -32,5 +40,9 @@ def tool(
     The stub receives the call's arguments as a dict and returns what the model reads back;
     return natural-language text, not JSON, so an echo of it reads naturally.
     """
-    return Tool(name=name, description=description,
-                parameters=dict(parameters or {"type": "object", "properties": {}}), stub=stub)
+    return Tool(
+        name=name,
+        description=description,
+        parameters=dict(parameters or {"type": "object", "properties": {}}),
+        stub=stub,
+    )

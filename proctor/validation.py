@@ -45,7 +45,9 @@ class Problem:
 
 def handle_problem(field: str, value: object) -> str | None:
     if not isinstance(value, str) or not value:
-        return f"{field} is required: 1 to {HANDLE_MAX} lowercase letters, digits and single hyphens"
+        return (
+            f"{field} is required: 1 to {HANDLE_MAX} lowercase letters, digits and single hyphens"
+        )
     if len(value) > HANDLE_MAX:
         return f"{field} {value[:20]!r}… is {len(value)} characters; the most is {HANDLE_MAX}"
     if not HANDLE.match(value):
@@ -66,7 +68,9 @@ def _in_range(field: str, value: object, bounds: tuple[int, int], unit: str = ""
 def _check_problems(case: Case, is_check: Callable[[object], bool]) -> list[str]:
     validate = case.validate
     if validate is None:
-        return ["validate is required: a command(), a validator, a judge, or a list of validators and judges"]
+        return [
+            "validate is required: a command(), a validator, a judge, or a list of validators and judges"
+        ]
     if isinstance(validate, list | tuple):
         problems = []
         if not validate:
@@ -80,7 +84,9 @@ def _check_problems(case: Case, is_check: Callable[[object], bool]) -> list[str]
                     "use it alone, or run it from a validator with ctx.exec()"
                 )
             elif not is_check(check):
-                problems.append(f"validate[{position}] is a {type(check).__name__}, not a validator or judge")
+                problems.append(
+                    f"validate[{position}] is a {type(check).__name__}, not a validator or judge"
+                )
         return problems
     if not isinstance(validate, Command) and not is_check(validate):
         return [f"validate is a {type(validate).__name__}, not a command(), validator or judge"]
@@ -94,7 +100,9 @@ def _cache_problem(cache: object) -> str | None:
         return "cache needs a key and a path, like {'key': 'deps-v1', 'path': 'node_modules'}"
     path = PurePosixPath(cache.path)
     if path.is_absolute() or ".." in path.parts or str(path) in (".", ""):
-        return f"cache path {cache.path!r} must stay inside the workspace (a relative folder, no '..')"
+        return (
+            f"cache path {cache.path!r} must stay inside the workspace (a relative folder, no '..')"
+        )
     return None
 
 
@@ -119,17 +127,32 @@ def _assertion_problem(item: Assertion) -> str | None:
     where = f"assertion {item.label!r}"
     if item.type not in ASSERTION_TYPES:
         return f"{where}: unknown type {item.type!r} (known: {', '.join(ASSERTION_TYPES)})"
-    if (isinstance(item.weight, bool) or not isinstance(item.weight, int | float)
-            or not math.isfinite(item.weight) or item.weight < 0):
+    if (
+        isinstance(item.weight, bool)
+        or not isinstance(item.weight, int | float)
+        or not math.isfinite(item.weight)
+        or item.weight < 0
+    ):
         return f"{where}: weight must be a finite number, 0 or more (0 is information only)"
     if item.type == "python" and not callable(item.value):
         return f"{where}: a python assertion's value is a function f(ctx)"
-    if item.type in BOUND_TYPES and (isinstance(item.value, bool) or not isinstance(item.value, int | float)
-                                     or not math.isfinite(item.value)):
+    if item.type in BOUND_TYPES and (
+        isinstance(item.value, bool)
+        or not isinstance(item.value, int | float)
+        or not math.isfinite(item.value)
+    ):
         return f"{where}: a {item.type} assertion's value is a finite number (the most allowed)"
-    if item.type in ("contains-any", "contains-all") and not (isinstance(item.value, list | tuple) and item.value):
+    if item.type in ("contains-any", "contains-all") and not (
+        isinstance(item.value, list | tuple) and item.value
+    ):
         return f"{where}: value must be a non-empty list of strings"
-    if item.type in ("icontains", "not-icontains", "regex", "equals", "llm-rubric") and not isinstance(item.value, str):
+    if item.type in (
+        "icontains",
+        "not-icontains",
+        "regex",
+        "equals",
+        "llm-rubric",
+    ) and not isinstance(item.value, str):
         return f"{where}: value must be a string"
     if item.type == "regex":
         try:
@@ -143,7 +166,9 @@ def _conversation_problems(case: Case) -> list[str]:
     user = case.user
     problems = []
     if user is not None and not isinstance(user, Turns | Responder | SimulatedUser):
-        problems.append(f"user must be turns(...), responder(...) or simulated_user(...), not {type(user).__name__}")
+        problems.append(
+            f"user must be turns(...), responder(...) or simulated_user(...), not {type(user).__name__}"
+        )
     if isinstance(user, Turns):
         if not user.turns:
             problems.append("user=turns() holds no turn")
@@ -151,13 +176,19 @@ def _conversation_problems(case: Case) -> list[str]:
             if not isinstance(item.prompt, str) or not item.prompt.strip():
                 problems.append(f"turn {position} has an empty prompt")
             if item.deliver_when not in DELIVER_WHEN:
-                problems.append(f"turn {position}: deliver_when must be one of {', '.join(DELIVER_WHEN)}, not {item.deliver_when!r}")
+                problems.append(
+                    f"turn {position}: deliver_when must be one of {', '.join(DELIVER_WHEN)}, not {item.deliver_when!r}"
+                )
             if item.agent_response_matches is not None:
                 try:
                     re.compile(item.agent_response_matches)
                 except re.error as exc:
-                    problems.append(f"turn {position}: agent_response_matches is not a valid regex ({exc})")
-    if isinstance(user, Responder) and (message := _in_range("responder max_turns", user.max_turns, MAX_TURNS_RANGE)):
+                    problems.append(
+                        f"turn {position}: agent_response_matches is not a valid regex ({exc})"
+                    )
+    if isinstance(user, Responder) and (
+        message := _in_range("responder max_turns", user.max_turns, MAX_TURNS_RANGE)
+    ):
         problems.append(message)
     if isinstance(user, SimulatedUser):
         if not isinstance(user.instructions, str) or not user.instructions.strip():
@@ -173,7 +204,9 @@ def _conversation_problems(case: Case) -> list[str]:
     return problems
 
 
-def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool] = is_check) -> list[str]:
+def case_problems(
+    suite: Suite, case: Case, *, is_check: Callable[[object], bool] = is_check
+) -> list[str]:
     problems = []
     for message in (
         handle_problem("id", case.id),
@@ -194,41 +227,62 @@ def case_problems(suite: Suite, case: Case, *, is_check: Callable[[object], bool
     problems.extend(_check_problems(case, is_check))
     problems.extend(_conversation_problems(case))
     if case.threshold is not None and (
-        isinstance(case.threshold, bool) or not isinstance(case.threshold, int | float)
-        or not math.isfinite(case.threshold) or not 0 <= case.threshold <= 1
+        isinstance(case.threshold, bool)
+        or not isinstance(case.threshold, int | float)
+        or not math.isfinite(case.threshold)
+        or not 0 <= case.threshold <= 1
     ):
         problems.append(f"threshold must be a number from 0 to 1 (got {case.threshold!r})")
     for check in case.checks:
         if isinstance(check, Assertion) and (message := _assertion_problem(check)):
             problems.append(message)
-        if isinstance(check, Judge) and not (isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1):
+        if isinstance(check, Judge) and not (
+            isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1
+        ):
             problems.append(f"judge {check.label!r}: threshold must be from 0 to 1")
     if isinstance(suite.prompt, str):
-        missing = [name for name in dict.fromkeys(VARIABLE.findall(suite.prompt)) if name not in case.variables]
+        missing = [
+            name
+            for name in dict.fromkeys(VARIABLE.findall(suite.prompt))
+            if name not in case.variables
+        ]
         for name in missing:
             problems.append(f"prompt variable {{{{{name}}}}} has no value in variables")
     return problems
 
 
-def _variant_problems(variants: Sequence[Variant], known_harnesses: Iterable[str] | None,
-                      known_sandboxes: Iterable[str] | None) -> list[str]:
+def _variant_problems(
+    variants: Sequence[Variant],
+    known_harnesses: Iterable[str] | None,
+    known_sandboxes: Iterable[str] | None,
+) -> list[str]:
     problems = []
     harnesses = set(known_harnesses) if known_harnesses is not None else None
     sandboxes = set(known_sandboxes) if known_sandboxes is not None else None
     seen: set[str] = set()
     for variant in variants:
         if not isinstance(variant, Variant):
-            problems.append(f"variants must be built with variant(...), not {type(variant).__name__}")
+            problems.append(
+                f"variants must be built with variant(...), not {type(variant).__name__}"
+            )
             continue
         if variant.name in seen:
-            problems.append(f"variant name {variant.name!r} is used twice; give one of them name=...")
+            problems.append(
+                f"variant name {variant.name!r} is used twice; give one of them name=..."
+            )
         seen.add(variant.name)
         if harnesses is not None and variant.harness not in harnesses:
-            problems.append(f"variant {variant.name}: unknown harness {variant.harness!r} (known: {', '.join(sorted(harnesses))})")
+            problems.append(
+                f"variant {variant.name}: unknown harness {variant.harness!r} (known: {', '.join(sorted(harnesses))})"
+            )
         if sandboxes is not None and variant.sandbox not in sandboxes:
-            problems.append(f"variant {variant.name}: unknown sandbox {variant.sandbox!r} (known: {', '.join(sorted(sandboxes))})")
+            problems.append(
+                f"variant {variant.name}: unknown sandbox {variant.sandbox!r} (known: {', '.join(sorted(sandboxes))})"
+            )
         if variant.harness == "command" and (variant.profile is None or not variant.profile.run):
-            problems.append(f"variant {variant.name}: the command harness needs profile(..., run='...')")
+            problems.append(
+                f"variant {variant.name}: the command harness needs profile(..., run='...')"
+            )
     return problems
 
 
@@ -278,17 +332,27 @@ def duplicate_problems(suites: Sequence[tuple[str, Suite]]) -> list[Problem]:
     case_owners: dict[str, tuple[str, str]] = {}
     for file, suite in suites:
         if suite.id in suite_files:
-            problems.append(Problem(file=file, suite=suite.id, message=f"suite id is already used in {suite_files[suite.id]}"))
+            problems.append(
+                Problem(
+                    file=file,
+                    suite=suite.id,
+                    message=f"suite id is already used in {suite_files[suite.id]}",
+                )
+            )
         suite_files.setdefault(suite.id, file)
         for case in suite.cases:
             if not isinstance(case, Case):
                 continue
             if case.id in case_owners:
                 other_file, other_suite = case_owners[case.id]
-                problems.append(Problem(
-                    file=file, suite=suite.id, case=case.id,
-                    message=f"id is already used by suite {other_suite} in {other_file}; case ids are unique within an organization",
-                ))
+                problems.append(
+                    Problem(
+                        file=file,
+                        suite=suite.id,
+                        case=case.id,
+                        message=f"id is already used by suite {other_suite} in {other_file}; case ids are unique within an organization",
+                    )
+                )
             else:
                 case_owners[case.id] = (file, suite.id)
     return problems

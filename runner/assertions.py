@@ -38,7 +38,10 @@ def _as_list(value: Any) -> list[str]:
 
 def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, str]:
     if kind == "icontains":
-        return str(value).lower() in said.lower(), f"the agent {'said' if str(value).lower() in said.lower() else 'never said'} {value!r}"
+        return (
+            str(value).lower() in said.lower(),
+            f"the agent {'said' if str(value).lower() in said.lower() else 'never said'} {value!r}",
+        )
     if kind == "not-icontains":
         found = str(value).lower() in said.lower()
         return not found, f"the agent {'said' if found else 'never said'} {value!r}"
@@ -50,9 +53,16 @@ def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, 
         return not missing, f"missing {missing}" if missing else "all found"
     if kind == "regex":
         match = re.search(str(value), said)
-        return match is not None, f"matched {match.group(0)!r}" if match else f"no match for /{value}/"
+        return (
+            match is not None,
+            f"matched {match.group(0)!r}" if match else f"no match for /{value}/",
+        )
     if kind == "equals":
-        return answer.strip() == str(value).strip(), "the final answer equals the value" if answer.strip() == str(value).strip() else "the final answer differs"
+        return answer.strip() == str(
+            value
+        ).strip(), "the final answer equals the value" if answer.strip() == str(
+            value
+        ).strip() else "the final answer differs"
     if kind == "is-json":
         try:
             json.loads(answer)
@@ -83,7 +93,9 @@ def _python_verdict(func: Any, ctx: CheckContext) -> tuple[bool, float, str]:
     if isinstance(value, int | float):
         score = max(0.0, min(1.0, float(value)))
         return score >= 0.5, score, f"score {score:g}"
-    raise TypeError(f"returned {type(value).__name__}; an assertion function returns a bool, a score or a Verdict")
+    raise TypeError(
+        f"returned {type(value).__name__}; an assertion function returns a bool, a score or a Verdict"
+    )
 
 
 def run_assertion(
@@ -101,9 +113,18 @@ def run_assertion(
     try:
         if item.type == "llm-rubric":
             rubric = Judge(rubric=str(item.value), name=item.label)
-            result, record = run_judge(rubric, ctx, config=judge_config(rubric, cli_model=judge_model),
-                                       index=index, plan=plan)
-            passed, score, message = result.passed, result.score if result.score is not None else float(result.passed), result.message
+            result, record = run_judge(
+                rubric,
+                ctx,
+                config=judge_config(rubric, cli_model=judge_model),
+                index=index,
+                plan=plan,
+            )
+            passed, score, message = (
+                result.passed,
+                result.score if result.score is not None else float(result.passed),
+                result.message,
+            )
         elif item.type == "python":
             passed, score, message = _python_verdict(item.value, ctx)
         elif item.type in ("latency", "cost", "turn-count"):
@@ -129,7 +150,11 @@ def run_assertion(
 
 def weighted_score(results: Sequence[CheckResult]) -> float | None:
     """Σ weight × score / Σ weight over assertions weighing more than zero; None without any."""
-    weighed = [(r.weight or 0.0, r.score or 0.0) for r in results if r.kind == "assertion" and (r.weight or 0) > 0]
+    weighed = [
+        (r.weight or 0.0, r.score or 0.0)
+        for r in results
+        if r.kind == "assertion" and (r.weight or 0) > 0
+    ]
     total = sum(w for w, _ in weighed)
     return sum(w * s for w, s in weighed) / total if total else None
 

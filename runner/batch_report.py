@@ -16,9 +16,12 @@ def batch_report(batch: Batch) -> dict[str, Any]:
         Run.objects.filter(batch=batch)
         .select_related("case_version__case__suite", "variant")
         .prefetch_related(
-            Prefetch("trials", queryset=Trial.objects.order_by("index").prefetch_related(
-                Prefetch("checks", queryset=Check.objects.order_by("index"))
-            ))
+            Prefetch(
+                "trials",
+                queryset=Trial.objects.order_by("index").prefetch_related(
+                    Prefetch("checks", queryset=Check.objects.order_by("index"))
+                ),
+            )
         )
         .order_by("case_version__case__suite__slug", "case_version__case__slug", "variant__name")
     )
@@ -61,7 +64,12 @@ def _trial(trial: Trial) -> dict[str, Any]:
 def _check(check: Check) -> dict[str, Any]:
     """The documented four keys, plus the score of a judge or an assertion and an assertion's
     weight and metric where they exist."""
-    shown: dict[str, Any] = {"name": check.name, "kind": check.kind, "passed": check.passed, "message": check.message}
+    shown: dict[str, Any] = {
+        "name": check.name,
+        "kind": check.kind,
+        "passed": check.passed,
+        "message": check.message,
+    }
     if check.score is not None:
         shown["score"] = check.score
     if check.kind == "assertion":

@@ -41,14 +41,29 @@ def create_batch(
     """The new batch and the ids of its queued trials (enqueue them after the commit)."""
     with transaction.atomic():
         batch = Batch.objects.create(
-            organization=organization, parent=parent, options=options or {}, created_by=user, label=label
+            organization=organization,
+            parent=parent,
+            options=options or {},
+            created_by=user,
+            label=label,
         )
         runs = Run.objects.bulk_create(
-            [Run(batch=batch, case_version=r.case_version, variant=r.variant, spec=run_spec(r.case_version, r.variant))
-             for r in requests]
+            [
+                Run(
+                    batch=batch,
+                    case_version=r.case_version,
+                    variant=r.variant,
+                    spec=run_spec(r.case_version, r.variant),
+                )
+                for r in requests
+            ]
         )
         trials = Trial.objects.bulk_create(
-            [Trial(run=run, index=i) for run, r in zip(runs, requests, strict=True) for i in range(r.trials)]
+            [
+                Trial(run=run, index=i)
+                for run, r in zip(runs, requests, strict=True)
+                for i in range(r.trials)
+            ]
         )
     if not trials:
         finish_empty(batch)

@@ -55,12 +55,16 @@ def summarize(batch: Batch) -> dict[str, Any]:
         "batch": batch.pk,
         "created_at": batch.created_at.isoformat(),
         "finished_at": batch.finished_at.isoformat() if batch.finished_at else None,
-        "validity_warnings": {name: v["validity_warnings"] for name, v in variants.items() if v["validity_warnings"]},
+        "validity_warnings": {
+            name: v["validity_warnings"] for name, v in variants.items() if v["validity_warnings"]
+        },
         "variants": variants,
     }
 
 
 def write_benchmark(batch: Batch) -> dict[str, Any]:
     summary = summarize(batch)
-    artifacts.write_text(artifacts.batch_dir(batch.pk), "benchmark.json", json.dumps(summary, indent=2) + "\n")
+    artifacts.write_text(
+        artifacts.batch_dir(batch.pk), "benchmark.json", json.dumps(summary, indent=2) + "\n"
+    )
     return summary

@@ -57,7 +57,14 @@ class CheckContext:
     """What every check of a trial receives; the same object for all of them, so checks can
     share work by setting attributes on it (``ctx.response = ...``)."""
 
-    def __init__(self, *, sandbox: Sandbox, transcript: Transcript, prepared: Any, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sandbox: Sandbox,
+        transcript: Transcript,
+        prepared: Any,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self._sandbox = sandbox
         self._transcript = transcript
         self._env = env or {}
@@ -116,11 +123,15 @@ def _verdict_of(value: Any) -> Verdict:
     if isinstance(value, bool):
         return Verdict(passed=value)
     if isinstance(value, dict) and isinstance(value.get("passed"), bool):
-        return Verdict(passed=value["passed"], message=str(value.get("message", "")), score=value.get("score"))
+        return Verdict(
+            passed=value["passed"], message=str(value.get("message", "")), score=value.get("score")
+        )
     raise TypeError(f"returned {type(value).__name__}; a validator returns a bool or a Verdict")
 
 
-def run_validator(validator: Any, ctx: CheckContext, *, name: str, source_ref: dict[str, Any]) -> CheckResult:
+def run_validator(
+    validator: Any, ctx: CheckContext, *, name: str, source_ref: dict[str, Any]
+) -> CheckResult:
     started = time.monotonic()
     output = ""
     try:

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor.conversations import STOP_MARKER, DELIVER_WHEN_AGENT_ASKS, Responder, SimulatedUser, Turns
+from proctor.conversations import (
+    DELIVER_WHEN_AGENT_ASKS,
+    STOP_MARKER,
+    Responder,
+    SimulatedUser,
+    Turns,
+)
 from runner.llm import LLMConfig
 from runner.responder import consult, reply_problem
 from runner.session import AgentSession
@@ -40,8 +46,12 @@ class ConversationResult:
     def plan_record(self) -> dict[str, Any] | None:
         if not self.plan_state:
             return None
-        return {"state": self.plan_state, "signal": self.plan_signal or None,
-                "presented_round": self.plan_round, "approval_round": self.approval_round}
+        return {
+            "state": self.plan_state,
+            "signal": self.plan_signal or None,
+            "presented_round": self.plan_round,
+            "approval_round": self.approval_round,
+        }
 
 
 class PlanFileWatch:
@@ -53,7 +63,11 @@ class PlanFileWatch:
         self._seen: dict[Path, tuple[int, int]] = {}
 
     def _files(self) -> dict[Path, tuple[int, int]]:
-        candidates = [self.path] if not self.path.is_dir() else [p for p in self.path.rglob("*") if p.is_file()]
+        candidates = (
+            [self.path]
+            if not self.path.is_dir()
+            else [p for p in self.path.rglob("*") if p.is_file()]
+        )
         found = {}
         for file in candidates:
             try:
@@ -68,7 +82,9 @@ class PlanFileWatch:
 
     def written(self) -> str | None:
         """The plan written since ``arm()``, or None."""
-        changed = [(stamp, file) for file, stamp in self._files().items() if self._seen.get(file) != stamp]
+        changed = [
+            (stamp, file) for file, stamp in self._files().items() if self._seen.get(file) != stamp
+        ]
         for _stamp, file in sorted(changed, reverse=True):
             text = file.read_text(encoding="utf-8", errors="replace")
             if text.strip():
@@ -99,7 +115,9 @@ class Conversation:
         self.responder_config = responder_config
         self.replies: list[str] = []  # what the responder delivered, in order
         self.messages_sent = 0
-        self.result = ConversationResult(outcome="completed", plan_state="planning" if plan_mode else "")
+        self.result = ConversationResult(
+            outcome="completed", plan_state="planning" if plan_mode else ""
+        )
 
     # --- the person speaks ---------------------------------------------------------------------
 
@@ -169,7 +187,12 @@ class Conversation:
             self._stop("responder_cannot_answer", problem)
             return "stopped"
         self.replies.append(answer.reply)
-        origin = {"responder": {"model": answer.record.model if answer.record else "", "reason": answer.reason}}
+        origin = {
+            "responder": {
+                "model": answer.record.model if answer.record else "",
+                "reason": answer.reason,
+            }
+        }
         if not self._send(answer.reply, origin=origin, mode=mode):
             self._timed_out()
             return "stopped"
@@ -234,7 +257,8 @@ class Conversation:
         each answer until the agent says ###STOP###, the persona wraps up, or its turns run out.
         Seeded messages come before and count against nothing."""
         history: list[tuple[str, str]] = [
-            ("person" if role == "user" else "agent", content) for role, content in user.initial_messages
+            ("person" if role == "user" else "agent", content)
+            for role, content in user.initial_messages
         ]
         if user.initial_messages:
             seeded = [{"role": role, "content": content} for role, content in user.initial_messages]
@@ -253,8 +277,12 @@ class Conversation:
                 return self.result
             if sent >= limit:
                 return self._stop("max_turns_reached")
-            reply = next_message(user, self.responder_config or LLMConfig(), history,
-                                 turn_index=len(self.session.transcript.turns) - 1)
+            reply = next_message(
+                user,
+                self.responder_config or LLMConfig(),
+                history,
+                turn_index=len(self.session.transcript.turns) - 1,
+            )
             if reply.record is not None:
                 self.session.recorder.consultation(reply.record)
             if reply.cause and not reply.stop:

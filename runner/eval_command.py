@@ -54,15 +54,28 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
         except LoadError as exc:
             problems.extend(exc.problems)
     if not files and not problems:
-        problems.append(Problem(file=display_path(Path(paths[0]) if paths else Path.cwd()),
-                                message="holds no *.eval.py files"))
+        problems.append(
+            Problem(
+                file=display_path(Path(paths[0]) if paths else Path.cwd()),
+                message="holds no *.eval.py files",
+            )
+        )
     for path, suite in loaded:
-        problems.extend(suite_problems(suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES))
+        problems.extend(
+            suite_problems(
+                suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES
+            )
+        )
         problems.extend(capability_problems(suite, display_path(path)))
         problems.extend(model_endpoint_problems(suite, display_path(path)))
     problems.extend(duplicate_problems([(display_path(p), s) for p, s in loaded]))
     if files and not loaded and not problems:
-        problems.append(Problem(file=", ".join(display_path(f) for f in files), message="defines no suite at module level"))
+        problems.append(
+            Problem(
+                file=", ".join(display_path(f) for f in files),
+                message="defines no suite at module level",
+            )
+        )
     if problems:
         raise InvalidInput(problems)
     return loaded
@@ -78,25 +91,59 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
             continue
         option_problems = getattr(harness, "option_problems", None)
         if callable(option_problems):
-            problems.extend(Problem(file=file, suite=suite.id, message=m) for m in option_problems(variant))
+            problems.extend(
+                Problem(file=file, suite=suite.id, message=m) for m in option_problems(variant)
+            )
         capabilities = harness.capabilities_for(variant)
         for case in suite.cases:
             needs = []
-            if (case.user is not None or case.plan_mode) and CONVERSATION_RESUME not in capabilities:
+            if (
+                case.user is not None or case.plan_mode
+            ) and CONVERSATION_RESUME not in capabilities:
                 needs.append(CONVERSATION_RESUME)
             if case.plan_mode and PLAN_MODE not in capabilities:
                 needs.append(PLAN_MODE)
-            if isinstance(case.user, SimulatedUser) and case.user.initial_messages and SEEDED_CONVERSATION not in capabilities:
+            if (
+                isinstance(case.user, SimulatedUser)
+                and case.user.initial_messages
+                and SEEDED_CONVERSATION not in capabilities
+            ):
                 needs.append(SEEDED_CONVERSATION)
             if needs:
-                why = "plan mode" if case.plan_mode else "initial messages" if SEEDED_CONVERSATION in needs else "a conversation"
-                problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
-                    f"needs {' and '.join(needs)} for {why}, which harness {variant.harness} "
-                    f"does not have under variant {variant.name} (see `proctor harness list`)")))
-            elif case.plan_mode and not isinstance(case.user, Responder) and not harness.declares_plan_file(variant):
-                problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
-                    f"plan mode under variant {variant.name} needs a responder: harness {variant.harness} "
-                    "writes no plan file, so only a responder can say when the plan is presented")))
+                why = (
+                    "plan mode"
+                    if case.plan_mode
+                    else "initial messages"
+                    if SEEDED_CONVERSATION in needs
+                    else "a conversation"
+                )
+                problems.append(
+                    Problem(
+                        file=file,
+                        suite=suite.id,
+                        case=case.id,
+                        message=(
+                            f"needs {' and '.join(needs)} for {why}, which harness {variant.harness} "
+                            f"does not have under variant {variant.name} (see `proctor harness list`)"
+                        ),
+                    )
+                )
+            elif (
+                case.plan_mode
+                and not isinstance(case.user, Responder)
+                and not harness.declares_plan_file(variant)
+            ):
+                problems.append(
+                    Problem(
+                        file=file,
+                        suite=suite.id,
+                        case=case.id,
+                        message=(
+                            f"plan mode under variant {variant.name} needs a responder: harness {variant.harness} "
+                            "writes no plan file, so only a responder can say when the plan is presented"
+                        ),
+                    )
+                )
     return problems
 
 
@@ -109,14 +156,27 @@ def model_endpoint_problems(suite: Suite, file: str) -> list[Problem]:
     for case in suite.cases:
         users = ["a responder"] if isinstance(case.user, Responder) else []
         users += ["a simulated user"] if isinstance(case.user, SimulatedUser) else []
-        judges = ["a judge"] if any(
-            isinstance(c, Judge) or (isinstance(c, Assertion) and c.type == "llm-rubric") for c in case.checks
-        ) else []
+        judges = (
+            ["a judge"]
+            if any(
+                isinstance(c, Judge) or (isinstance(c, Assertion) and c.type == "llm-rubric")
+                for c in case.checks
+            )
+            else []
+        )
         needs = users + judges
         if needs:
-            problems.append(Problem(file=file, suite=suite.id, case=case.id, message=(
-                f"uses {' and '.join(needs)}, which needs a model endpoint: set PROCTOR_LLM_BASE_URL "
-                "(and PROCTOR_LLM_MODEL, PROCTOR_LLM_API_KEY) or PROCTOR_LLM_COMMAND")))
+            problems.append(
+                Problem(
+                    file=file,
+                    suite=suite.id,
+                    case=case.id,
+                    message=(
+                        f"uses {' and '.join(needs)}, which needs a model endpoint: set PROCTOR_LLM_BASE_URL "
+                        "(and PROCTOR_LLM_MODEL, PROCTOR_LLM_API_KEY) or PROCTOR_LLM_COMMAND"
+                    ),
+                )
+            )
     return problems
 
 
@@ -125,25 +185,40 @@ def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[P
     planned = []
     known_cases = {c.id for _, s in loaded for c in s.cases}
     known_variants = {v.name for _, s in loaded for v in s.variants}
-    problems = [f"--case {c}: no loaded suite has a case with this id" for c in selection.cases if c not in known_cases]
-    problems += [f"--variant {v}: no loaded suite has a variant with this name (known: {', '.join(sorted(known_variants))})"
-                 for v in selection.variants if v not in known_variants]
+    problems = [
+        f"--case {c}: no loaded suite has a case with this id"
+        for c in selection.cases
+        if c not in known_cases
+    ]
+    problems += [
+        f"--variant {v}: no loaded suite has a variant with this name (known: {', '.join(sorted(known_variants))})"
+        for v in selection.variants
+        if v not in known_variants
+    ]
     if problems:
         raise InvalidInput(problems)
     for path, suite in loaded:
-        variants = [v for v in suite.variants if not selection.variants or v.name in selection.variants]
+        variants = [
+            v for v in suite.variants if not selection.variants or v.name in selection.variants
+        ]
         if not variants:
             continue
         for case in suite.cases:
             if selection.cases and case.id not in selection.cases:
                 continue
-            planned.append(Planned(resolve_case(suite, case, path), variants, selection.trials or suite.trials))
+            planned.append(
+                Planned(resolve_case(suite, case, path), variants, selection.trials or suite.trials)
+            )
     if not planned:
-        raise InvalidInput(["nothing to run: the --case and --variant filters select no case and variant together"])
+        raise InvalidInput(
+            ["nothing to run: the --case and --variant filters select no case and variant together"]
+        )
     return planned
 
 
-def record_batch(organization: Organization, planned: list[Planned], options: dict) -> tuple[Batch, list[int], int]:
+def record_batch(
+    organization: Organization, planned: list[Planned], options: dict
+) -> tuple[Batch, list[int], int]:
     """Versions, variants, the batch, its runs and trials, all or nothing.
 
     Returns the batch, its trial ids and how many new case versions were made."""

@@ -38,8 +38,12 @@ def claim(trial_id: int) -> Trial | None:
         trial.status = Trial.Status.RUNNING
         trial.started_at = timezone.now()
         trial.save(update_fields=["status", "started_at"])
-        Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(status=Batch.Status.RUNNING)
-    return Trial.objects.select_related("run__case_version__case", "run__variant", "run__batch").get(pk=trial_id)
+        Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(
+            status=Batch.Status.RUNNING
+        )
+    return Trial.objects.select_related(
+        "run__case_version__case", "run__variant", "run__batch"
+    ).get(pk=trial_id)
 
 
 def build_plan(trial: Trial) -> TrialPlan:
@@ -53,7 +57,9 @@ def build_plan(trial: Trial) -> TrialPlan:
     suite = next((s for s in loaded.suites if s.id == definition["suite"]), None)
     case = next((c for c in suite.cases if c.id == definition["case"]), None) if suite else None
     if suite is None or case is None:
-        raise PlanError(f"{version.module_path} no longer defines case {definition['case']} of suite {definition['suite']}")
+        raise PlanError(
+            f"{version.module_path} no longer defines case {definition['case']} of suite {definition['suite']}"
+        )
     resolved = resolve_case(suite, case, loaded.path)
     if resolved.definition_hash != version.definition_hash:
         raise PlanError(
@@ -63,7 +69,9 @@ def build_plan(trial: Trial) -> TrialPlan:
     wanted = trial.run.variant.spec_hash
     variant = next((v for v in suite.variants if canonical_hash(variant_spec(v)) == wanted), None)
     if variant is None:
-        raise PlanError(f"variant {trial.run.variant.name} is no longer defined by suite {suite.id} in {version.module_path}")
+        raise PlanError(
+            f"variant {trial.run.variant.name} is no longer defined by suite {suite.id} in {version.module_path}"
+        )
     return TrialPlan(
         resolved=resolved,
         variant=variant,
@@ -91,7 +99,9 @@ def run_trial_by_id(trial_id: int) -> str | None:
             plan = build_plan(trial)
         except PlanError as exc:
             recorder.trial_started()
-            recorder.trial_finished(TrialOutcome(status="errored", finish_reason="definition", error=str(exc)))
+            recorder.trial_finished(
+                TrialOutcome(status="errored", finish_reason="definition", error=str(exc))
+            )
             status = "errored"
         else:
             status = execute_trial(plan, recorder).status
@@ -99,10 +109,14 @@ def run_trial_by_id(trial_id: int) -> str | None:
         log.exception("trial %s broke outside the runner's own error handling", trial_id)
         status = Trial.Status.ERRORED
         Trial.objects.filter(pk=trial_id).exclude(status__in=Trial.FINAL_STATUSES).update(
-            status=status, finish_reason="internal error", error=f"{type(exc).__name__}: {exc}",
+            status=status,
+            finish_reason="internal error",
+            error=f"{type(exc).__name__}: {exc}",
             finished_at=timezone.now(),
         )
-        publishing.trial_changed(trial_id=trial_id, run_id=trial.run_id, batch_id=trial.run.batch_id, status=status)
+        publishing.trial_changed(
+            trial_id=trial_id, run_id=trial.run_id, batch_id=trial.run.batch_id, status=status
+        )
     finish_batch_if_done(trial.run.batch_id)
     return status
 
@@ -111,8 +125,12 @@ def abandon_unfinished(batch: Batch, reason: str) -> int:
     """End the batch's trials that nobody will run any more as errored, saying why, and close
     the batch: no trial is left queued forever and the record stays readable."""
     left = Trial.objects.filter(run__batch=batch).exclude(status__in=Trial.FINAL_STATUSES)
-    count = left.update(status=Trial.Status.ERRORED, finish_reason="not run",
-                        error=f"the worker could not run this trial: {reason}", finished_at=timezone.now())
+    count = left.update(
+        status=Trial.Status.ERRORED,
+        finish_reason="not run",
+        error=f"the worker could not run this trial: {reason}",
+        finished_at=timezone.now(),
+    )
     if count:
         finish_batch_if_done(batch.pk)
     return count
@@ -138,7 +156,9 @@ def _finish_batch_if_done(batch_id: int) -> bool:
         batch = Batch.objects.select_for_update().get(pk=batch_id)
         if batch.status == Batch.Status.FINISHED:
             return False
-        open_trials = Trial.objects.filter(run__batch_id=batch_id).exclude(status__in=Trial.FINAL_STATUSES)
+        open_trials = Trial.objects.filter(run__batch_id=batch_id).exclude(
+            status__in=Trial.FINAL_STATUSES
+        )
         if open_trials.exists():
             return False
         batch.status = Batch.Status.FINISHED

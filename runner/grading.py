@@ -43,10 +43,17 @@ def grade(
             result = run_command_check(target, ctx)
         elif isinstance(target, Judge):
             config = judge_config(target, cli_model=judge_model)
-            result, consultation = run_judge(target, ctx, config=config, index=index, plan=approved_plan)
+            result, consultation = run_judge(
+                target, ctx, config=config, index=index, plan=approved_plan
+            )
         elif isinstance(target, Assertion):
             result, consultation = run_assertion(
-                target, ctx, index=index, measures=measures, judge_model=judge_model, plan=approved_plan
+                target,
+                ctx,
+                index=index,
+                measures=measures,
+                judge_model=judge_model,
+                plan=approved_plan,
             )
         else:
             result = run_validator(target, ctx, name=check.name, source_ref=check.source_ref)

@@ -148,8 +148,10 @@ def run_prepare(
             try:
                 value = resolved(prepare(ctx))
             except Exception as exc:
-                failure = exc if isinstance(exc, PrepareError) else PrepareError(
-                    f"prepare raised {type(exc).__name__}: {exc}"
+                failure = (
+                    exc
+                    if isinstance(exc, PrepareError)
+                    else PrepareError(f"prepare raised {type(exc).__name__}: {exc}")
                 )
                 failure.log_lines = lines + printed.getvalue().splitlines()
                 raise failure from exc

@@ -30,16 +30,28 @@ def publish(batch_id: int, message: dict) -> None:
     try:
         async_to_sync(layer.group_send)(batch_group(batch_id), message)
     except Exception:  # live updates are best effort; the database stays the record
-        log.warning("could not publish %s for batch %s", message.get("type"), batch_id, exc_info=True)
+        log.warning(
+            "could not publish %s for batch %s", message.get("type"), batch_id, exc_info=True
+        )
 
 
 def trial_changed(*, trial_id: int, run_id: int, batch_id: int, status: str) -> None:
-    publish(batch_id, {"type": "trial.changed", "trial_id": trial_id, "run_id": run_id,
-                       "batch_id": batch_id, "status": status})
+    publish(
+        batch_id,
+        {
+            "type": "trial.changed",
+            "trial_id": trial_id,
+            "run_id": run_id,
+            "batch_id": batch_id,
+            "status": status,
+        },
+    )
 
 
 def event_recorded(*, trial_id: int, batch_id: int, seq: int) -> None:
-    publish(batch_id, {"type": "trial.event", "trial_id": trial_id, "batch_id": batch_id, "seq": seq})
+    publish(
+        batch_id, {"type": "trial.event", "trial_id": trial_id, "batch_id": batch_id, "seq": seq}
+    )
 
 
 def batch_changed(*, batch_id: int, status: str) -> None:

@@ -53,22 +53,34 @@ class DatabaseRecorder:
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
         self.flush()
         Turn.objects.create(
-            trial_id=self.trial_id, index=index, prompt=prompt, origin=origin, mode=mode, started_at=timezone.now()
+            trial_id=self.trial_id,
+            index=index,
+            prompt=prompt,
+            origin=origin,
+            mode=mode,
+            started_at=timezone.now(),
         )
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
         with self._lock:
-            self._events_file.write(json.dumps({"turn": turn_index, **event.to_json()}, ensure_ascii=False) + "\n")
-            self._pending.append(Event(
-                trial_id=self.trial_id,
-                turn_index=turn_index,
-                seq=self._seq,
-                kind=event.kind,
-                at=datetime.fromtimestamp(event.at_ms / 1000, tz=UTC),
-                data=event.data,
-            ))
+            self._events_file.write(
+                json.dumps({"turn": turn_index, **event.to_json()}, ensure_ascii=False) + "\n"
+            )
+            self._pending.append(
+                Event(
+                    trial_id=self.trial_id,
+                    turn_index=turn_index,
+                    seq=self._seq,
+                    kind=event.kind,
+                    at=datetime.fromtimestamp(event.at_ms / 1000, tz=UTC),
+                    data=event.data,
+                )
+            )
             self._seq += 1
-            due = len(self._pending) >= FLUSH_EVERY_EVENTS or time.monotonic() - self._last_flush >= FLUSH_EVERY_S
+            due = (
+                len(self._pending) >= FLUSH_EVERY_EVENTS
+                or time.monotonic() - self._last_flush >= FLUSH_EVERY_S
+            )
         if due:
             self.flush()
 
@@ -127,10 +139,23 @@ class DatabaseRecorder:
             folder = f"judges/check-{record.check_index}"
         else:
             folder = f"{'responder' if record.kind == 'responder' else 'simulated-user'}/turn-{record.turn_index}"
-        self.artifact(f"{folder}/prompt.json", json.dumps(record.prompt, indent=2, ensure_ascii=False))
-        self.artifact(f"{folder}/verdict.json", json.dumps(
-            {"verdict": record.verdict, "reason": record.reason, "cause": record.cause or None,
-             "model": record.model, "answer": record.answer}, indent=2, ensure_ascii=False))
+        self.artifact(
+            f"{folder}/prompt.json", json.dumps(record.prompt, indent=2, ensure_ascii=False)
+        )
+        self.artifact(
+            f"{folder}/verdict.json",
+            json.dumps(
+                {
+                    "verdict": record.verdict,
+                    "reason": record.reason,
+                    "cause": record.cause or None,
+                    "model": record.model,
+                    "answer": record.answer,
+                },
+                indent=2,
+                ensure_ascii=False,
+            ),
+        )
 
     def trial_finished(self, outcome: TrialOutcome) -> None:
         self.flush()
@@ -172,10 +197,14 @@ class DatabaseRecorder:
         if not pending:
             return
         Event.objects.bulk_create(pending)
-        publishing.event_recorded(trial_id=self.trial_id, batch_id=self.batch_id, seq=pending[-1].seq)
+        publishing.event_recorded(
+            trial_id=self.trial_id, batch_id=self.batch_id, seq=pending[-1].seq
+        )
 
     def _announce(self, status: str) -> None:
-        publishing.trial_changed(trial_id=self.trial_id, run_id=self.run_id, batch_id=self.batch_id, status=status)
+        publishing.trial_changed(
+            trial_id=self.trial_id, run_id=self.run_id, batch_id=self.batch_id, status=status
+        )
 
 
 def reset_for_retry(trial: Trial) -> None:
@@ -186,9 +215,25 @@ def reset_for_retry(trial: Trial) -> None:
         trial.checks.all().delete()
         trial.consultations.all().delete()
         Trial.objects.filter(pk=trial.pk).update(
-            status=Trial.Status.QUEUED, started_at=None, finished_at=None, error="", answer="",
-            finish_reason="", session_id="", conversation_outcome="", stop_cause="", score=None,
-            responder_cause="", plan_state="", plan_signal="", outside_writes=[], threshold=None,
-            duration_ms=None, input_tokens=0, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0,
+            status=Trial.Status.QUEUED,
+            started_at=None,
+            finished_at=None,
+            error="",
+            answer="",
+            finish_reason="",
+            session_id="",
+            conversation_outcome="",
+            stop_cause="",
+            score=None,
+            responder_cause="",
+            plan_state="",
+            plan_signal="",
+            outside_writes=[],
+            threshold=None,
+            duration_ms=None,
+            input_tokens=0,
+            output_tokens=0,
+            cache_read_tokens=0,
+            cache_write_tokens=0,
         )
     shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)

@@ -38,7 +38,9 @@ class TrialOutcome:
 class TrialRecorder(Protocol):
     def trial_started(self) -> None: ...
 
-    def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None: ...
+    def turn_started(
+        self, index: int, prompt: str, *, origin: dict[str, Any], mode: str
+    ) -> None: ...
 
     def event(self, turn_index: int, event: AgentEvent) -> None: ...
 
@@ -104,7 +106,9 @@ class MemoryRecorder:
     def everything_said(self) -> str:
         """All text the trial reported, for tests that prove a secret appears nowhere."""
         parts = [repr(self.turns), repr(self.events), repr(self.raw), repr(self.logs)]
-        parts += [repr(c) for c in self.checks] + list(self.artifacts.values()) + [repr(self.outcome)]
+        parts += (
+            [repr(c) for c in self.checks] + list(self.artifacts.values()) + [repr(self.outcome)]
+        )
         parts += [repr(c) for c in self.consultations]
         return "\n".join(parts)
 
@@ -128,7 +132,9 @@ class RedactingRecorder:
         self.inner.turn_started(index, r.redact(prompt), origin=r.redact_obj(origin), mode=mode)
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
-        self.inner.event(turn_index, AgentEvent(event.kind, self.redactor.redact_obj(event.data), event.at_ms))
+        self.inner.event(
+            turn_index, AgentEvent(event.kind, self.redactor.redact_obj(event.data), event.at_ms)
+        )
 
     def raw_line(self, stream: str, line: str) -> None:
         self.inner.raw_line(stream, self.redactor.redact(line))
@@ -141,7 +147,11 @@ class RedactingRecorder:
 
     def check(self, index: int, result: CheckResult) -> None:
         r = self.redactor
-        result.name, result.message, result.output = r.redact(result.name), r.redact(result.message), r.redact(result.output)
+        result.name, result.message, result.output = (
+            r.redact(result.name),
+            r.redact(result.message),
+            r.redact(result.output),
+        )
         self.inner.check(index, result)
 
     def artifact(self, relative_path: str, text: str) -> None:
@@ -156,5 +166,8 @@ class RedactingRecorder:
     def trial_finished(self, outcome: TrialOutcome) -> None:
         r = self.redactor
         outcome.answer, outcome.error = r.redact(outcome.answer), r.redact(outcome.error)
-        outcome.finish_reason, outcome.session_id = r.redact(outcome.finish_reason), r.redact(outcome.session_id)
+        outcome.finish_reason, outcome.session_id = (
+            r.redact(outcome.finish_reason),
+            r.redact(outcome.session_id),
+        )
         self.inner.trial_finished(outcome)

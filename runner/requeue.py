@@ -14,7 +14,9 @@ def requeue_unfinished() -> int:
     left_running = Trial.objects.filter(status=Trial.Status.RUNNING).select_related("run")
     for trial in left_running:
         reset_for_retry(trial)
-    ids = list(Trial.objects.filter(status=Trial.Status.QUEUED).order_by("pk").values_list("pk", flat=True))
+    ids = list(
+        Trial.objects.filter(status=Trial.Status.QUEUED).order_by("pk").values_list("pk", flat=True)
+    )
     if ids:
         enqueue(ids)
     return len(ids)

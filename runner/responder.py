@@ -52,11 +52,14 @@ class ResponderTurn:
     record: ConsultationRecord | None = None
 
 
-def consultation_messages(*, opening_prompt: str, earlier_replies: list[str], last_message: str,
-                          planning: bool) -> list[dict[str, str]]:
+def consultation_messages(
+    *, opening_prompt: str, earlier_replies: list[str], last_message: str, planning: bool
+) -> list[dict[str, str]]:
     parts = [f"The original request:\n{opening_prompt}"]
     if earlier_replies:
-        parts.append("What you already replied, in order:\n" + "\n".join(f"- {r}" for r in earlier_replies))
+        parts.append(
+            "What you already replied, in order:\n" + "\n".join(f"- {r}" for r in earlier_replies)
+        )
     parts.append(f"The agent's last message:\n{last_message or '(the agent said nothing)'}")
     system = INSTRUCTIONS + ("\n\n" + PLANNING_NOTE if planning else "")
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
@@ -81,40 +84,83 @@ def first_line(value: object) -> str:
     return lines[0].strip() if lines else ""
 
 
-def consult(config: LLMConfig, *, opening_prompt: str, earlier_replies: list[str], last_message: str,
-            planning: bool, turn_index: int) -> ResponderTurn:
+def consult(
+    config: LLMConfig,
+    *,
+    opening_prompt: str,
+    earlier_replies: list[str],
+    last_message: str,
+    planning: bool,
+    turn_index: int,
+) -> ResponderTurn:
     messages = consultation_messages(
-        opening_prompt=opening_prompt, earlier_replies=earlier_replies, last_message=last_message, planning=planning
+        opening_prompt=opening_prompt,
+        earlier_replies=earlier_replies,
+        last_message=last_message,
+        planning=planning,
     )
     started = time.monotonic()
 
-    def record(answer: str, verdict: str, reason: str, cause: str, model: str) -> ConsultationRecord:
+    def record(
+        answer: str, verdict: str, reason: str, cause: str, model: str
+    ) -> ConsultationRecord:
         return ConsultationRecord(
-            kind="responder", prompt=messages, answer=answer, verdict=verdict, reason=reason, cause=cause,
-            model=model, duration_ms=int((time.monotonic() - started) * 1000), turn_index=turn_index,
+            kind="responder",
+            prompt=messages,
+            answer=answer,
+            verdict=verdict,
+            reason=reason,
+            cause=cause,
+            model=model,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            turn_index=turn_index,
         )
 
     try:
         completion = complete(config, messages, json_mode=True)
     except LLMError as exc:
-        return ResponderTurn("failed", reason=str(exc), cause=exc.cause,
-                             record=record("", "", str(exc), exc.cause, config.model or ""))
+        return ResponderTurn(
+            "failed",
+            reason=str(exc),
+            cause=exc.cause,
+            record=record("", "", str(exc), exc.cause, config.model or ""),
+        )
     answer = completion.text
     parsed = parse_json_answer(answer)
     if parsed is None:
-        return ResponderTurn("failed", cause="malformed_verdict", reason="the answer is not a JSON object",
-                             record=record(answer, "", "", "malformed_verdict", completion.model))
+        return ResponderTurn(
+            "failed",
+            cause="malformed_verdict",
+            reason="the answer is not a JSON object",
+            record=record(answer, "", "", "malformed_verdict", completion.model),
+        )
     verdict = parsed.get("verdict")
     reason = first_line(parsed.get("reason"))
     if verdict is None:
-        return ResponderTurn("failed", cause="missing_verdict", reason=reason,
-                             record=record(answer, "", reason, "missing_verdict", completion.model))
+        return ResponderTurn(
+            "failed",
+            cause="missing_verdict",
+            reason=reason,
+            record=record(answer, "", reason, "missing_verdict", completion.model),
+        )
     if verdict not in VERDICTS:
-        return ResponderTurn("failed", cause="malformed_verdict", reason=f"unknown verdict {json.dumps(verdict)}",
-                             record=record(answer, str(verdict), reason, "malformed_verdict", completion.model))
+        return ResponderTurn(
+            "failed",
+            cause="malformed_verdict",
+            reason=f"unknown verdict {json.dumps(verdict)}",
+            record=record(answer, str(verdict), reason, "malformed_verdict", completion.model),
+        )
     if verdict == "cannot_answer":
-        return ResponderTurn("cannot_answer", reason=reason, cause="declined",
-                             record=record(answer, verdict, reason, "declined", completion.model))
+        return ResponderTurn(
+            "cannot_answer",
+            reason=reason,
+            cause="declined",
+            record=record(answer, verdict, reason, "declined", completion.model),
+        )
     reply = parsed.get("reply") if isinstance(parsed.get("reply"), str) else ""
-    return ResponderTurn(verdict, reply=reply or "", reason=reason,
-                         record=record(answer, verdict, reason, "", completion.model))
+    return ResponderTurn(
+        verdict,
+        reply=reply or "",
+        reason=reason,
+        record=record(answer, verdict, reason, "", completion.model),
+    )

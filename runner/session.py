@@ -17,7 +17,6 @@ from runner.recording import TrialRecorder
 from runner.sandboxes import Sandbox
 from runner.transcript import Transcript
 
-
 DENIED_STATUSES = {"denied", "refused", "rejected", "blocked", "permission_denied"}
 
 
@@ -66,7 +65,9 @@ class AgentSession:
             raise HarnessError(f"harness {self.harness.name} cannot start from initial messages")
         seed(messages)
 
-    def send(self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = "") -> TurnResult:
+    def send(
+        self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = ""
+    ) -> TurnResult:
         """Deliver one user message and run the agent until it answers (or time runs out)."""
         turn = self.transcript.start_turn(prompt, origin=origin, mode=mode)
         self.recorder.turn_started(turn.index, prompt, origin=turn.origin, mode=mode)
@@ -79,13 +80,19 @@ class AgentSession:
             prompt=prompt,
             index=turn.index,
             model=self.model,
-            system_prompt=self.system_prompt if turn.index == 0 or self.session_id is None else None,
+            system_prompt=self.system_prompt
+            if turn.index == 0 or self.session_id is None
+            else None,
             session_id=self.session_id,
             mode=mode,
         )
         started = time.monotonic()
         result = self.harness.run_turn(
-            self.sandbox, request, emit=emit, raw=self.recorder.raw_line, timeout_s=self.clock.remaining_s
+            self.sandbox,
+            request,
+            emit=emit,
+            raw=self.recorder.raw_line,
+            timeout_s=self.clock.remaining_s,
         )
         self.clock.spent_ms += int((time.monotonic() - started) * 1000)
         self.timed_out = self.timed_out or result.timed_out
@@ -96,7 +103,9 @@ class AgentSession:
         self.last_result = result
         return result
 
-    def _note_denials(self, index: int, mode: str, tool_calls: list[dict[str, Any]], refused: list[dict[str, Any]]) -> None:
+    def _note_denials(
+        self, index: int, mode: str, tool_calls: list[dict[str, Any]], refused: list[dict[str, Any]]
+    ) -> None:
         """A refusal while planning is the mode working: attributed to plan mode, not a warning."""
         found = [
             {"tool": call.get("name"), "input": call.get("input"), "status": call.get("status")}
@@ -105,4 +114,11 @@ class AgentSession:
         ]
         found.extend(refused)
         for denial in found:
-            self.denials.append({**denial, "turn": index, "mode": mode or None, "plan_mode_attributed": mode == "plan"})
+            self.denials.append(
+                {
+                    **denial,
+                    "turn": index,
+                    "mode": mode or None,
+                    "plan_mode_attributed": mode == "plan",
+                }
+            )

@@ -43,24 +43,38 @@ def persona_messages(user: SimulatedUser, history: list[tuple[str, str]]) -> lis
     return messages
 
 
-def next_message(user: SimulatedUser, config: LLMConfig, history: list[tuple[str, str]], *,
-                 turn_index: int) -> SimulatedReply:
+def next_message(
+    user: SimulatedUser, config: LLMConfig, history: list[tuple[str, str]], *, turn_index: int
+) -> SimulatedReply:
     messages = persona_messages(user, history)
     started = time.monotonic()
     try:
         completion = complete(config, messages)
     except LLMError as exc:
         record = ConsultationRecord(
-            kind="simulated_user", prompt=messages, answer="", verdict="", reason=str(exc), cause=exc.cause,
-            model=config.model or "", duration_ms=int((time.monotonic() - started) * 1000), turn_index=turn_index,
+            kind="simulated_user",
+            prompt=messages,
+            answer="",
+            verdict="",
+            reason=str(exc),
+            cause=exc.cause,
+            model=config.model or "",
+            duration_ms=int((time.monotonic() - started) * 1000),
+            turn_index=turn_index,
         )
         return SimulatedReply("", stop=False, cause=exc.cause, record=record)
     text = completion.text.strip()
     stop = STOP_MARKER in text
     said = text.replace(STOP_MARKER, "").strip()
     record = ConsultationRecord(
-        kind="simulated_user", prompt=messages, answer=completion.text, verdict="stop" if stop else "reply",
-        reason="", cause="" if said or stop else "empty_reply", model=completion.model,
-        duration_ms=completion.duration_ms, turn_index=turn_index,
+        kind="simulated_user",
+        prompt=messages,
+        answer=completion.text,
+        verdict="stop" if stop else "reply",
+        reason="",
+        cause="" if said or stop else "empty_reply",
+        model=completion.model,
+        duration_ms=completion.duration_ms,
+        turn_index=turn_index,
     )
     return SimulatedReply(said, stop=stop, cause=record.cause, record=record)

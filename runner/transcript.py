@@ -74,7 +74,9 @@ class Transcript:
     # A recorded conversation the agent continued from (role/content), before turn 0.
     seeded: list[dict[str, str]] = field(default_factory=list)
 
-    def start_turn(self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = "") -> TurnTranscript:
+    def start_turn(
+        self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = ""
+    ) -> TurnTranscript:
         turn = TurnTranscript(index=len(self.turns), prompt=prompt, origin=origin or {}, mode=mode)
         self.turns.append(turn)
         return turn

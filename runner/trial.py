@@ -21,9 +21,9 @@ from proctor.definitions import Variant
 from runner.assertions import TrialMeasures
 from runner.checks import CheckContext
 from runner.conversation import drive_conversation
+from runner.grading import grade
 from runner.harnesses import HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
-from runner.grading import grade
 from runner.llm import resolve_config
 from runner.preparing import PrepareError, run_prepare
 from runner.recording import RedactingRecorder, TrialOutcome, TrialRecorder
@@ -62,7 +62,9 @@ def _record_outside_writes(outside: list[str], recorder: RedactingRecorder) -> l
     if outside:
         recorder.artifact("outside-writes.json", json.dumps(outside, indent=2))
         shown = ", ".join(outside[:5])
-        recorder.log(f"the agent changed {len(outside)} file(s) outside its workspace and home: {shown}")
+        recorder.log(
+            f"the agent changed {len(outside)} file(s) outside its workspace and home: {shown}"
+        )
     return outside
 
 
@@ -73,8 +75,10 @@ def trial_cost(transcript, variant: Variant) -> float | None:
     prices = variant.options.get("prices")
     if isinstance(prices, dict):
         usage = transcript.usage()
-        return (usage["input_tokens"] * float(prices.get("input_per_mtok", 0))
-                + usage["output_tokens"] * float(prices.get("output_per_mtok", 0))) / 1_000_000
+        return (
+            usage["input_tokens"] * float(prices.get("input_per_mtok", 0))
+            + usage["output_tokens"] * float(prices.get("output_per_mtok", 0))
+        ) / 1_000_000
     return reported
 
 
@@ -95,7 +99,9 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
     except (InfrastructureError, SandboxError, SourceError, HarnessError, PrepareError) as exc:
         outcome = TrialOutcome(status="errored", finish_reason="infrastructure", error=str(exc))
     except Exception as exc:  # a bug of ours must still end the trial with a readable record
-        outcome = TrialOutcome(status="errored", finish_reason="internal error", error=f"{type(exc).__name__}: {exc}")
+        outcome = TrialOutcome(
+            status="errored", finish_reason="internal error", error=f"{type(exc).__name__}: {exc}"
+        )
     finally:
         if sandbox is not None:
             sandbox.destroy()
@@ -136,7 +142,9 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     if prepared.log_lines:
         recorder.artifact("prepare.log", "\n".join(prepared.log_lines) + "\n")
 
-    snapshot = WorkspaceSnapshot.take(sandbox.host_workspace, exclude=[case.cache.path] if case.cache else [])
+    snapshot = WorkspaceSnapshot.take(
+        sandbox.host_workspace, exclude=[case.cache.path] if case.cache else []
+    )
     session = AgentSession(
         harness=harness,
         sandbox=sandbox,
@@ -160,13 +168,19 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     # counts only what changed before the agent finished.
     auditor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proctor-audit")
     audit = auditor.submit(
-        audit_writes, sandbox, agent_started, ignore=[*plan.own_folders, str(plan.cache_root)], until=time.time()
+        audit_writes,
+        sandbox,
+        agent_started,
+        ignore=[*plan.own_folders, str(plan.cache_root)],
+        until=time.time(),
     )
     auditor.shutdown(wait=False)  # its one thread ends with the audit
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
     if session.denials:
-        recorder.artifact("permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False))
+        recorder.artifact(
+            "permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False)
+        )
 
     recorder.artifact("workspace.diff", snapshot.diff(sandbox.host_workspace))
     snapshot.discard()
@@ -176,7 +190,9 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
             {
                 "outcome": conversation.outcome,
                 "stop_cause": conversation.stop_cause or None,
-                "responder_outcome": {"cause": conversation.responder_cause} if conversation.responder_cause else None,
+                "responder_outcome": {"cause": conversation.responder_cause}
+                if conversation.responder_cause
+                else None,
                 "plan": conversation.plan_record(),
                 "session_id": session.session_id,
                 "initial_messages": transcript.seeded or None,
@@ -209,8 +225,14 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         cost_usd=trial_cost(transcript, plan.variant),
         user_turns=len(transcript.turns),
     )
-    verdict = grade(resolved, ctx, recorder, measures=measures, judge_model=plan.judge_model,
-                    approved_plan=conversation.plan)
+    verdict = grade(
+        resolved,
+        ctx,
+        recorder,
+        measures=measures,
+        judge_model=plan.judge_model,
+        approved_plan=conversation.plan,
+    )
     common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
     return TrialOutcome(
         status="passed" if verdict.passed else "failed",

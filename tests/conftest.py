@@ -20,7 +20,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 PROCTOR = str(Path(sys.executable).with_name("proctor"))
 REQUIRE_ALL_TIERS = os.environ.get("PROCTOR_REQUIRE_ALL_TIERS") == "1"
-POSTGRES_ADMIN_URL = os.environ.get("PROCTOR_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+POSTGRES_ADMIN_URL = os.environ.get(
+    "PROCTOR_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_TEST_URL = os.environ.get("PROCTOR_TEST_REDIS", "redis://127.0.0.1:6379/9")
 
 _skipped_tiers: dict[str, str] = {}
@@ -29,7 +31,9 @@ _skipped_tiers: dict[str, str] = {}
 def tier_unavailable(tier: str, reason: str) -> None:
     """Skip this test's tier, or fail it when every tier is required."""
     if REQUIRE_ALL_TIERS:
-        pytest.fail(f"the {tier} tier is required (PROCTOR_REQUIRE_ALL_TIERS=1) but {reason}", pytrace=False)
+        pytest.fail(
+            f"the {tier} tier is required (PROCTOR_REQUIRE_ALL_TIERS=1) but {reason}", pytrace=False
+        )
     _skipped_tiers.setdefault(tier, reason)
     pytest.skip(f"{tier} tier skipped: {reason}")
 
@@ -88,7 +92,9 @@ def redis_url() -> str:
         client.ping()
         client.flushdb()
     except Exception as exc:
-        tier_unavailable("redis", f"Redis is not reachable at {REDIS_TEST_URL} ({type(exc).__name__})")
+        tier_unavailable(
+            "redis", f"Redis is not reachable at {REDIS_TEST_URL} ({type(exc).__name__})"
+        )
     return REDIS_TEST_URL
 
 
@@ -97,16 +103,34 @@ def redis_url() -> str:
 
 def proctor_env(home: Path, **extra: str) -> dict[str, str]:
     """A clean environment for a `proctor` subprocess: its own home, no inherited database."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "PROCTOR_HOME",
-                                                             "PROCTOR_ARTIFACTS_DIR", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "DATABASE_URL",
+            "REDIS_URL",
+            "PROCTOR_HOME",
+            "PROCTOR_ARTIFACTS_DIR",
+            "DJANGO_SETTINGS_MODULE",
+        )
+    }
     env["PROCTOR_HOME"] = str(home)
     env.update(extra)
     return env
 
 
-def run_proctor(*args: str, cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
+def run_proctor(
+    *args: str, cwd: Path, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [PROCTOR, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        [PROCTOR, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
 
 

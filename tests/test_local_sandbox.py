@@ -46,7 +46,9 @@ def test_it_closes_stdin(sandbox) -> None:
 
 def test_it_does_not_leak_the_workers_environment(sandbox, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-reach-agents")
-    result = sandbox.run(["bash", "-c", 'echo "key=${OPENAI_API_KEY:-unset}"'], env={"GIVEN": "yes"})
+    result = sandbox.run(
+        ["bash", "-c", 'echo "key=${OPENAI_API_KEY:-unset}"'], env={"GIVEN": "yes"}
+    )
     assert result.stdout.strip() == "key=unset"
     given = sandbox.run(["bash", "-c", 'echo "$GIVEN"'], env={"GIVEN": "yes"})
     assert given.stdout.strip() == "yes"
@@ -54,14 +56,19 @@ def test_it_does_not_leak_the_workers_environment(sandbox, monkeypatch) -> None:
 
 def test_it_streams_lines_as_they_come(sandbox) -> None:
     seen = []
-    sandbox.run(["bash", "-c", "echo one; echo two >&2; echo three"], on_line=lambda s, line: seen.append((s, line)))
+    sandbox.run(
+        ["bash", "-c", "echo one; echo two >&2; echo three"],
+        on_line=lambda s, line: seen.append((s, line)),
+    )
     assert ("stdout", "one") in seen and ("stdout", "three") in seen and ("stderr", "two") in seen
 
 
 def test_a_timeout_kills_the_whole_process_group(sandbox) -> None:
     pid_file = Path(sandbox.workspace) / "child.pid"
     started = time.monotonic()
-    result = sandbox.run(["bash", "-c", f"sleep 300 & echo $! > {pid_file}; sleep 300"], timeout_s=1)
+    result = sandbox.run(
+        ["bash", "-c", f"sleep 300 & echo $! > {pid_file}; sleep 300"], timeout_s=1
+    )
     assert result.timed_out
     assert result.exit_code is None
     assert time.monotonic() - started < 30
@@ -74,7 +81,9 @@ def test_a_timeout_kills_the_whole_process_group(sandbox) -> None:
 
 def test_a_background_child_does_not_outlive_a_normal_exit(sandbox) -> None:
     pid_file = Path(sandbox.workspace) / "server.pid"
-    result = sandbox.run(["bash", "-c", f"(sleep 300 & echo $! > {pid_file}); echo started"], timeout_s=10)
+    result = sandbox.run(
+        ["bash", "-c", f"(sleep 300 & echo $! > {pid_file}); echo started"], timeout_s=10
+    )
     assert result.exit_code == 0 and not result.timed_out
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
-
 from evals_app.resolution import resolve_case
 from proctor import Verdict, case, command, files, profile, suite, variant
 from proctor.definitions import Case, Variant

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,245 +15,466 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Case',
+            name="Case",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=100)),
-                ('name', models.CharField(max_length=200)),
-                ('tags', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.CharField(max_length=100)),
+                ("name", models.CharField(max_length=200)),
+                ("tags", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='CaseVersion',
+            name="CaseVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('definition', models.JSONField()),
-                ('definition_hash', models.CharField(max_length=64)),
-                ('sources', models.JSONField(blank=True, default=dict)),
-                ('module_path', models.CharField(max_length=1000)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='evals_app.case')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("number", models.PositiveIntegerField()),
+                ("definition", models.JSONField()),
+                ("definition_hash", models.CharField(max_length=64)),
+                ("sources", models.JSONField(blank=True, default=dict)),
+                ("module_path", models.CharField(max_length=1000)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="evals_app.case",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'number'],
+                "ordering": ["case", "number"],
             },
         ),
         migrations.CreateModel(
-            name='Organization',
+            name="Organization",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('slug', models.SlugField(max_length=100, unique=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('members', models.ManyToManyField(blank=True, related_name='organizations', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("slug", models.SlugField(max_length=100, unique=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "members",
+                    models.ManyToManyField(
+                        blank=True, related_name="organizations", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='case',
-            name='organization',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='evals_app.organization'),
+            model_name="case",
+            name="organization",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="cases",
+                to="evals_app.organization",
+            ),
         ),
         migrations.CreateModel(
-            name='Batch',
+            name="Batch",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('finished', 'Finished')], default='queued', max_length=20)),
-                ('label', models.CharField(blank=True, default='', max_length=200)),
-                ('options', models.JSONField(blank=True, default=dict)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='reruns', to='evals_app.batch')),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='batches', to='evals_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("finished", "Finished"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("label", models.CharField(blank=True, default="", max_length=200)),
+                ("options", models.JSONField(blank=True, default=dict)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="reruns",
+                        to="evals_app.batch",
+                    ),
+                ),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="batches",
+                        to="evals_app.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('spec', models.JSONField(default=dict)),
-                ('batch', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='evals_app.batch')),
-                ('case_version', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='evals_app.caseversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("spec", models.JSONField(default=dict)),
+                (
+                    "batch",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="evals_app.batch",
+                    ),
+                ),
+                (
+                    "case_version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="runs",
+                        to="evals_app.caseversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['batch', 'id'],
+                "ordering": ["batch", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Suite',
+            name="Suite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=100)),
-                ('name', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='suites', to='evals_app.organization')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.CharField(max_length=100)),
+                ("name", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="suites",
+                        to="evals_app.organization",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['slug'],
-            },
-        ),
-        migrations.AddField(
-            model_name='case',
-            name='suite',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='cases', to='evals_app.suite'),
-        ),
-        migrations.CreateModel(
-            name='Trial',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('passed', 'Passed'), ('failed', 'Failed'), ('timed_out', 'Timed Out'), ('errored', 'Errored')], default='queued', max_length=20)),
-                ('finish_reason', models.CharField(blank=True, default='', max_length=200)),
-                ('error', models.TextField(blank=True, default='')),
-                ('answer', models.TextField(blank=True, default='')),
-                ('session_id', models.CharField(blank=True, default='', max_length=200)),
-                ('conversation_outcome', models.CharField(blank=True, default='', max_length=40)),
-                ('stop_cause', models.CharField(blank=True, default='', max_length=60)),
-                ('input_tokens', models.PositiveBigIntegerField(default=0)),
-                ('output_tokens', models.PositiveBigIntegerField(default=0)),
-                ('cache_read_tokens', models.PositiveBigIntegerField(default=0)),
-                ('cache_write_tokens', models.PositiveBigIntegerField(default=0)),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('queued_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('duration_ms', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('artifacts_dir', models.CharField(blank=True, default='', max_length=1000)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='trials', to='evals_app.run')),
-            ],
-            options={
-                'ordering': ['run', 'index'],
-            },
-        ),
-        migrations.CreateModel(
-            name='Event',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('turn_index', models.PositiveIntegerField(default=0)),
-                ('seq', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('Started', 'Started'), ('Message', 'Message'), ('Command', 'Command'), ('ToolCall', 'Tool Call'), ('FileChange', 'File Change'), ('Usage', 'Usage'), ('Finished', 'Finished'), ('ProtocolError', 'Protocol Error'), ('Log', 'Log')], max_length=20)),
-                ('at', models.DateTimeField()),
-                ('data', models.JSONField(default=dict)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='evals_app.trial')),
-            ],
-            options={
-                'ordering': ['trial', 'seq'],
-            },
-        ),
-        migrations.CreateModel(
-            name='Check',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('name', models.CharField(max_length=300)),
-                ('kind', models.CharField(max_length=30)),
-                ('passed', models.BooleanField()),
-                ('score', models.FloatField(blank=True, null=True)),
-                ('message', models.TextField(blank=True, default='')),
-                ('output', models.TextField(blank=True, default='')),
-                ('source_ref', models.JSONField(blank=True, default=dict)),
-                ('duration_ms', models.PositiveBigIntegerField(default=0)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='checks', to='evals_app.trial')),
-            ],
-            options={
-                'ordering': ['trial', 'index'],
-            },
-        ),
-        migrations.CreateModel(
-            name='Turn',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('prompt', models.TextField()),
-                ('origin', models.JSONField(blank=True, default=dict)),
-                ('mode', models.CharField(blank=True, default='', max_length=10)),
-                ('answer', models.TextField(blank=True, default='')),
-                ('input_tokens', models.PositiveBigIntegerField(default=0)),
-                ('output_tokens', models.PositiveBigIntegerField(default=0)),
-                ('started_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='evals_app.trial')),
-            ],
-            options={
-                'ordering': ['trial', 'index'],
-            },
-        ),
-        migrations.CreateModel(
-            name='Variant',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('harness', models.CharField(max_length=50)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('sandbox', models.CharField(default='local', max_length=50)),
-                ('spec', models.JSONField()),
-                ('spec_hash', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='variants', to='evals_app.organization')),
-            ],
-            options={
-                'ordering': ['name'],
+                "ordering": ["slug"],
             },
         ),
         migrations.AddField(
-            model_name='run',
-            name='variant',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='evals_app.variant'),
+            model_name="case",
+            name="suite",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="cases",
+                to="evals_app.suite",
+            ),
+        ),
+        migrations.CreateModel(
+            name="Trial",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("passed", "Passed"),
+                            ("failed", "Failed"),
+                            ("timed_out", "Timed Out"),
+                            ("errored", "Errored"),
+                        ],
+                        default="queued",
+                        max_length=20,
+                    ),
+                ),
+                ("finish_reason", models.CharField(blank=True, default="", max_length=200)),
+                ("error", models.TextField(blank=True, default="")),
+                ("answer", models.TextField(blank=True, default="")),
+                ("session_id", models.CharField(blank=True, default="", max_length=200)),
+                ("conversation_outcome", models.CharField(blank=True, default="", max_length=40)),
+                ("stop_cause", models.CharField(blank=True, default="", max_length=60)),
+                ("input_tokens", models.PositiveBigIntegerField(default=0)),
+                ("output_tokens", models.PositiveBigIntegerField(default=0)),
+                ("cache_read_tokens", models.PositiveBigIntegerField(default=0)),
+                ("cache_write_tokens", models.PositiveBigIntegerField(default=0)),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("queued_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("duration_ms", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("artifacts_dir", models.CharField(blank=True, default="", max_length=1000)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="trials",
+                        to="evals_app.run",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["run", "index"],
+            },
+        ),
+        migrations.CreateModel(
+            name="Event",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("turn_index", models.PositiveIntegerField(default=0)),
+                ("seq", models.PositiveIntegerField()),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("Started", "Started"),
+                            ("Message", "Message"),
+                            ("Command", "Command"),
+                            ("ToolCall", "Tool Call"),
+                            ("FileChange", "File Change"),
+                            ("Usage", "Usage"),
+                            ("Finished", "Finished"),
+                            ("ProtocolError", "Protocol Error"),
+                            ("Log", "Log"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("at", models.DateTimeField()),
+                ("data", models.JSONField(default=dict)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="evals_app.trial",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["trial", "seq"],
+            },
+        ),
+        migrations.CreateModel(
+            name="Check",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("name", models.CharField(max_length=300)),
+                ("kind", models.CharField(max_length=30)),
+                ("passed", models.BooleanField()),
+                ("score", models.FloatField(blank=True, null=True)),
+                ("message", models.TextField(blank=True, default="")),
+                ("output", models.TextField(blank=True, default="")),
+                ("source_ref", models.JSONField(blank=True, default=dict)),
+                ("duration_ms", models.PositiveBigIntegerField(default=0)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checks",
+                        to="evals_app.trial",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["trial", "index"],
+            },
+        ),
+        migrations.CreateModel(
+            name="Turn",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("prompt", models.TextField()),
+                ("origin", models.JSONField(blank=True, default=dict)),
+                ("mode", models.CharField(blank=True, default="", max_length=10)),
+                ("answer", models.TextField(blank=True, default="")),
+                ("input_tokens", models.PositiveBigIntegerField(default=0)),
+                ("output_tokens", models.PositiveBigIntegerField(default=0)),
+                ("started_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="turns",
+                        to="evals_app.trial",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["trial", "index"],
+            },
+        ),
+        migrations.CreateModel(
+            name="Variant",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("harness", models.CharField(max_length=50)),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("sandbox", models.CharField(default="local", max_length=50)),
+                ("spec", models.JSONField()),
+                ("spec_hash", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="variants",
+                        to="evals_app.organization",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["name"],
+            },
+        ),
+        migrations.AddField(
+            model_name="run",
+            name="variant",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="runs",
+                to="evals_app.variant",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='caseversion',
-            constraint=models.UniqueConstraint(fields=('case', 'number'), name='case_version_number_unique'),
+            model_name="caseversion",
+            constraint=models.UniqueConstraint(
+                fields=("case", "number"), name="case_version_number_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='caseversion',
-            constraint=models.UniqueConstraint(fields=('case', 'definition_hash'), name='case_version_hash_unique'),
+            model_name="caseversion",
+            constraint=models.UniqueConstraint(
+                fields=("case", "definition_hash"), name="case_version_hash_unique"
+            ),
         ),
         migrations.AddIndex(
-            model_name='batch',
-            index=models.Index(fields=['organization', '-created_at'], name='batch_latest_in_org'),
+            model_name="batch",
+            index=models.Index(fields=["organization", "-created_at"], name="batch_latest_in_org"),
         ),
         migrations.AddConstraint(
-            model_name='suite',
-            constraint=models.UniqueConstraint(fields=('organization', 'slug'), name='suite_slug_unique_in_org'),
+            model_name="suite",
+            constraint=models.UniqueConstraint(
+                fields=("organization", "slug"), name="suite_slug_unique_in_org"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='case',
-            constraint=models.UniqueConstraint(fields=('organization', 'slug'), name='case_slug_unique_in_org'),
+            model_name="case",
+            constraint=models.UniqueConstraint(
+                fields=("organization", "slug"), name="case_slug_unique_in_org"
+            ),
         ),
         migrations.AddIndex(
-            model_name='trial',
-            index=models.Index(fields=['status'], name='trial_status'),
+            model_name="trial",
+            index=models.Index(fields=["status"], name="trial_status"),
         ),
         migrations.AddConstraint(
-            model_name='trial',
-            constraint=models.UniqueConstraint(fields=('run', 'index'), name='trial_index_unique_in_run'),
+            model_name="trial",
+            constraint=models.UniqueConstraint(
+                fields=("run", "index"), name="trial_index_unique_in_run"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='event',
-            constraint=models.UniqueConstraint(fields=('trial', 'seq'), name='event_seq_unique_in_trial'),
+            model_name="event",
+            constraint=models.UniqueConstraint(
+                fields=("trial", "seq"), name="event_seq_unique_in_trial"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='check',
-            constraint=models.UniqueConstraint(fields=('trial', 'index'), name='check_index_unique_in_trial'),
+            model_name="check",
+            constraint=models.UniqueConstraint(
+                fields=("trial", "index"), name="check_index_unique_in_trial"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='turn',
-            constraint=models.UniqueConstraint(fields=('trial', 'index'), name='turn_index_unique_in_trial'),
+            model_name="turn",
+            constraint=models.UniqueConstraint(
+                fields=("trial", "index"), name="turn_index_unique_in_trial"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='variant',
-            constraint=models.UniqueConstraint(fields=('organization', 'spec_hash'), name='variant_spec_unique_in_org'),
+            model_name="variant",
+            constraint=models.UniqueConstraint(
+                fields=("organization", "spec_hash"), name="variant_spec_unique_in_org"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='run',
-            constraint=models.UniqueConstraint(fields=('batch', 'case_version', 'variant'), name='run_unique_in_batch'),
+            model_name="run",
+            constraint=models.UniqueConstraint(
+                fields=("batch", "case_version", "variant"), name="run_unique_in_batch"
+            ),
         ),
     ]

@@ -6,66 +6,87 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('evals_app', '0001_initial'),
+        ("evals_app", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='check',
-            name='metric',
-            field=models.CharField(blank=True, default='', max_length=100),
+            model_name="check",
+            name="metric",
+            field=models.CharField(blank=True, default="", max_length=100),
         ),
         migrations.AddField(
-            model_name='check',
-            name='weight',
+            model_name="check",
+            name="weight",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='outside_writes',
+            model_name="trial",
+            name="outside_writes",
             field=models.JSONField(blank=True, default=list),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='plan_signal',
-            field=models.CharField(blank=True, default='', max_length=20),
+            model_name="trial",
+            name="plan_signal",
+            field=models.CharField(blank=True, default="", max_length=20),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='plan_state',
-            field=models.CharField(blank=True, default='', max_length=20),
+            model_name="trial",
+            name="plan_state",
+            field=models.CharField(blank=True, default="", max_length=20),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='responder_cause',
-            field=models.CharField(blank=True, default='', max_length=40),
+            model_name="trial",
+            name="responder_cause",
+            field=models.CharField(blank=True, default="", max_length=40),
         ),
         migrations.AddField(
-            model_name='trial',
-            name='threshold',
+            model_name="trial",
+            name="threshold",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.CreateModel(
-            name='Consultation',
+            name="Consultation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('responder', 'Responder'), ('judge', 'Judge'), ('simulated_user', 'Simulated User')], max_length=20)),
-                ('turn_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('check_index', models.PositiveIntegerField(blank=True, null=True)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('prompt', models.JSONField(default=list)),
-                ('answer', models.TextField(blank=True, default='')),
-                ('verdict', models.CharField(blank=True, default='', max_length=40)),
-                ('reason', models.TextField(blank=True, default='')),
-                ('cause', models.CharField(blank=True, default='', max_length=40)),
-                ('duration_ms', models.PositiveBigIntegerField(default=0)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('trial', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='consultations', to='evals_app.trial')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("responder", "Responder"),
+                            ("judge", "Judge"),
+                            ("simulated_user", "Simulated User"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("turn_index", models.PositiveIntegerField(blank=True, null=True)),
+                ("check_index", models.PositiveIntegerField(blank=True, null=True)),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("prompt", models.JSONField(default=list)),
+                ("answer", models.TextField(blank=True, default="")),
+                ("verdict", models.CharField(blank=True, default="", max_length=40)),
+                ("reason", models.TextField(blank=True, default="")),
+                ("cause", models.CharField(blank=True, default="", max_length=40)),
+                ("duration_ms", models.PositiveBigIntegerField(default=0)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "trial",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="consultations",
+                        to="evals_app.trial",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['trial', 'created_at', 'id'],
+                "ordering": ["trial", "created_at", "id"],
             },
         ),
     ]

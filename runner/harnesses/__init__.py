@@ -36,7 +36,9 @@ def create_harness(variant: Variant) -> Harness:
         harness_class = HARNESSES[variant.harness]
     except KeyError:
         known = ", ".join(sorted(HARNESSES))
-        raise HarnessError(f"variant {variant.name}: unknown harness {variant.harness!r} (known: {known})") from None
+        raise HarnessError(
+            f"variant {variant.name}: unknown harness {variant.harness!r} (known: {known})"
+        ) from None
     return harness_class(variant)
 
 

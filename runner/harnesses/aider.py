@@ -90,7 +90,7 @@ def replies_in_llm_history(text: str) -> list[str]:
             if current is not None:
                 replies.append(current)
         elif current is not None and line.startswith("ASSISTANT"):
-            current.append(line[len("ASSISTANT "):])
+            current.append(line[len("ASSISTANT ") :])
     return ["\n".join(lines).strip("\n") for lines in replies if "".join(lines).strip()]
 
 
@@ -110,7 +110,7 @@ def declined_shell_commands(chat_history: str) -> list[tuple[str, str]]:
             start -= 1
         if start < 0:
             continue
-        block = [lines[start][2:], *lines[start + 1:index]]
+        block = [lines[start][2:], *lines[start + 1 : index]]
         command = "\n".join(part.rstrip() for part in block).strip()
         if command:
             found.append((command, question.group("answer").lower()))
@@ -126,7 +126,9 @@ def usage_in_analytics(text: str) -> dict[str, int] | None:
         if event is None or event.get("event") != "message_send":
             continue
         props = _object(event.get("properties"))
-        usage = usage or dict.fromkeys(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0)
+        usage = usage or dict.fromkeys(
+            ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"), 0
+        )
         usage["input_tokens"] += whole_number(props.get("prompt_tokens"))
         usage["output_tokens"] += whole_number(props.get("completion_tokens"))
     if usage is not None:
@@ -153,9 +155,13 @@ def workspace_state(root: Path) -> dict[str, tuple[int, int]]:
     return state
 
 
-def changed_files(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+def changed_files(
+    before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
+) -> list[str]:
     """Files added, removed or modified between two states, sorted."""
-    return sorted(path for path in before.keys() | after.keys() if before.get(path) != after.get(path))
+    return sorted(
+        path for path in before.keys() | after.keys() if before.get(path) != after.get(path)
+    )
 
 
 class _Offsets:
@@ -206,20 +212,37 @@ class AiderTurnParser:
         events: list[AgentEvent] = []
         replies = replies_in_llm_history(self._offsets.new_text(LLM_HISTORY))
         for reply in replies:
-            events.append(AgentEvent("Message", {"role": "assistant", "text": reply, "usage": None}))
+            events.append(
+                AgentEvent("Message", {"role": "assistant", "text": reply, "usage": None})
+            )
         if replies:
             self.answer = replies[-1]
         for command, answer in declined_shell_commands(self._offsets.new_text(CHAT_HISTORY)):
             if answer == "y":
                 continue  # a yes ran it (never under --yes-always); Aider reports no exit code
-            events.append(AgentEvent("ToolCall", {
-                "call_id": None, "name": SHELL_TOOL, "input": command, "output": None,
-                "error": DECLINED, "status": "declined",
-            }))
-            self.permission_denials.append({"tool": SHELL_TOOL, "input": command, "call_id": None, "reason": DECLINED})
+            events.append(
+                AgentEvent(
+                    "ToolCall",
+                    {
+                        "call_id": None,
+                        "name": SHELL_TOOL,
+                        "input": command,
+                        "output": None,
+                        "error": DECLINED,
+                        "status": "declined",
+                    },
+                )
+            )
+            self.permission_denials.append(
+                {"tool": SHELL_TOOL, "input": command, "call_id": None, "reason": DECLINED}
+            )
         changed = changed_files(self._before, workspace_state(self.host_workspace))
         if changed:
-            events.append(AgentEvent("FileChange", {"paths": [f"{self.workspace}/{path}" for path in changed]}))
+            events.append(
+                AgentEvent(
+                    "FileChange", {"paths": [f"{self.workspace}/{path}" for path in changed]}
+                )
+            )
         usage = usage_in_analytics(self._offsets.new_text(ANALYTICS))
         if usage is not None:
             self.usage = usage
@@ -253,17 +276,31 @@ class AiderHarness(AgentCliHarness):
         super().setup(sandbox, log)
         self._state_dir(sandbox).mkdir(parents=True, exist_ok=True)
 
-    def command_line(self, sandbox: Sandbox, request: TurnRequest, *, system_prompt: bool) -> list[str]:
+    def command_line(
+        self, sandbox: Sandbox, request: TurnRequest, *, system_prompt: bool
+    ) -> list[str]:
         state = f"{sandbox.home}/{STATE_DIR}"
         argv = [
             self.executable,
-            "--yes-always", "--no-pretty", "--no-fancy-input", "--no-stream",
-            "--no-check-update", "--no-show-release-notes", "--no-show-model-warnings",
-            "--no-auto-commits", "--no-dirty-commits", "--no-gitignore",
-            "--no-analytics", "--analytics-log", f"{state}/{ANALYTICS}",
-            "--chat-history-file", f"{state}/{CHAT_HISTORY}",
-            "--llm-history-file", f"{state}/{LLM_HISTORY}",
-            "--input-history-file", f"{state}/{INPUT_HISTORY}",
+            "--yes-always",
+            "--no-pretty",
+            "--no-fancy-input",
+            "--no-stream",
+            "--no-check-update",
+            "--no-show-release-notes",
+            "--no-show-model-warnings",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-gitignore",
+            "--no-analytics",
+            "--analytics-log",
+            f"{state}/{ANALYTICS}",
+            "--chat-history-file",
+            f"{state}/{CHAT_HISTORY}",
+            "--llm-history-file",
+            f"{state}/{LLM_HISTORY}",
+            "--input-history-file",
+            f"{state}/{INPUT_HISTORY}",
         ]
         if not (sandbox.host_workspace / ".git").exists():
             argv.append("--no-git")
@@ -280,7 +317,9 @@ class AiderHarness(AgentCliHarness):
     def _resumes(self, sandbox: Sandbox) -> bool:
         """A follow-up: an earlier turn of this trial left a chat history to continue."""
         history = self._state_dir(sandbox) / CHAT_HISTORY
-        return history.exists() and "\n#### " in history.read_text(encoding="utf-8", errors="replace")
+        return history.exists() and "\n#### " in history.read_text(
+            encoding="utf-8", errors="replace"
+        )
 
     def run_turn(
         self,
@@ -298,7 +337,7 @@ class AiderHarness(AgentCliHarness):
             (state_dir / SYSTEM_PROMPT).write_text(system_prompt + "\n", encoding="utf-8")
             self._system_prompt_written = True
         argv = self.command_line(sandbox, request, system_prompt=bool(system_prompt))
-        parser = AiderTurnParser(state_dir=state_dir, host_workspace=sandbox.host_workspace,
-                                 workspace=sandbox.workspace)
+        parser = AiderTurnParser(
+            state_dir=state_dir, host_workspace=sandbox.host_workspace, workspace=sandbox.workspace
+        )
         return self.run_cli(sandbox, argv, parser, emit=emit, raw=raw, timeout_s=timeout_s)
-

@@ -99,12 +99,16 @@ class ChatHarness(Harness):
         problems = []
         tools = options.get("tools") or ()
         if not isinstance(tools, list | tuple):
-            problems.append(f"{where}: tools must be a list of tool(...) values, not {type(tools).__name__}")
+            problems.append(
+                f"{where}: tools must be a list of tool(...) values, not {type(tools).__name__}"
+            )
             tools = ()
         seen: set[str] = set()
         for position, item in enumerate(tools, start=1):
             if not isinstance(item, Tool):
-                problems.append(f"{where}: tools item {position} is a {type(item).__name__}, not a tool(...) value")
+                problems.append(
+                    f"{where}: tools item {position} is a {type(item).__name__}, not a tool(...) value"
+                )
                 continue
             problems.extend(_tool_problems(item, where, seen))
             seen.add(item.name)
@@ -114,9 +118,13 @@ class ChatHarness(Harness):
                 problems.append(f"{where}: {key} must be text, not {type(value).__name__}")
         temperature = options.get("temperature")
         if temperature is not None and (
-            isinstance(temperature, bool) or not isinstance(temperature, int | float) or not 0 <= temperature <= 2
+            isinstance(temperature, bool)
+            or not isinstance(temperature, int | float)
+            or not 0 <= temperature <= 2
         ):
-            problems.append(f"{where}: temperature must be a number from 0 to 2, not {temperature!r}")
+            problems.append(
+                f"{where}: temperature must be a number from 0 to 2, not {temperature!r}"
+            )
         if not options.get("base_url"):
             # Only the project's endpoint can be checked here: a "$VAR" base_url is the worker's.
             kind = resolve_config().kind
@@ -202,7 +210,9 @@ class ChatHarness(Harness):
                 )
             return request.session_id, history
         session_id = f"chat-{uuid.uuid4().hex[:16]}"
-        system_prompt = self.system_prompt if self.system_prompt is not None else request.system_prompt
+        system_prompt = (
+            self.system_prompt if self.system_prompt is not None else request.system_prompt
+        )
         history = [{"role": "system", "content": system_prompt}] if system_prompt else []
         history.extend(self._seed)
         self._seed = []
@@ -214,7 +224,11 @@ class ChatHarness(Harness):
         the project's settings. Raises HarnessError naming a missing worker variable."""
         if self._config is not None:
             return self._config
-        given = {key: self.variant.options[key] for key in ENDPOINT_OPTIONS if self.variant.options.get(key)}
+        given = {
+            key: self.variant.options[key]
+            for key in ENDPOINT_OPTIONS
+            if self.variant.options.get(key)
+        }
         for key, value in given.items():
             for name in references(value):
                 if name not in os.environ:
@@ -298,7 +312,9 @@ class _ToolLoop:
 
     def _call_tool(self, call: dict[str, str]) -> None:
         output, error = run_stub(self.harness.tools, call["name"], call["arguments"])
-        self._record(call, output=output, error=error, status="completed" if error is None else "failed")
+        self._record(
+            call, output=output, error=error, status="completed" if error is None else "failed"
+        )
 
     def _skip(self, calls: list[dict[str, str]]) -> None:
         """Answer calls that will not run, so the history stays one the model accepts next turn."""
@@ -306,11 +322,22 @@ class _ToolLoop:
         for call in calls:
             self._record(call, output=None, error=why, status=SKIPPED)
 
-    def _record(self, call: dict[str, str], *, output: str | None, error: str | None, status: str) -> None:
-        self.emit(AgentEvent("ToolCall", {
-            "call_id": call["id"], "name": call["name"], "input": call["arguments"],
-            "output": output, "error": error, "status": status,
-        }))
+    def _record(
+        self, call: dict[str, str], *, output: str | None, error: str | None, status: str
+    ) -> None:
+        self.emit(
+            AgentEvent(
+                "ToolCall",
+                {
+                    "call_id": call["id"],
+                    "name": call["name"],
+                    "input": call["arguments"],
+                    "output": output,
+                    "error": error,
+                    "status": status,
+                },
+            )
+        )
         content = output if error is None else error
         self.history.append({"role": "tool", "tool_call_id": call["id"], "content": content or ""})
 
@@ -325,9 +352,15 @@ def run_stub(tools: Mapping[str, Tool], name: str, arguments: str) -> tuple[str 
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except ValueError as exc:
-        return None, f"Error: the arguments for {name} were not valid JSON ({exc}); call it again with a JSON object."
+        return (
+            None,
+            f"Error: the arguments for {name} were not valid JSON ({exc}); call it again with a JSON object.",
+        )
     if not isinstance(parsed, dict):
-        return None, f"Error: the arguments for {name} must be a JSON object, not {type(parsed).__name__}."
+        return (
+            None,
+            f"Error: the arguments for {name} must be a JSON object, not {type(parsed).__name__}.",
+        )
     try:
         result = tool.stub(parsed)
     except Exception as exc:  # the stub is the eval author's code: its failure is the model's news
@@ -347,7 +380,9 @@ def _tool_problems(item: Tool, where: str, seen: set[str]) -> list[str]:
             "returning the text the model reads back"
         )
     if not isinstance(item.parameters, Mapping):
-        problems.append(f"{where}: tool {item.name}'s parameters must be a JSON schema object (a dict)")
+        problems.append(
+            f"{where}: tool {item.name}'s parameters must be a JSON schema object (a dict)"
+        )
     return problems
 
 

@@ -70,7 +70,9 @@ class CommandHarness(Harness):
         proctor_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy(RECORDER_SCRIPT, proctor_dir / "shell_recorder.sh")
         if self.profile.system_prompt is not None:
-            (proctor_dir / "system_prompt.md").write_text(self.profile.system_prompt, encoding="utf-8")
+            (proctor_dir / "system_prompt.md").write_text(
+                self.profile.system_prompt, encoding="utf-8"
+            )
         if self.profile.dir:
             source = Path(self.profile.dir)
             if not source.is_dir():
@@ -87,7 +89,8 @@ class CommandHarness(Harness):
                 status = "timed out" if result.timed_out else f"exited {result.exit_code}"
                 tail = result.output.strip().splitlines()[-5:]
                 raise HarnessError(
-                    f"profile {self.profile.name}: install {status}" + (": " + " | ".join(tail) if tail else "")
+                    f"profile {self.profile.name}: install {status}"
+                    + (": " + " | ".join(tail) if tail else "")
                 )
 
     def _env(
@@ -113,7 +116,9 @@ class CommandHarness(Harness):
             "PROCTOR_PROFILE_DIR": profile_dir,
         }
         if system_prompt is not None:
-            (self._proctor_dir(sandbox) / "system_prompt.md").write_text(system_prompt, encoding="utf-8")
+            (self._proctor_dir(sandbox) / "system_prompt.md").write_text(
+                system_prompt, encoding="utf-8"
+            )
             env["SPHYNX_SYSTEM_PROMPT_FILE"] = f"{proctor_dir}/system_prompt.md"
         elif self.profile.system_prompt is not None:
             env["SPHYNX_SYSTEM_PROMPT_FILE"] = f"{proctor_dir}/system_prompt.md"
@@ -163,7 +168,9 @@ class CommandHarness(Harness):
             session_id=request.session_id,
             mode=request.mode,
         )
-        result = sandbox.run(["bash", "-c", self.profile.run or ""], env=env, timeout_s=timeout_s, on_line=on_line)
+        result = sandbox.run(
+            ["bash", "-c", self.profile.run or ""], env=env, timeout_s=timeout_s, on_line=on_line
+        )
         for event in read_trace(trace_log, already_printed=state.printed_commands):
             emit(event)
         trace_log.unlink(missing_ok=True)

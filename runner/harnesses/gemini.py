@@ -68,7 +68,12 @@ STREAM_EVENTS = {"init", "message", "tool_use", "tool_result", "error", "result"
 SHELL_TOOL = "run_shell_command"
 FILE_TOOLS = {"write_file": "file_path", "replace": "file_path"}
 # Tool errors that mean the CLI refused the call rather than the call failing.
-REFUSAL_ERRORS = {"policy_violation", "permission_denied", "path_not_in_workspace", "sandbox_expansion_required"}
+REFUSAL_ERRORS = {
+    "policy_violation",
+    "permission_denied",
+    "path_not_in_workspace",
+    "sandbox_expansion_required",
+}
 PLAN_POLICY = """\
 # Proctor: stop after planning. Headless, Gemini CLI approves exit_plan_mode by itself and
 # implements the plan in the same run; the approval comes as the next turn instead.
@@ -133,9 +138,13 @@ def session_tool_outputs(logs: list[Path], call_ids: set[str] | None = None) -> 
         except OSError:
             continue
         for line in lines:
-            if "functionResponse" in line and (call_ids is None or any(i in line for i in call_ids)):
+            if "functionResponse" in line and (
+                call_ids is None or any(i in line for i in call_ids)
+            ):
                 visit(json_object(line))
-    return outputs if call_ids is None else {i: text for i, text in outputs.items() if i in call_ids}
+    return (
+        outputs if call_ids is None else {i: text for i, text in outputs.items() if i in call_ids}
+    )
 
 
 def find_session_logs(gemini_dir: Path, session_id: str) -> list[Path]:
@@ -174,7 +183,12 @@ class _WaitingCommand:
     at_ms: int
 
     def event(self, exit_code: int | None) -> AgentEvent:
-        data = {"command": self.command, "exit_code": exit_code, "output": self.output, "origin": "agent"}
+        data = {
+            "command": self.command,
+            "exit_code": exit_code,
+            "output": self.output,
+            "origin": "agent",
+        }
         return AgentEvent("Command", data, self.at_ms)
 
 
@@ -186,8 +200,12 @@ class GeminiStreamParser:
     events are held back from a shell command on until the log has its exit code (at the end,
     whatever it lacks is None): the events keep the order they happened in."""
 
-    def __init__(self, *, cwd: str | None = None,
-                 tool_outputs: Callable[[str, set[str]], dict[str, str] | None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        cwd: str | None = None,
+        tool_outputs: Callable[[str, set[str]], dict[str, str] | None] | None = None,
+    ) -> None:
         self.cwd = cwd
         self.tool_outputs = tool_outputs or (lambda _session_id, _call_ids: {})
         self.session_id: str | None = None
@@ -217,14 +235,20 @@ class GeminiStreamParser:
         if kind == "init" and isinstance(obj.get("session_id"), str):
             self.session_id = obj["session_id"]
             model = obj.get("model") if isinstance(obj.get("model"), str) else None
-            self._queue.append(AgentEvent("Started", {"session_id": self.session_id, "model": model}))
+            self._queue.append(
+                AgentEvent("Started", {"session_id": self.session_id, "model": model})
+            )
         elif kind == "tool_use" and isinstance(obj.get("tool_id"), str):
             self._calls[obj["tool_id"]] = (str(obj.get("tool_name") or "?"), obj.get("parameters"))
         elif kind == "tool_result":
             self._tool_result(obj)
         elif kind == "error":
             severity = obj.get("severity") or "error"
-            self._queue.append(AgentEvent("Log", {"stream": "gemini", "text": f"{severity}: {obj.get('message') or ''}"}))
+            self._queue.append(
+                AgentEvent(
+                    "Log", {"stream": "gemini", "text": f"{severity}: {obj.get('message') or ''}"}
+                )
+            )
         elif kind == "result":
             self._result(obj)
         return self._drain(final=False)
@@ -232,10 +256,19 @@ class GeminiStreamParser:
     def finish(self) -> list[AgentEvent]:
         self._flush_text()
         for call_id, (name, params) in self._calls.items():
-            self._queue.append(AgentEvent("ToolCall", {
-                "call_id": call_id, "name": name, "input": as_json_text(params),
-                "output": None, "error": None, "status": "incomplete",
-            }))
+            self._queue.append(
+                AgentEvent(
+                    "ToolCall",
+                    {
+                        "call_id": call_id,
+                        "name": name,
+                        "input": as_json_text(params),
+                        "output": None,
+                        "error": None,
+                        "status": "incomplete",
+                    },
+                )
+            )
         self._calls.clear()
         return self._drain(final=True)
 
@@ -252,7 +285,9 @@ class GeminiStreamParser:
             if isinstance(item, _WaitingCommand):
                 if item.call_id not in known and not final:
                     break
-                item = item.event(shell_exit_code(known[item.call_id]) if item.call_id in known else None)
+                item = item.event(
+                    shell_exit_code(known[item.call_id]) if item.call_id in known else None
+                )
             self._queue.pop(0)
             events.append(item)
         return events
@@ -264,29 +299,43 @@ class GeminiStreamParser:
         self._text = []
         if text.strip():
             self.answer = text
-            self._queue.append(AgentEvent("Message", {"role": "assistant", "text": text, "usage": None}))
+            self._queue.append(
+                AgentEvent("Message", {"role": "assistant", "text": text, "usage": None})
+            )
 
     def _tool_result(self, obj: dict[str, Any]) -> None:
         call_id = obj.get("tool_id")
-        name, params = self._calls.pop(call_id, ("?", None)) if isinstance(call_id, str) else ("?", None)
+        name, params = (
+            self._calls.pop(call_id, ("?", None)) if isinstance(call_id, str) else ("?", None)
+        )
         error = obj.get("error") if isinstance(obj.get("error"), dict) else None
         failed = obj.get("status") != "success"
         output = obj["output"] if isinstance(obj.get("output"), str) else ""
         message = str((error or {}).get("message") or output) if failed else None
-        self._queue.append(AgentEvent("ToolCall", {
-            "call_id": call_id if isinstance(call_id, str) else None,
-            "name": name,
-            "input": as_json_text(params),
-            "output": None if failed else output,
-            "error": message,
-            "status": "error" if failed else "completed",
-        }))
+        self._queue.append(
+            AgentEvent(
+                "ToolCall",
+                {
+                    "call_id": call_id if isinstance(call_id, str) else None,
+                    "name": name,
+                    "input": as_json_text(params),
+                    "output": None if failed else output,
+                    "error": message,
+                    "status": "error" if failed else "completed",
+                },
+            )
+        )
         params = _object(params)
         error_type = str((error or {}).get("type") or "")
         if failed and (error_type in REFUSAL_ERRORS or (message or "").startswith("Access denied")):
-            self.permission_denials.append({
-                "tool": name, "input": as_json_text(params), "call_id": call_id, "reason": message,
-            })
+            self.permission_denials.append(
+                {
+                    "tool": name,
+                    "input": as_json_text(params),
+                    "call_id": call_id,
+                    "reason": message,
+                }
+            )
         if name == SHELL_TOOL and not failed and isinstance(params.get("command"), str):
             # The exit code is only in the session log, which may lag the stream: it waits.
             at = _stamp(obj.get("timestamp")) or int(time.time() * 1000)
@@ -388,8 +437,10 @@ class GeminiHarness(AgentCliHarness):
         except ValueError:
             settings = None
         if not isinstance(settings, dict):
-            raise HarnessError(f"profile {self.profile.name}: settings.json in its dir must be a plain JSON object "
-                               "(no comments): the harness adds its own settings to it")
+            raise HarnessError(
+                f"profile {self.profile.name}: settings.json in its dir must be a plain JSON object "
+                "(no comments): the harness adds its own settings to it"
+            )
         if "GEMINI_API_KEY" in self.profile.env:
             auth = settings.setdefault("security", {}).setdefault("auth", {})
             auth.setdefault("selectedType", "gemini-api-key")
@@ -402,18 +453,25 @@ class GeminiHarness(AgentCliHarness):
             if hooks:
                 disabled = settings.setdefault("hooksConfig", {}).setdefault("disabled", [])
                 disabled.extend(name for name in hooks if name not in disabled)
-                log("stdout", f"gemini: workspace hooks disabled (not under test): {', '.join(hooks)}")
+                log(
+                    "stdout",
+                    f"gemini: workspace hooks disabled (not under test): {', '.join(hooks)}",
+                )
         path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
     def _write_memory(self, sandbox: Sandbox, system_prompt: str) -> None:
         """Add the system prompt to the global GEMINI.md, after the profile's own, once."""
         memory = sandbox.host_home / self.config_dir / "GEMINI.md"
         existing = memory.read_text(encoding="utf-8") if memory.exists() else ""
-        memory.write_text((existing.rstrip("\n") + "\n\n" if existing.strip() else "") + system_prompt + "\n",
-                          encoding="utf-8")
+        memory.write_text(
+            (existing.rstrip("\n") + "\n\n" if existing.strip() else "") + system_prompt + "\n",
+            encoding="utf-8",
+        )
         self._memory_written = True
 
-    def command_line(self, sandbox: Sandbox, request: TurnRequest, *, new_session_id: str | None) -> list[str]:
+    def command_line(
+        self, sandbox: Sandbox, request: TurnRequest, *, new_session_id: str | None
+    ) -> list[str]:
         argv = [self.executable, "--output-format", "stream-json"]
         if request.mode == "plan":
             argv += ["--approval-mode", "plan", "--policy", f"{sandbox.home}/{POLICY_FILE}"]
@@ -450,8 +508,15 @@ class GeminiHarness(AgentCliHarness):
 
         parser = GeminiStreamParser(cwd=sandbox.workspace, tool_outputs=tool_outputs)
         argv = self.command_line(sandbox, request, new_session_id=new_session_id)
-        result = self.run_cli(sandbox, argv, parser, emit=emit, raw=raw, timeout_s=timeout_s,
-                              session_id=request.session_id or new_session_id)
+        result = self.run_cli(
+            sandbox,
+            argv,
+            parser,
+            emit=emit,
+            raw=raw,
+            timeout_s=timeout_s,
+            session_id=request.session_id or new_session_id,
+        )
         if result.session_id:
             self._mirror_plans(sandbox, result.session_id)
         return result
@@ -460,12 +525,17 @@ class GeminiHarness(AgentCliHarness):
         """Copy the session's plans where the runner watches, keeping their times, so a plan
         written or rewritten in this turn shows as new there."""
         mirror = sandbox.host_home / PLAN_MIRROR
-        for plan in sorted((sandbox.host_home / self.config_dir).glob(f"tmp/*/{session_id}/plans/*.md")):
+        for plan in sorted(
+            (sandbox.host_home / self.config_dir).glob(f"tmp/*/{session_id}/plans/*.md")
+        ):
             target = mirror / plan.name
             source_stat = plan.stat()
             if target.exists():
                 target_stat = target.stat()
-                if (target_stat.st_mtime_ns, target_stat.st_size) == (source_stat.st_mtime_ns, source_stat.st_size):
+                if (target_stat.st_mtime_ns, target_stat.st_size) == (
+                    source_stat.st_mtime_ns,
+                    source_stat.st_size,
+                ):
                     continue
             mirror.mkdir(parents=True, exist_ok=True)
             shutil.copy2(plan, target)

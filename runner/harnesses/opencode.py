@@ -112,12 +112,16 @@ class OpenCodeStreamParser:
         events: list[AgentEvent] = []
         if isinstance(obj.get("sessionID"), str) and self.session_id is None:
             self.session_id = obj["sessionID"]
-            events.append(AgentEvent("Started", {"session_id": self.session_id, "model": self.model}))
+            events.append(
+                AgentEvent("Started", {"session_id": self.session_id, "model": self.model})
+            )
         kind = obj.get("type")
         part = _object(obj.get("part"))
         if kind == "text" and isinstance(part.get("text"), str) and part["text"].strip():
             self.answer = part["text"]
-            events.append(AgentEvent("Message", {"role": "assistant", "text": part["text"], "usage": None}))
+            events.append(
+                AgentEvent("Message", {"role": "assistant", "text": part["text"], "usage": None})
+            )
         elif kind == "tool_use":
             events += self._tool(part)
         elif kind == "step_finish":
@@ -125,16 +129,24 @@ class OpenCodeStreamParser:
             events += self._usage(part.get("tokens"))
         elif kind == "error":
             self._error = _error_text(obj.get("error"))
-            events.append(AgentEvent("Log", {"stream": "opencode", "text": f"error: {self._error}"}))
+            events.append(
+                AgentEvent("Log", {"stream": "opencode", "text": f"error: {self._error}"})
+            )
         return events
 
     def finish(self) -> list[AgentEvent]:
         if self._error is not None:
-            self.finish_reason = f"error: {self._error.strip().splitlines()[0][:300]}" if self._error.strip() else "error"
+            self.finish_reason = (
+                f"error: {self._error.strip().splitlines()[0][:300]}"
+                if self._error.strip()
+                else "error"
+            )
         elif self._last_step == "stop":
             self.finish_reason = "completed"
         elif self._last_step and self._last_step != "tool-calls":
-            self.finish_reason = self._last_step  # "length", "content-filter": why the model stopped
+            self.finish_reason = (
+                self._last_step
+            )  # "length", "content-filter": why the model stopped
         return []
 
     def _tool(self, part: dict[str, Any]) -> list[AgentEvent]:
@@ -144,20 +156,34 @@ class OpenCodeStreamParser:
         status = state.get("status")
         failed = status != "completed"
         output = state.get("output") if isinstance(state.get("output"), str) else None
-        error = _error_text(state.get("error")) if failed and state.get("error") is not None else None
+        error = (
+            _error_text(state.get("error")) if failed and state.get("error") is not None else None
+        )
         tool_input = state.get("input")
-        events = [AgentEvent("ToolCall", {
-            "call_id": call_id,
-            "name": name,
-            "input": as_json_text(tool_input),
-            "output": None if failed else output,
-            "error": error,
-            "status": "completed" if not failed else ("error" if status == "error" else "incomplete"),
-        })]
+        events = [
+            AgentEvent(
+                "ToolCall",
+                {
+                    "call_id": call_id,
+                    "name": name,
+                    "input": as_json_text(tool_input),
+                    "output": None if failed else output,
+                    "error": error,
+                    "status": "completed"
+                    if not failed
+                    else ("error" if status == "error" else "incomplete"),
+                },
+            )
+        ]
         if failed and error and error.startswith(REFUSALS):
-            self.permission_denials.append({
-                "tool": name, "input": as_json_text(tool_input), "call_id": call_id, "reason": error,
-            })
+            self.permission_denials.append(
+                {
+                    "tool": name,
+                    "input": as_json_text(tool_input),
+                    "call_id": call_id,
+                    "reason": error,
+                }
+            )
         metadata = _object(state.get("metadata"))
         command = tool_input.get("command") if isinstance(tool_input, dict) else None
         if name == SHELL_TOOL and isinstance(command, str) and "exit" in metadata:
@@ -165,16 +191,25 @@ class OpenCodeStreamParser:
             exit_code = metadata.get("exit")
             shown = metadata.get("output") if isinstance(metadata.get("output"), str) else output
             shown = "" if shown == NO_OUTPUT else shown
-            events.append(AgentEvent("Command", {
-                "command": command,
-                "exit_code": exit_code if isinstance(exit_code, int) and not isinstance(exit_code, bool) else None,
-                "output": shown or "",
-                "origin": "agent",
-            }))
+            events.append(
+                AgentEvent(
+                    "Command",
+                    {
+                        "command": command,
+                        "exit_code": exit_code
+                        if isinstance(exit_code, int) and not isinstance(exit_code, bool)
+                        else None,
+                        "output": shown or "",
+                        "origin": "agent",
+                    },
+                )
+            )
         elif name in FILE_TOOLS and not failed:
             paths = changed_paths(state)
             if paths:
-                events.append(AgentEvent("FileChange", {"paths": [self._absolute(p) for p in paths]}))
+                events.append(
+                    AgentEvent("FileChange", {"paths": [self._absolute(p) for p in paths]})
+                )
         return events
 
     def _usage(self, tokens: Any) -> list[AgentEvent]:
@@ -186,7 +221,8 @@ class OpenCodeStreamParser:
         cache_read, cache_write = whole_number(cache.get("read")), whole_number(cache.get("write"))
         step = {
             "input_tokens": whole_number(tokens.get("input")) + cache_read + cache_write,
-            "output_tokens": whole_number(tokens.get("output")) + whole_number(tokens.get("reasoning")),
+            "output_tokens": whole_number(tokens.get("output"))
+            + whole_number(tokens.get("reasoning")),
             "cache_read_tokens": cache_read,
             "cache_write_tokens": cache_write,
         }
@@ -261,8 +297,10 @@ class OpenCodeHarness(AgentCliHarness):
         rules = sandbox.host_home / self.config_dir / "AGENTS.md"
         rules.parent.mkdir(parents=True, exist_ok=True)
         existing = rules.read_text(encoding="utf-8") if rules.exists() else ""
-        rules.write_text((existing.rstrip("\n") + "\n\n" if existing.strip() else "") + system_prompt + "\n",
-                         encoding="utf-8")
+        rules.write_text(
+            (existing.rstrip("\n") + "\n\n" if existing.strip() else "") + system_prompt + "\n",
+            encoding="utf-8",
+        )
         self._instructions_written = True
 
     def command_line(self, request: TurnRequest) -> list[str]:
@@ -293,5 +331,12 @@ class OpenCodeHarness(AgentCliHarness):
             self._write_instructions(sandbox, system_prompt)
         self._plan_flow = self._plan_flow or request.mode == "plan"
         parser = OpenCodeStreamParser(cwd=sandbox.workspace, model=request.model)
-        return self.run_cli(sandbox, self.command_line(request), parser, emit=emit, raw=raw, timeout_s=timeout_s,
-                            session_id=request.session_id)
+        return self.run_cli(
+            sandbox,
+            self.command_line(request),
+            parser,
+            emit=emit,
+            raw=raw,
+            timeout_s=timeout_s,
+            session_id=request.session_id,
+        )

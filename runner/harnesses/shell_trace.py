@@ -30,5 +30,7 @@ def read_trace(path: Path, *, already_printed: set[str]) -> list[AgentEvent]:
         except ValueError:
             at_ms = None
         data_ = {"command": command, "exit_code": None, "output": "", "origin": "trace"}
-        events.append(AgentEvent("Command", data_, at_ms) if at_ms else AgentEvent("Command", data_))
+        events.append(
+            AgentEvent("Command", data_, at_ms) if at_ms else AgentEvent("Command", data_)
+        )
     return events

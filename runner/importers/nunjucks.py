@@ -17,7 +17,9 @@ _EXPRESSION = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", re.DOTALL)
 
 def unsupported_expressions(template: str) -> list[str]:
     """The template's expressions Proctor does not fill, as written."""
-    return [m.group(0) for m in _EXPRESSION.finditer(template) if not VARIABLE.fullmatch(m.group(0))]
+    return [
+        m.group(0) for m in _EXPRESSION.finditer(template) if not VARIABLE.fullmatch(m.group(0))
+    ]
 
 
 def variables_used(template: str) -> list[str]:

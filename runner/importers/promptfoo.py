@@ -55,7 +55,15 @@ PROMPTFOO_MAX_TURNS = 10
 # simulated user opens by itself; Proctor's opens with the suite's prompt).
 OPENING_LINE = "Hello."
 SUITE_ID_LENGTH = 60
-TOP_LEVEL_READ = {"description", "prompts", "providers", "targets", "tests", "defaultTest", "$schema"}
+TOP_LEVEL_READ = {
+    "description",
+    "prompts",
+    "providers",
+    "targets",
+    "tests",
+    "defaultTest",
+    "$schema",
+}
 TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options"}
 SIMULATED_READ = {"instructions", "maxTurns", "initialMessages", "userProvider"}
 # Vars the simulated user reads itself; the rest are the case's variables.
@@ -107,7 +115,9 @@ class _Translator:
             self.untranslated.append(item)
 
 
-def translate_config(config: Mapping[str, Any], *, config_path: Path, output_path: Path) -> PromptfooImport:
+def translate_config(
+    config: Mapping[str, Any], *, config_path: Path, output_path: Path
+) -> PromptfooImport:
     """The eval file for ``config`` (read from ``config_path``; ``file://`` paths are relative to
     it), to be written at ``output_path``. Reads referenced files; raises ImportFailed when one
     cannot be read."""
@@ -116,7 +126,9 @@ def translate_config(config: Mapping[str, Any], *, config_path: Path, output_pat
         if key not in TOP_LEVEL_READ:
             t.skip(f"top-level {key}")
     prompts = _prompts(t)
-    variants, provider_simulated = variants_from(config.get("providers", config.get("targets")), t.files, t.skip)
+    variants, provider_simulated = variants_from(
+        config.get("providers", config.get("targets")), t.files, t.skip
+    )
     default = _default_test(t)
     tests = _tests(t, default, provider_simulated)
     if not tests:
@@ -127,7 +139,9 @@ def translate_config(config: Mapping[str, Any], *, config_path: Path, output_pat
     simulated = [test for test in tests if test.simulated is not None]
     prompt = prompts[0] if prompts else None
     if single and (prompt is None or not prompt.user):
-        raise ImportFailed(f"{config_path} has tests but no prompt to send them with; add one under prompts.")
+        raise ImportFailed(
+            f"{config_path} has tests but no prompt to send them with; add one under prompts."
+        )
     base_id = _suite_id(config, config_path)
     suite_ids = []
     for group, suffix in ((single, ""), (simulated, "-multi-turn" if single else "")):
@@ -136,15 +150,23 @@ def translate_config(config: Mapping[str, Any], *, config_path: Path, output_pat
         suite_id = base_id + suffix
         suite_ids.append(suite_id)
         cases = [_case(t, test, default=default, shared=shared, prompt=prompt) for test in group]
-        module.assign(identifier_for(suite_id, fallback="suite"),
-                      _suite(t, suite_id, cases, variants, prompt, conversational=group is simulated))
+        module.assign(
+            identifier_for(suite_id, fallback="suite"),
+            _suite(t, suite_id, cases, variants, prompt, conversational=group is simulated),
+        )
     if t.needs_answered:
         module.functions.append(ANSWERED_CHECK)
     if t.untranslated:
-        module.notes = ["Not translated from the promptfoo config (edit by hand where it matters):",
-                        *(f"  - {item}" for item in t.untranslated)]
-    return PromptfooImport(source=module.source(), untranslated=list(t.untranslated), suites=suite_ids,
-                           cases=len(tests))
+        module.notes = [
+            "Not translated from the promptfoo config (edit by hand where it matters):",
+            *(f"  - {item}" for item in t.untranslated),
+        ]
+    return PromptfooImport(
+        source=module.source(),
+        untranslated=list(t.untranslated),
+        suites=suite_ids,
+        cases=len(tests),
+    )
 
 
 def _suite_id(config: Mapping[str, Any], config_path: Path) -> str:
@@ -152,9 +174,11 @@ def _suite_id(config: Mapping[str, Any], config_path: Path) -> str:
     enough that ``-multi-turn`` still fits."""
     description = config.get("description")
     stem = config_path.name.split(".")[0]
-    for candidate in (description if isinstance(description, str) else "",
-                      "" if stem.lower() in ("promptfooconfig", "promptfoo", "config") else stem,
-                      config_path.resolve().parent.name):
+    for candidate in (
+        description if isinstance(description, str) else "",
+        "" if stem.lower() in ("promptfooconfig", "promptfoo", "config") else stem,
+        config_path.resolve().parent.name,
+    ):
         slug = slugify(candidate, fallback="")[:SUITE_ID_LENGTH].rstrip("-")
         if slug:
             return slug
@@ -200,8 +224,11 @@ def _prompt_texts(t: _Translator, item: str, label: str) -> list[_Prompt]:
         else:
             # A text file may hold several prompts separated by a line of three hyphens.
             parts = [part.strip() for part in t.files.text("prompt", reference).split("\n---\n")]
-            found += [_Prompt(reference if len(parts) == 1 else f"{reference} #{n}", part, None)
-                      for n, part in enumerate(parts, start=1) if part]
+            found += [
+                _Prompt(reference if len(parts) == 1 else f"{reference} #{n}", part, None)
+                for n, part in enumerate(parts, start=1)
+                if part
+            ]
     return [prompt for prompt in found if prompt.user is not None or prompt.system is not None]
 
 
@@ -219,7 +246,9 @@ def _chat_prompt(t: _Translator, messages: Any, label: str) -> _Prompt:
     the prompt."""
     if isinstance(messages, str):
         return _Prompt(label, messages, None)
-    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "content" in m for m in messages):
+    if not isinstance(messages, list) or not all(
+        isinstance(m, Mapping) and "content" in m for m in messages
+    ):
         t.skip(f"{label} (not a list of chat messages)")
         return _Prompt(label, None, None)
     system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system") or None
@@ -284,7 +313,9 @@ def _test_from_row(row: Mapping[str, str]) -> dict[str, Any]:
     return test
 
 
-def _tests(t: _Translator, default: Mapping[str, Any], provider_simulated: Mapping[str, Any] | None) -> list[_Test]:
+def _tests(
+    t: _Translator, default: Mapping[str, Any], provider_simulated: Mapping[str, Any] | None
+) -> list[_Test]:
     default_simulated = _simulated_config(t, default.get("provider"), "defaultTest")
     tests = []
     for position, raw in enumerate(_raw_tests(t), start=1):
@@ -300,7 +331,10 @@ def _tests(t: _Translator, default: Mapping[str, Any], provider_simulated: Mappi
         own_vars = raw.get("vars") or {}
         if is_reference(own_vars):
             own_vars = t.files.structured(f"{where}: vars", own_vars)
-        variables = {**(default.get("vars") or {}), **(own_vars if isinstance(own_vars, Mapping) else {})}
+        variables = {
+            **(default.get("vars") or {}),
+            **(own_vars if isinstance(own_vars, Mapping) else {}),
+        }
         variables = {str(k): _var_value(t, v, where, str(k)) for k, v in variables.items()}
         simulated = provider_simulated
         if "provider" in raw:
@@ -309,8 +343,17 @@ def _tests(t: _Translator, default: Mapping[str, Any], provider_simulated: Mappi
             simulated = default_simulated
         threshold = raw.get("threshold", default.get("threshold"))
         for expanded in _expand(variables):
-            tests.append(_Test(position, where, description if isinstance(description, str) else None, expanded,
-                               raw.get("assert"), threshold, simulated))
+            tests.append(
+                _Test(
+                    position,
+                    where,
+                    description if isinstance(description, str) else None,
+                    expanded,
+                    raw.get("assert"),
+                    threshold,
+                    simulated,
+                )
+            )
     return tests
 
 
@@ -342,9 +385,14 @@ def _var_value(t: _Translator, value: Any, where: str, name: str) -> Any:
 
 def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
     """One set of vars per combination of list values, as promptfoo runs them."""
-    listed = [name for name, value in variables.items()
-              if isinstance(value, list) and value and name not in SIMULATION_VARS
-              and all(isinstance(item, str | int | float | bool) for item in value)]
+    listed = [
+        name
+        for name, value in variables.items()
+        if isinstance(value, list)
+        and value
+        and name not in SIMULATION_VARS
+        and all(isinstance(item, str | int | float | bool) for item in value)
+    ]
     if not listed:
         return [variables]
     combos = itertools.product(*(variables[name] for name in listed))
@@ -354,20 +402,33 @@ def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
 # --- cases and suites ------------------------------------------------------------------------
 
 
-def _shared_default_assertions(t: _Translator, default: Mapping[str, Any], module: Module) -> Name | None:
+def _shared_default_assertions(
+    t: _Translator, default: Mapping[str, Any], module: Module
+) -> Name | None:
     """defaultTest's assertions as one list every case spreads, when they use no test vars."""
     entries = default.get("assert")
     if not entries or "{{" in json.dumps(entries, default=str):
         return None
-    translated = translate_assertions(entries, where="defaultTest", variables=default.get("vars") or {},
-                                      files=t.files)
+    translated = translate_assertions(
+        entries, where="defaultTest", variables=default.get("vars") or {}, files=t.files
+    )
     for item in translated.untranslated:
         t.skip(item)
-    return module.assign("default_assertions", translated.assertions) if translated.assertions else None
+    return (
+        module.assign("default_assertions", translated.assertions)
+        if translated.assertions
+        else None
+    )
 
 
-def _case(t: _Translator, test: _Test, *, default: Mapping[str, Any], shared: Name | None,
-          prompt: _Prompt | None) -> Call:
+def _case(
+    t: _Translator,
+    test: _Test,
+    *,
+    default: Mapping[str, Any],
+    shared: Name | None,
+    prompt: _Prompt | None,
+) -> Call:
     entries: list[Any] = []
     if shared is None and isinstance(default.get("assert"), list):
         entries += default["assert"]
@@ -375,7 +436,9 @@ def _case(t: _Translator, test: _Test, *, default: Mapping[str, Any], shared: Na
         entries += test.asserts
     elif test.asserts is not None:
         t.skip(f"{test.where}: assert (not a list of assertions)")
-    translated = translate_assertions(entries, where=test.where, variables=test.variables, files=t.files)
+    translated = translate_assertions(
+        entries, where=test.where, variables=test.variables, files=t.files
+    )
     for item in translated.untranslated:
         t.skip(item)
     validate: list[Any] = [Spread(shared)] if shared is not None else []
@@ -385,11 +448,15 @@ def _case(t: _Translator, test: _Test, *, default: Mapping[str, Any], shared: Na
         t.skip(f"{test.where}: no assertion translated; it checks only that the agent answers")
         validate = [Name("answered")]
     threshold = test.threshold
-    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int | float)):
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float)
+    ):
         t.skip(f"{test.where}: threshold {threshold!r} (not a number)")
         threshold = None
     fallback = f"test-{test.position}"
-    case_id = t.handles.take(slugify(test.description, fallback=fallback) if test.description else fallback)
+    case_id = t.handles.take(
+        slugify(test.description, fallback=fallback) if test.description else fallback
+    )
     if test.simulated is not None:
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
         user = _simulated_user(t, test)
@@ -399,9 +466,19 @@ def _case(t: _Translator, test: _Test, *, default: Mapping[str, Any], shared: Na
         for name in variables_used(prompt.user or "") if prompt else []:
             if name not in variables:
                 variables[name] = ""
-                t.skip(f"{test.where}: prompt variable {{{{{name}}}}} has no value (promptfoo leaves it empty)")
-    return call("case", case_id, name=test.description, variables=variables or None, user=user,
-                max_turns=_case_turns(user), validate=validate, threshold=threshold)
+                t.skip(
+                    f"{test.where}: prompt variable {{{{{name}}}}} has no value (promptfoo leaves it empty)"
+                )
+    return call(
+        "case",
+        case_id,
+        name=test.description,
+        variables=variables or None,
+        user=user,
+        max_turns=_case_turns(user),
+        validate=validate,
+        threshold=threshold,
+    )
 
 
 def _case_turns(user: Call | None) -> int | None:
@@ -430,13 +507,19 @@ def _simulated_user(t: _Translator, test: _Test) -> Call:
         max_turns = PROMPTFOO_MAX_TURNS
     low, high = MAX_TURNS_RANGE
     if not low <= max_turns <= high:
-        t.skip(f"{test.where}: maxTurns {max_turns} (Proctor allows {low} to {high}; {min(max(max_turns, low), high)} used)")
+        t.skip(
+            f"{test.where}: maxTurns {max_turns} (Proctor allows {low} to {high}; {min(max(max_turns, low), high)} used)"
+        )
         max_turns = min(max(max_turns, low), high)
     seeded = variables.get("initialMessages", config.get("initialMessages"))
-    return call("simulated_user", instructions,
-                first_message=fill_variables(str(message), variables) if message is not None else None,
-                max_turns=max_turns, model=_user_model(t, config.get("userProvider"), test.where),
-                initial_messages=_initial_messages(t, seeded, test))
+    return call(
+        "simulated_user",
+        instructions,
+        first_message=fill_variables(str(message), variables) if message is not None else None,
+        max_turns=max_turns,
+        model=_user_model(t, config.get("userProvider"), test.where),
+        initial_messages=_initial_messages(t, seeded, test),
+    )
 
 
 def _user_model(t: _Translator, provider: Any, where: str) -> str | None:
@@ -464,7 +547,9 @@ def _initial_messages(t: _Translator, seeded: Any, test: _Test) -> Any:
         loaded = t.files.structured(what, seeded)
         messages = loaded.get("messages") if isinstance(loaded, Mapping) else loaded
         if not _is_message_list(messages):
-            raise t.files.fail(what, seeded, f"{path} must hold a list of {{role, content}} messages")
+            raise t.files.fail(
+                what, seeded, f"{path} must hold a list of {{role, content}} messages"
+            )
         as_file = path.suffix == ".json" and "{{" not in json.dumps(messages)
         if as_file and all(m["role"] != "system" for m in messages):
             return "file://" + Path(os.path.relpath(path.resolve(), t.output_dir)).as_posix()
@@ -473,29 +558,62 @@ def _initial_messages(t: _Translator, seeded: Any, test: _Test) -> Any:
         t.skip(f"{what} (not a list of {{role, content}} messages)")
         return None
     if any(m["role"] == "system" for m in seeded):
-        t.skip(f"{what}: system messages (a conversation is seeded with user and assistant messages)")
-    return [{"role": str(m["role"]), "content": fill_variables(str(m["content"]), test.variables)}
-            for m in seeded if m["role"] != "system"] or None
+        t.skip(
+            f"{what}: system messages (a conversation is seeded with user and assistant messages)"
+        )
+    return [
+        {"role": str(m["role"]), "content": fill_variables(str(m["content"]), test.variables)}
+        for m in seeded
+        if m["role"] != "system"
+    ] or None
 
 
 def _is_message_list(value: Any) -> TypeGuard[list[Mapping[str, Any]]]:
     return isinstance(value, list) and all(
-        isinstance(m, Mapping) and m.get("role") in ("user", "assistant", "system") and "content" in m for m in value
+        isinstance(m, Mapping)
+        and m.get("role") in ("user", "assistant", "system")
+        and "content" in m
+        for m in value
     )
 
 
-def _suite(t: _Translator, suite_id: str, cases: list[Call], variants: list[Call], prompt: _Prompt | None,
-           *, conversational: bool) -> Call:
+def _suite(
+    t: _Translator,
+    suite_id: str,
+    cases: list[Call],
+    variants: list[Call],
+    prompt: _Prompt | None,
+    *,
+    conversational: bool,
+) -> Call:
     description = t.config.get("description")
     name = description if isinstance(description, str) and description.strip() else None
     if conversational:
         # promptfoo shows the agent its prompt as the system message of every turn.
         system = "\n\n".join(p for p in (prompt.system, prompt.user) if p) if prompt else None
         if system and variables_used(system):
-            t.skip(f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
-                   "(Proctor does not fill a system prompt per case)")
-        return call("suite", suite_id, name=name, prompt=OPENING_LINE, system_prompt=system or None,
-                    variants=variants, cases=cases)
-    assert prompt is not None and prompt.user, "translate_config refuses single-turn tests without a prompt"
-    return call("suite", suite_id, name=name, prompt=prompt.user, system_prompt=prompt.system,
-                variants=variants, cases=cases)
+            t.skip(
+                f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
+                "(Proctor does not fill a system prompt per case)"
+            )
+        return call(
+            "suite",
+            suite_id,
+            name=name,
+            prompt=OPENING_LINE,
+            system_prompt=system or None,
+            variants=variants,
+            cases=cases,
+        )
+    assert prompt is not None and prompt.user, (
+        "translate_config refuses single-turn tests without a prompt"
+    )
+    return call(
+        "suite",
+        suite_id,
+        name=name,
+        prompt=prompt.user,
+        system_prompt=prompt.system,
+        variants=variants,
+        cases=cases,
+    )

@@ -17,8 +17,16 @@ from runner.importers.nunjucks import fill_variables
 from runner.importers.promptfoo_files import ConfigFiles, is_code_reference, is_reference
 from runner.importers.python_source import Call, call
 
-SAME_TYPES = ("icontains", "not-icontains", "contains-any", "contains-all", "regex", "equals", "is-json",
-              "llm-rubric")
+SAME_TYPES = (
+    "icontains",
+    "not-icontains",
+    "contains-any",
+    "contains-all",
+    "regex",
+    "equals",
+    "is-json",
+    "llm-rubric",
+)
 BOUND_TYPES = ("latency", "cost")
 LIST_TYPES = ("contains-any", "contains-all")
 TEXT_VALUE_TYPES = ("icontains", "not-icontains", "regex", "equals", "llm-rubric")
@@ -27,10 +35,29 @@ READ_KEYS = {"type", "value", "weight", "metric", "threshold"}
 # CSV cells like "icontains: hello" or "similar(0.8): text" (promptfoo's short form).
 _SHORT_FORM = re.compile(r"^(not-)?([a-z][a-z0-9-]*)(?:\((\d+(?:\.\d+)?)\))?(?::(.*))?$", re.DOTALL)
 _SHORT_FORM_ALIASES = {"grade": "llm-rubric", "fn": "javascript", "eval": "javascript"}
-_SHORT_FORM_TYPES = (*SAME_TYPES, *BOUND_TYPES, "contains", "javascript", "python", "llm-rubric", "similar",
-                     "starts-with", "icontains-any", "icontains-all", "contains-json", "levenshtein",
-                     "webhook", "rouge-n", "bleu", "factuality", "model-graded-closedqa", "answer-relevance",
-                     "perplexity", "classifier", "select-best")
+_SHORT_FORM_TYPES = (
+    *SAME_TYPES,
+    *BOUND_TYPES,
+    "contains",
+    "javascript",
+    "python",
+    "llm-rubric",
+    "similar",
+    "starts-with",
+    "icontains-any",
+    "icontains-all",
+    "contains-json",
+    "levenshtein",
+    "webhook",
+    "rouge-n",
+    "bleu",
+    "factuality",
+    "model-graded-closedqa",
+    "answer-relevance",
+    "perplexity",
+    "classifier",
+    "select-best",
+)
 
 
 @dataclass
@@ -39,8 +66,9 @@ class Translated:
     untranslated: list[str] = field(default_factory=list)
 
 
-def translate_assertions(entries: Any, *, where: str, variables: Mapping[str, Any],
-                         files: ConfigFiles) -> Translated:
+def translate_assertions(
+    entries: Any, *, where: str, variables: Mapping[str, Any], files: ConfigFiles
+) -> Translated:
     """The assertions of one test (or of defaultTest); ``where`` names it in the list of what
     did not translate."""
     result = Translated()
@@ -53,18 +81,30 @@ def translate_assertions(entries: Any, *, where: str, variables: Mapping[str, An
         if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
             result.untranslated.append(f"{where}: assert #{position} (no type)")
             continue
-        translated = _one(entry, where=where, variables=variables, files=files, untranslated=result.untranslated)
+        translated = _one(
+            entry, where=where, variables=variables, files=files, untranslated=result.untranslated
+        )
         if translated is not None:
             result.assertions.append(translated)
     return result
 
 
-def _one(entry: Mapping[str, Any], *, where: str, variables: Mapping[str, Any], files: ConfigFiles,
-         untranslated: list[str]) -> Call | None:
+def _one(
+    entry: Mapping[str, Any],
+    *,
+    where: str,
+    variables: Mapping[str, Any],
+    files: ConfigFiles,
+    untranslated: list[str],
+) -> Call | None:
     kind = entry["type"]
     label = f"{where}: assertion {kind}"
     if kind not in (*SAME_TYPES, *BOUND_TYPES, "contains"):
-        hint = " (write it as a Python function: assertion('python', fn))" if kind in ("javascript", "python") else ""
+        hint = (
+            " (write it as a Python function: assertion('python', fn))"
+            if kind in ("javascript", "python")
+            else ""
+        )
         untranslated.append(f"{label}{hint}")
         return None
     for key in sorted(set(entry) - READ_KEYS):
@@ -85,7 +125,9 @@ def _one(entry: Mapping[str, Any], *, where: str, variables: Mapping[str, Any], 
     else:
         if "threshold" in entry:
             untranslated.append(f"{label}: threshold")
-        value = _resolved_value(value, label=label, variables=variables, files=files, untranslated=untranslated)
+        value = _resolved_value(
+            value, label=label, variables=variables, files=files, untranslated=untranslated
+        )
         if value is _UNUSABLE:
             return None
     name = None
@@ -110,14 +152,22 @@ def _one(entry: Mapping[str, Any], *, where: str, variables: Mapping[str, Any], 
         untranslated.append(f"{label} (it has no value)")
         return None
     args = (kind,) if value is None else (kind, value)
-    return call("assertion", *args, weight=None if weight == 1 else weight, metric=metric, name=name)
+    return call(
+        "assertion", *args, weight=None if weight == 1 else weight, metric=metric, name=name
+    )
 
 
 _UNUSABLE = object()
 
 
-def _resolved_value(value: Any, *, label: str, variables: Mapping[str, Any], files: ConfigFiles,
-                    untranslated: list[str]) -> Any:
+def _resolved_value(
+    value: Any,
+    *,
+    label: str,
+    variables: Mapping[str, Any],
+    files: ConfigFiles,
+    untranslated: list[str],
+) -> Any:
     """The value with ``{{vars}}`` filled and a ``file://`` reference read."""
     if is_reference(value):
         if is_code_reference(value):
@@ -127,7 +177,9 @@ def _resolved_value(value: Any, *, label: str, variables: Mapping[str, Any], fil
     if isinstance(value, str):
         return fill_variables(value, variables)
     if isinstance(value, Sequence):
-        return [fill_variables(item, variables) if isinstance(item, str) else item for item in value]
+        return [
+            fill_variables(item, variables) if isinstance(item, str) else item for item in value
+        ]
     return value
 
 
@@ -135,10 +187,16 @@ def assertions_from_short_form(cell: str) -> dict[str, Any]:
     """A CSV ``__expected`` cell as an assert entry, the way promptfoo reads it."""
     text = cell.strip()
     lowered = text.lower()
-    for prefix, kind in (("grade:", "llm-rubric"), ("llm-rubric:", "llm-rubric"), ("javascript:", "javascript"),
-                         ("fn:", "javascript"), ("eval:", "javascript"), ("python:", "python")):
+    for prefix, kind in (
+        ("grade:", "llm-rubric"),
+        ("llm-rubric:", "llm-rubric"),
+        ("javascript:", "javascript"),
+        ("fn:", "javascript"),
+        ("eval:", "javascript"),
+        ("python:", "python"),
+    ):
         if lowered.startswith(prefix):
-            return {"type": kind, "value": text[len(prefix):].strip()}
+            return {"type": kind, "value": text[len(prefix) :].strip()}
     match = _SHORT_FORM.match(text)
     if match:
         negated, kind, threshold, value = match.groups()

@@ -28,7 +28,9 @@ _CODE_FILE = re.compile(r"\.(?:js|cjs|mjs|ts|py)(?::[^/\\]*)?$")
 def load_config(path: Path) -> dict[str, Any]:
     """The config as a dict (YAML or JSON)."""
     if path.suffix in CODE_SUFFIXES:
-        raise ImportFailed(f"{path} is code; Proctor imports promptfoo configs written in YAML or JSON.")
+        raise ImportFailed(
+            f"{path} is code; Proctor imports promptfoo configs written in YAML or JSON."
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -45,15 +47,19 @@ def load_config(path: Path) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or "it is not valid YAML"
         raise ImportFailed(f"{path} is not valid YAML{where}: {problem}.") from None
     if not isinstance(data, dict):
-        raise ImportFailed(f"{path} must hold a promptfoo config (a mapping with prompts, providers and tests), "
-                           f"not {_kind(data)}.")
+        raise ImportFailed(
+            f"{path} must hold a promptfoo config (a mapping with prompts, providers and tests), "
+            f"not {_kind(data)}."
+        )
     return data
 
 
 def _kind(value: Any) -> str:
     if value is None:
         return "nothing"
-    return {"list": "a list", "str": "a single string"}.get(type(value).__name__, f"a {type(value).__name__}")
+    return {"list": "a list", "str": "a single string"}.get(
+        type(value).__name__, f"a {type(value).__name__}"
+    )
 
 
 def is_reference(value: Any) -> TypeGuard[str]:
@@ -94,9 +100,13 @@ class ConfigFiles:
         """A JSON or YAML file's value."""
         text = self.text(what, reference)
         try:
-            return json.loads(text) if self.path(reference).suffix == ".json" else yaml.safe_load(text)
+            return (
+                json.loads(text) if self.path(reference).suffix == ".json" else yaml.safe_load(text)
+            )
         except (ValueError, yaml.YAMLError):
-            raise self.fail(what, reference, f"{self.path(reference)} is not valid JSON or YAML") from None
+            raise self.fail(
+                what, reference, f"{self.path(reference)} is not valid JSON or YAML"
+            ) from None
 
     def matching(self, what: str, reference: str) -> list[str]:
         """The references a glob pattern stands for (itself when it is no pattern)."""
@@ -114,4 +124,6 @@ class ConfigFiles:
         try:
             return [dict(row) for row in csv.DictReader(io.StringIO(text, newline=""))]
         except csv.Error as exc:
-            raise self.fail(what, reference, f"{self.path(reference)} is not valid CSV ({exc})") from None
+            raise self.fail(
+                what, reference, f"{self.path(reference)} is not valid CSV ({exc})"
+            ) from None

@@ -23,8 +23,21 @@ CONFIG_READ = {"apiBaseUrl", "apiHost", "apiKey", "apiKeyEnvar", "temperature", 
 # ``{{ env.NAME }}``: promptfoo's way to read a variable, the chat harness's "$NAME".
 _ENV_TEMPLATE = re.compile(r"^\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 # openai:<kind>:<model> kinds that are not chat models.
-OPENAI_NOT_CHAT = {"completion", "embedding", "embeddings", "assistant", "responses", "realtime", "image",
-                   "moderation", "transcription", "speech", "tts", "agents", "codex-sdk"}
+OPENAI_NOT_CHAT = {
+    "completion",
+    "embedding",
+    "embeddings",
+    "assistant",
+    "responses",
+    "realtime",
+    "image",
+    "moderation",
+    "transcription",
+    "speech",
+    "tts",
+    "agents",
+    "codex-sdk",
+}
 
 Skip = Callable[[str], None]
 
@@ -38,7 +51,11 @@ def provider_entries(skip: Skip, raw: Any, where: str) -> list[tuple[str, Mappin
             entries.append((item, {}))
         elif isinstance(item, Mapping) and isinstance(item.get("id"), str):
             entries.append((item["id"], item))
-        elif isinstance(item, Mapping) and len(item) == 1 and isinstance(next(iter(item.values())), Mapping):
+        elif (
+            isinstance(item, Mapping)
+            and len(item) == 1
+            and isinstance(next(iter(item.values())), Mapping)
+        ):
             provider_id, options = next(iter(item.items()))
             entries.append((str(provider_id), options))
         else:
@@ -46,7 +63,9 @@ def provider_entries(skip: Skip, raw: Any, where: str) -> list[tuple[str, Mappin
     return entries
 
 
-def variants_from(raw: Any, files: ConfigFiles, skip: Skip) -> tuple[list[Call], Mapping[str, Any] | None]:
+def variants_from(
+    raw: Any, files: ConfigFiles, skip: Skip
+) -> tuple[list[Call], Mapping[str, Any] | None]:
     """The variants, and the simulated-user config when the providers list holds one."""
     variants: list[Call] = []
     simulated = None
@@ -59,7 +78,9 @@ def variants_from(raw: Any, files: ConfigFiles, skip: Skip) -> tuple[list[Call],
         if built is not None:
             variants.append(built)
     if not variants:
-        skip(f"no provider translated; a placeholder variant('chat', model={PLACEHOLDER_MODEL!r}) stands in")
+        skip(
+            f"no provider translated; a placeholder variant('chat', model={PLACEHOLDER_MODEL!r}) stands in"
+        )
         variants.append(call("variant", "chat", model=PLACEHOLDER_MODEL))
     return variants, simulated
 
@@ -75,7 +96,13 @@ def chat_model(provider_id: str) -> str | None:
     return ":".join(parts[1:])
 
 
-def _chat_variant(files: ConfigFiles, skip: Skip, provider_id: str, options: Mapping[str, Any], names: UniqueHandles) -> Call | None:
+def _chat_variant(
+    files: ConfigFiles,
+    skip: Skip,
+    provider_id: str,
+    options: Mapping[str, Any],
+    names: UniqueHandles,
+) -> Call | None:
     model = chat_model(provider_id)
     if model is None:
         kind = "custom provider" if is_reference(provider_id) else "provider"
@@ -100,15 +127,26 @@ def _chat_variant(files: ConfigFiles, skip: Skip, provider_id: str, options: Map
         base_url = f"https://{config['apiHost']}/v1"
     api_key = _api_key(config, where, skip)
     temperature = config.get("temperature")
-    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)
-                                    or not 0 <= temperature <= 2):
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
         skip(f"{where}: config.temperature {temperature!r} (the chat harness takes 0 to 2)")
         temperature = None
     label = options.get("label")
     default_name = f"chat:{model}"
     name = names.take(str(label) if label else default_name)
-    return call("variant", "chat", model=model, name=None if name == default_name else name,
-                base_url=base_url, api_key=api_key, temperature=temperature, tools=tools)
+    return call(
+        "variant",
+        "chat",
+        model=model,
+        name=None if name == default_name else name,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=temperature,
+        tools=tools,
+    )
 
 
 def _endpoint_setting(value: Any) -> str | None:
@@ -129,12 +167,16 @@ def _api_key(config: Mapping[str, Any], where: str, skip: Skip) -> str | None:
     match = _ENV_TEMPLATE.match(key.strip()) if isinstance(key, str) else None
     if match:
         return f"${match.group(1)}"
-    skip(f"{where}: config.apiKey (a key is not copied into an eval file; "
-         "set api_key='$VARIABLE' naming the worker's variable)")
+    skip(
+        f"{where}: config.apiKey (a key is not copied into an eval file; "
+        "set api_key='$VARIABLE' naming the worker's variable)"
+    )
     return None
 
 
-def _tools(files: ConfigFiles, skip: Skip, raw: Any, where: str, callbacks: Mapping[str, Any]) -> list[Call] | None:
+def _tools(
+    files: ConfigFiles, skip: Skip, raw: Any, where: str, callbacks: Mapping[str, Any]
+) -> list[Call] | None:
     """The provider's tool definitions (OpenAI or Anthropic shape), each still to be given a
     Python stub: promptfoo's callbacks are JavaScript."""
     if raw is None:
@@ -151,8 +193,14 @@ def _tools(files: ConfigFiles, skip: Skip, raw: Any, where: str, callbacks: Mapp
             skip(f"{where}: a tool without a name")
             continue
         parameters = spec.get("parameters", spec.get("input_schema"))
-        tools.append(call("tool", spec["name"], description=spec.get("description") or None,
-                          parameters=dict(parameters) if isinstance(parameters, Mapping) else None))
+        tools.append(
+            call(
+                "tool",
+                spec["name"],
+                description=spec.get("description") or None,
+                parameters=dict(parameters) if isinstance(parameters, Mapping) else None,
+            )
+        )
         written = " (functionToolCallbacks is JavaScript)" if spec["name"] in callbacks else ""
         skip(f"{where}: tool {spec['name']} needs a Python stub=...{written}")
     return tools or None

@@ -122,7 +122,9 @@ def render(value: Any, indent: int = 0, *, around: int = 0) -> str:
 def _flat(value: Any) -> str | None:
     """The one-line form, or None when the value must span lines (multi-line text)."""
     if isinstance(value, str):
-        return None if "\n" in value.rstrip("\n") or len(value) > TEXT_PIECE else string_literal(value)
+        return (
+            None if "\n" in value.rstrip("\n") or len(value) > TEXT_PIECE else string_literal(value)
+        )
     if value is None or isinstance(value, bool | int | float):
         return repr(value)
     if isinstance(value, Name):
@@ -161,7 +163,10 @@ def _spread(value: Any, indent: int) -> str:
         return f"(\n{body}{closing})"
     if isinstance(value, Call):
         lines = [f"{inner}{render(arg, indent + 1, around=1)},\n" for arg in value.args]
-        lines += [f"{inner}{key}={render(v, indent + 1, around=len(key) + 2)},\n" for key, v in value.kwargs]
+        lines += [
+            f"{inner}{key}={render(v, indent + 1, around=len(key) + 2)},\n"
+            for key, v in value.kwargs
+        ]
         return f"{value.function}(\n{''.join(lines)}{closing})"
     if isinstance(value, Mapping):
         lines = []
@@ -210,7 +215,9 @@ class Module:
         if used:
             blocks.append(_import_line(used))
         body = [fn.strip("\n") for fn in self.functions]
-        body += [f"{name} = {render(value, around=len(name) + 3)}" for name, value in self.assignments]
+        body += [
+            f"{name} = {render(value, around=len(name) + 3)}" for name, value in self.assignments
+        ]
         text = "\n\n".join(blocks)
         if body:
             # Two blank lines before a function, one after the imports before an assignment (isort).
@@ -222,7 +229,13 @@ def _docstring(text: str) -> str:
     """A triple-quoted docstring when the text allows one safely, else a plain literal."""
     safe = '"""' not in text and "\\" not in text and not text.endswith('"')
     safe = safe and all(ch.isprintable() or ch == "\n" for ch in text)
-    return f'"""{text}\n"""' if safe and "\n" in text else f'"""{text}"""' if safe else string_literal(text)
+    return (
+        f'"""{text}\n"""'
+        if safe and "\n" in text
+        else f'"""{text}"""'
+        if safe
+        else string_literal(text)
+    )
 
 
 def _import_line(names: list[str]) -> str:

@@ -67,8 +67,10 @@ SCENARIOS = (
             "thank the agent and wrap up."
         ),
         first_message="Hi, I saw your ad and wanted to find out more about what you do.",
-        outcome=("The agent learns what the caller needs, answers the pricing question, and books a "
-                 "demo with the caller, confirming the time."),
+        outcome=(
+            "The agent learns what the caller needs, answers the pricing question, and books a "
+            "demo with the caller, confirming the time."
+        ),
     ),
     Scenario(
         id="skeptical-lead",
@@ -82,8 +84,10 @@ SCENARIOS = (
             "answered, or clearly will not be, start wrapping up."
         ),
         first_message="I'll be honest, I've been burned by dashboards before. Why would yours be different?",
-        outcome=("The agent answers the objections specifically and honestly, does not overpromise or "
-                 "pressure, and offers a low-commitment next step such as the free trial."),
+        outcome=(
+            "The agent answers the objections specifically and honestly, does not overpromise or "
+            "pressure, and offers a low-commitment next step such as the free trial."
+        ),
     ),
     Scenario(
         id="firm-refusal",
@@ -95,8 +99,10 @@ SCENARIOS = (
             "Only answer what the agent asks; do not explain yourself at length."
         ),
         first_message="Hi, I got a message to call this number. I'm not interested, to be clear.",
-        outcome=("The agent accepts the refusal after at most one gentle question, stops pitching, and "
-                 "ends the conversation courteously."),
+        outcome=(
+            "The agent accepts the refusal after at most one gentle question, stops pitching, and "
+            "ends the conversation courteously."
+        ),
     ),
     Scenario(
         id="resumed-mid-conversation",
@@ -108,8 +114,10 @@ SCENARIOS = (
             "Be reactive: answer what the agent asks. Once the demo is booked, wrap up."
         ),
         first_message="Thursday afternoon would be ideal.",
-        outcome=("The agent carries on from where the conversation left off, uses Alex's name without "
-                 "asking for it again, and books the Thursday demo."),
+        outcome=(
+            "The agent carries on from where the conversation left off, uses Alex's name without "
+            "asking for it again, and books the Thursday demo."
+        ),
         initial_messages=(
             ("user", "Hi, I'm calling about booking a demo."),
             ("assistant", "Happy to help with that! May I have your name?"),
@@ -122,14 +130,33 @@ SCENARIOS = (
 # (type, value, weight, metric): the checks every scenario shares.
 SHARED_ASSERTIONS = (
     ("not-icontains", "[object Object]", 3, "no-json-leak"),
-    ("llm-rubric", "The agent sounds warm and professional throughout: natural sentences, nothing "
-                   "robotic or copied and pasted.", 2, "tone"),
-    ("llm-rubric", "The agent stays in its role as Acme's assistant, never claims to be a person, and "
-                   "never writes the caller's lines.", 1.5, "role-adherence"),
-    ("llm-rubric", "The agent remembers what the caller already said (name, needs, times) and does not "
-                   "ask for it again.", 1.5, "knowledge-retention"),
-    ("llm-rubric", "Once the caller's business is done, the agent moves the conversation to a natural "
-                   "close.", 0.5, "closing-attempt"),
+    (
+        "llm-rubric",
+        "The agent sounds warm and professional throughout: natural sentences, nothing "
+        "robotic or copied and pasted.",
+        2,
+        "tone",
+    ),
+    (
+        "llm-rubric",
+        "The agent stays in its role as Acme's assistant, never claims to be a person, and "
+        "never writes the caller's lines.",
+        1.5,
+        "role-adherence",
+    ),
+    (
+        "llm-rubric",
+        "The agent remembers what the caller already said (name, needs, times) and does not "
+        "ask for it again.",
+        1.5,
+        "knowledge-retention",
+    ),
+    (
+        "llm-rubric",
+        "Once the caller's business is done, the agent moves the conversation to a natural close.",
+        0.5,
+        "closing-attempt",
+    ),
     ("turn-count", 6, 0.5, "turn-efficiency"),
     ("latency", 60_000, 0, "latency"),
 )
@@ -137,38 +164,72 @@ SHARED_ASSERTIONS = (
 
 def starter_source(model: str) -> str:
     """The starter file's text, its chat variant on ``model``."""
-    module = Module(header=[
-        "Multi-turn starter: simulated callers against a chat agent with a booking tool.",
-        "",
-        "Each case's simulated user plays a persona; the conversation ends when the agent says",
-        "###STOP###, the caller wraps up, or max_turns is reached. A case passes when the weighted",
-        "score of its assertions reaches its threshold (weight 0 is information only).",
-        "Run it with `proctor eval`; point the variant at your own agent when you are ready.",
-    ])
+    module = Module(
+        header=[
+            "Multi-turn starter: simulated callers against a chat agent with a booking tool.",
+            "",
+            "Each case's simulated user plays a persona; the conversation ends when the agent says",
+            "###STOP###, the caller wraps up, or max_turns is reached. A case passes when the weighted",
+            "score of its assertions reaches its threshold (weight 0 is information only).",
+            "Run it with `proctor eval`; point the variant at your own agent when you are ready.",
+        ]
+    )
     module.functions.append(SCHEDULE_DEMO_STUB)
-    shared = module.assign("shared_assertions", [
-        call("assertion", kind, value, weight=weight, metric=metric)
-        for kind, value, weight, metric in SHARED_ASSERTIONS
-    ])
-    module.assign("multi_turn_starter", call(
-        "suite", SUITE_ID, name="Multi-turn starter", prompt=OPENING_LINE,
-        variants=[call(
-            "variant", "chat", model=model, system_prompt=AGENT_PROMPT,
-            tools=[call("tool", "schedule_demo", description="Book a 30-minute product demo.",
-                        parameters=SCHEDULE_DEMO_PARAMETERS, stub=Name("schedule_demo"))],
-        )],
-        cases=[_case(scenario, shared) for scenario in SCENARIOS],
-    ))
+    shared = module.assign(
+        "shared_assertions",
+        [
+            call("assertion", kind, value, weight=weight, metric=metric)
+            for kind, value, weight, metric in SHARED_ASSERTIONS
+        ],
+    )
+    module.assign(
+        "multi_turn_starter",
+        call(
+            "suite",
+            SUITE_ID,
+            name="Multi-turn starter",
+            prompt=OPENING_LINE,
+            variants=[
+                call(
+                    "variant",
+                    "chat",
+                    model=model,
+                    system_prompt=AGENT_PROMPT,
+                    tools=[
+                        call(
+                            "tool",
+                            "schedule_demo",
+                            description="Book a 30-minute product demo.",
+                            parameters=SCHEDULE_DEMO_PARAMETERS,
+                            stub=Name("schedule_demo"),
+                        )
+                    ],
+                )
+            ],
+            cases=[_case(scenario, shared) for scenario in SCENARIOS],
+        ),
+    )
     return module.source()
 
 
 def _case(scenario: Scenario, shared: Name) -> Call:
     seeded = [{"role": role, "content": text} for role, text in scenario.initial_messages] or None
     return call(
-        "case", scenario.id, name=scenario.name,
-        user=call("simulated_user", scenario.instructions, first_message=scenario.first_message,
-                  max_turns=MAX_TURNS, initial_messages=seeded),
-        validate=[Spread(shared),
-                  call("assertion", "llm-rubric", scenario.outcome, weight=2, metric="disposition-outcome")],
+        "case",
+        scenario.id,
+        name=scenario.name,
+        user=call(
+            "simulated_user",
+            scenario.instructions,
+            first_message=scenario.first_message,
+            max_turns=MAX_TURNS,
+            initial_messages=seeded,
+        ),
+        validate=[
+            Spread(shared),
+            call(
+                "assertion", "llm-rubric", scenario.outcome, weight=2, metric="disposition-outcome"
+            ),
+        ],
         threshold=THRESHOLD,
     )

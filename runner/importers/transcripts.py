@@ -30,11 +30,18 @@ CALLER_ROLES = {"user", "human", "caller", "customer", "lead", "client"}
 AGENT_ROLES = {"assistant", "agent", "ai", "bot"}
 IGNORED_ROLES = {"system", "tool", "function", "developer"}
 # The two directives every persona carries, and how to tell the model already wrote them.
-REACTIVE_DIRECTIVE = "Stay reactive: answer what the agent asks, and do not steer the conversation yourself."
-WRAP_UP_DIRECTIVE = "Once your main question has been dealt with, start bringing the call to a close."
+REACTIVE_DIRECTIVE = (
+    "Stay reactive: answer what the agent asks, and do not steer the conversation yourself."
+)
+WRAP_UP_DIRECTIVE = (
+    "Once your main question has been dealt with, start bringing the call to a close."
+)
 _SAYS_REACTIVE = re.compile(r"\breactive\b|only (?:respond|answer|reply)", re.IGNORECASE)
-_SAYS_WRAP_UP = re.compile(r"wrap(?:ping)?[- ]up|bring(?:ing)? the (?:call|conversation) to a close|"
-                           r"(?:end|close) the (?:call|conversation)", re.IGNORECASE)
+_SAYS_WRAP_UP = re.compile(
+    r"wrap(?:ping)?[- ]up|bring(?:ing)? the (?:call|conversation) to a close|"
+    r"(?:end|close) the (?:call|conversation)",
+    re.IGNORECASE,
+)
 
 PERSONA_PROMPT = """\
 You read a recorded conversation between a caller and an agent (sales, support, booking) and \
@@ -100,7 +107,9 @@ def read_transcript(path: Path) -> Transcript:
             raise TranscriptError("has an outcome that is not text")
         data = data.get("messages")
     if not isinstance(data, list):
-        raise TranscriptError('must hold a list of {role, content} messages, or {"messages": [...], "outcome": "..."}')
+        raise TranscriptError(
+            'must hold a list of {role, content} messages, or {"messages": [...], "outcome": "..."}'
+        )
     messages = []
     for position, message in enumerate(data, start=1):
         if not isinstance(message, dict) or "role" not in message:
@@ -114,10 +123,14 @@ def read_transcript(path: Path) -> Transcript:
         elif role in AGENT_ROLES:
             messages.append(("assistant", text))
         else:
-            raise TranscriptError(f"message {position} has role {message['role']!r}; use user or assistant")
+            raise TranscriptError(
+                f"message {position} has role {message['role']!r}; use user or assistant"
+            )
     if not any(role == "user" for role, _ in messages):
         raise TranscriptError("holds no message from the caller (role user)")
-    return Transcript(path=path, messages=messages, outcome=(outcome.strip() or None) if outcome else None)
+    return Transcript(
+        path=path, messages=messages, outcome=(outcome.strip() or None) if outcome else None
+    )
 
 
 def _text(content: Any) -> str:
@@ -132,7 +145,9 @@ def _text(content: Any) -> str:
 
 def persona_request(transcript: Transcript) -> list[dict[str, str]]:
     """What the model is asked: the recorded conversation, the caller's side marked."""
-    lines = [f"{'CALLER' if role == 'user' else 'AGENT'}: {text}" for role, text in transcript.messages]
+    lines = [
+        f"{'CALLER' if role == 'user' else 'AGENT'}: {text}" for role, text in transcript.messages
+    ]
     outcome = f"\n\nHow the call ended: {transcript.outcome}" if transcript.outcome else ""
     return [
         {"role": "system", "content": PERSONA_PROMPT},
@@ -170,20 +185,32 @@ def turn_budget(transcript: Transcript) -> int:
 def outcome_rubric(outcome: str | None) -> str:
     if outcome:
         return f"The conversation ends the way the recorded one did: {outcome}"
-    return ("The agent works out what the caller needs and handles it: accurate answers, a helpful "
-            "manner, and a sensible close to the conversation.")
+    return (
+        "The agent works out what the caller needs and handles it: accurate answers, a helpful "
+        "manner, and a sensible close to the conversation."
+    )
 
 
 def transcript_case(transcript: Transcript, instructions: str, case_id: str) -> Call:
     budget = turn_budget(transcript)
     seeded = [{"role": role, "content": text} for role, text in transcript.greeting] or None
-    user = call("simulated_user", instructions, first_message=transcript.first_message, max_turns=budget,
-                initial_messages=seeded)
+    user = call(
+        "simulated_user",
+        instructions,
+        first_message=transcript.first_message,
+        max_turns=budget,
+        initial_messages=seeded,
+    )
     return call(
-        "case", case_id, name=transcript.path.name, user=user,
+        "case",
+        case_id,
+        name=transcript.path.name,
+        user=user,
         # A conversation stops at the smaller of the case's and the simulated user's limits.
         max_turns=budget if budget > DEFAULT_MAX_TURNS else None,
-        validate=[call("assertion", "llm-rubric", outcome_rubric(transcript.outcome), metric=METRIC)],
+        validate=[
+            call("assertion", "llm-rubric", outcome_rubric(transcript.outcome), metric=METRIC)
+        ],
     )
 
 
@@ -222,16 +249,23 @@ def cases_from_transcripts(
     if not cases:
         return result
     module = Module(
-        header=["Simulated-user cases from recorded conversations (`proctor cases from-transcripts`).",
-                "",
-                "Each case's persona was written by a model from one recording; read and adjust them.",
-                "The chat variant is a placeholder: point it at the agent under test (model,",
-                "system_prompt, tools, base_url)."],
+        header=[
+            "Simulated-user cases from recorded conversations (`proctor cases from-transcripts`).",
+            "",
+            "Each case's persona was written by a model from one recording; read and adjust them.",
+            "The chat variant is a placeholder: point it at the agent under test (model,",
+            "system_prompt, tools, base_url).",
+        ],
     )
-    module.assign(identifier_for(suite_id, fallback="suite"), call(
-        "suite", suite_id, prompt=OPENING_LINE,
-        variants=[call("variant", "chat", model=agent_model)],
-        cases=cases,
-    ))
+    module.assign(
+        identifier_for(suite_id, fallback="suite"),
+        call(
+            "suite",
+            suite_id,
+            prompt=OPENING_LINE,
+            variants=[call("variant", "chat", model=agent_model)],
+            cases=cases,
+        ),
+    )
     result.source = module.source()
     return result

@@ -275,11 +275,13 @@ def _tool_calls(message: Any) -> list[dict[str, str]]:
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
         call_id = call.get("id")
-        calls.append({
-            "id": call_id if isinstance(call_id, str) and call_id else f"call_{position}",
-            "name": function["name"],
-            "arguments": arguments,
-        })
+        calls.append(
+            {
+                "id": call_id if isinstance(call_id, str) and call_id else f"call_{position}",
+                "name": function["name"],
+                "arguments": arguments,
+            }
+        )
     return calls
 
 
@@ -294,8 +296,11 @@ def _history_message(text: str, tool_calls: list[dict[str, str]]) -> dict[str, A
         # OpenAI sends null content with tool calls; some servers refuse an empty string.
         "content": text or None,
         "tool_calls": [
-            {"id": call["id"], "type": "function",
-             "function": {"name": call["name"], "arguments": call["arguments"]}}
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
             for call in tool_calls
         ],
     }

@@ -27,4 +27,11 @@ def create_sandbox(variant: Variant) -> Sandbox:
     return factory(variant)
 
 
-__all__ = ["SANDBOXES", "PathEscapesWorkspace", "ProcessResult", "Sandbox", "SandboxError", "create_sandbox"]
+__all__ = [
+    "SANDBOXES",
+    "PathEscapesWorkspace",
+    "ProcessResult",
+    "Sandbox",
+    "SandboxError",
+    "create_sandbox",
+]

@@ -47,7 +47,12 @@ class LocalSandbox(Sandbox):
         if python_bin not in env["PATH"].split(os.pathsep):
             env["PATH"] = python_bin + os.pathsep + env["PATH"]
         env.setdefault("LANG", "C.UTF-8")
-        env.update(HOME=self.home, TMPDIR=str(self.tmp), TERM="dumb", USER=os.environ.get("USER", "proctor"))
+        env.update(
+            HOME=self.home,
+            TMPDIR=str(self.tmp),
+            TERM="dumb",
+            USER=os.environ.get("USER", "proctor"),
+        )
         return env
 
     def run(
@@ -61,7 +66,9 @@ class LocalSandbox(Sandbox):
     ) -> ProcessResult:
         full_env = self.base_env()
         full_env.update(env or {})
-        return run_process(argv, env=full_env, cwd=cwd or self.workspace, timeout_s=timeout_s, on_line=on_line)
+        return run_process(
+            argv, env=full_env, cwd=cwd or self.workspace, timeout_s=timeout_s, on_line=on_line
+        )
 
     def destroy(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

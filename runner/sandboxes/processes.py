@@ -62,8 +62,11 @@ def run_process(
         )
     except OSError as exc:
         return ProcessResult(
-            exit_code=127, stdout="", stderr=f"could not start {argv[0]}: {exc.strerror}\n",
-            timed_out=False, duration_ms=0,
+            exit_code=127,
+            stdout="",
+            stderr=f"could not start {argv[0]}: {exc.strerror}\n",
+            timed_out=False,
+            duration_ms=0,
         )
     out: list[str] = []
     err: list[str] = []

@@ -33,8 +33,13 @@ def done(reason: str = "the agent reports the work finished") -> str:
 
 
 def graded(passed: bool, score: float | None = None, reason: str = "graded by the rubric") -> str:
-    return json.dumps({"passed": passed, "score": (1.0 if passed else 0.0) if score is None else score,
-                       "reason": reason})
+    return json.dumps(
+        {
+            "passed": passed,
+            "score": (1.0 if passed else 0.0) if score is None else score,
+            "reason": reason,
+        }
+    )
 
 
 class ModelScript:
@@ -78,5 +83,10 @@ class ModelScript:
             queue = self._queues.get((role, key)) if key is not None else None
             scripted = queue.popleft() if queue else None
         if scripted is None:
-            return Reply(status=400, body={"error": {"message": f"nothing scripted for this {role} consultation ({key})"}})
+            return Reply(
+                status=400,
+                body={
+                    "error": {"message": f"nothing scripted for this {role} consultation ({key})"}
+                },
+            )
         return scripted

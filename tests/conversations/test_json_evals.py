@@ -61,17 +61,24 @@ APPROVAL = "The plan is approved. Implement it now."
 
 def write_variants(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "variants.json").write_text(json.dumps([{
-        "harness": "command",
-        "name": "talker",
-        "profile": {
-            "name": "talker",
-            "dir": str(AGENTS),
-            "run": 'python3 "$PROCTOR_PROFILE_DIR/talker.py"',
-            "capabilities": ["conversation-resume", "plan-mode"],
-            "plan_file": "plans/plan.md",
-        },
-    }], indent=2))
+    (folder / "variants.json").write_text(
+        json.dumps(
+            [
+                {
+                    "harness": "command",
+                    "name": "talker",
+                    "profile": {
+                        "name": "talker",
+                        "dir": str(AGENTS),
+                        "run": 'python3 "$PROCTOR_PROFILE_DIR/talker.py"',
+                        "capabilities": ["conversation-resume", "plan-mode"],
+                        "plan_file": "plans/plan.md",
+                    },
+                }
+            ],
+            indent=2,
+        )
+    )
 
 
 def version_count(backend: Backend) -> int:
@@ -81,7 +88,9 @@ def version_count(backend: Backend) -> int:
 def case_version_of(trial: RecordedTrial) -> int:
     return trial.backend.scalar(
         "SELECT v.number FROM evals_app_trial t JOIN evals_app_run r ON t.run_id = r.id "
-        "JOIN evals_app_caseversion v ON r.case_version_id = v.id WHERE t.id = ?", trial.row["id"])
+        "JOIN evals_app_caseversion v ON r.case_version_id = v.id WHERE t.id = ?",
+        trial.row["id"],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +122,9 @@ def example_trial(backend: Backend, examples: dict, run: str, case_id: str) -> R
     return recorded_trial(backend, examples["runs"][run][0].batch, case_id)
 
 
-def test_the_responder_example_completes_when_the_responder_says_done(module_sqlite, examples) -> None:
+def test_the_responder_example_completes_when_the_responder_says_done(
+    module_sqlite, examples
+) -> None:
     trial = example_trial(module_sqlite, examples, "first", "add-request-caching")
 
     assert trial.row["status"] == "passed"
@@ -136,8 +147,11 @@ def test_the_scripted_example_delivers_both_turns_to_an_agent_that_asks_about_th
 
     assert trial.row["status"] == "passed"
     assert trial.row["conversation_outcome"] == "completed"
-    assert trial.user_messages == ["The due date is wrong. Fix it.", "The affected users are all in US timezones.",
-                                   "It is a date-only field."]
+    assert trial.user_messages == [
+        "The due date is wrong. Fix it.",
+        "The affected users are all in US timezones.",
+        "It is a date-only field.",
+    ]
     assert [turn["origin"] for turn in trial.turns] == [{}, {}, {}]
     assert trial.consultations("responder") == []
 

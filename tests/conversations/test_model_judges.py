@@ -73,27 +73,48 @@ def judge_script(module_server: FakeModelServer) -> ModelScript:
 def judged_batch(module_sqlite: Backend, judge_script: ModelScript, tmp_path_factory):
     folder = tmp_path_factory.mktemp("judged")
     write_eval(folder, "judged.eval.py", JUDGED_EVAL)
-    return run_eval(module_sqlite, folder, "-j", "2", "--judge-model", JUDGE_MODEL,
-                    "--responder-model", RESPONDER_MODEL)
+    return run_eval(
+        module_sqlite,
+        folder,
+        "-j",
+        "2",
+        "--judge-model",
+        JUDGE_MODEL,
+        "--responder-model",
+        RESPONDER_MODEL,
+    )
 
 
 def judged(backend: Backend, batch, case_id: str) -> RecordedTrial:
     return recorded_trial(backend, batch.batch, case_id)
 
 
-def test_a_judge_that_passes_the_work_passes_the_trial(module_sqlite, judged_batch, judge_script) -> None:
+def test_a_judge_that_passes_the_work_passes_the_trial(
+    module_sqlite, judged_batch, judge_script
+) -> None:
     trial = judged(module_sqlite, judged_batch, "judge-passes")
 
     assert trial.row["status"] == "passed"
     (check,) = trial.checks()
-    assert (check["kind"], bool(check["passed"]), check["message"]) == ("judge", True, "cache.py holds an in-memory cache")
+    assert (check["kind"], bool(check["passed"]), check["message"]) == (
+        "judge",
+        True,
+        "cache.py holds an in-memory cache",
+    )
     (consultation,) = trial.consultations("judge")
-    assert (consultation["verdict"], consultation["check_index"], consultation["model"]) == ("passed", 0, JUDGE_MODEL)
+    assert (consultation["verdict"], consultation["check_index"], consultation["model"]) == (
+        "passed",
+        0,
+        JUDGE_MODEL,
+    )
     assert "The agent added a cache." in json.dumps(consultation["prompt"])
     assert json.loads(trial.artifact("judges/check-0/verdict.json"))["verdict"] == "passed"
     shown = trial.artifact("judges/check-0/prompt.json")
     # The judge grades the evidence against its rubric, not against the case's expected output.
-    assert "The agent added a cache." in shown and "Done: added an in-memory cache in cache.py." in shown
+    assert (
+        "The agent added a cache." in shown
+        and "Done: added an in-memory cache in cache.py." in shown
+    )
     assert "EXPECTED-MARKER" not in shown
 
 
@@ -107,7 +128,9 @@ def test_a_judge_that_fails_the_work_fails_the_trial(module_sqlite, judged_batch
     assert trial.consultations("judge")[0]["verdict"] == "failed"
 
 
-def test_an_unreadable_judge_answer_is_a_failed_check_that_says_so(module_sqlite, judged_batch) -> None:
+def test_an_unreadable_judge_answer_is_a_failed_check_that_says_so(
+    module_sqlite, judged_batch
+) -> None:
     trial = judged(module_sqlite, judged_batch, "judge-unreadable")
 
     assert trial.row["status"] == "failed"
@@ -120,7 +143,9 @@ def test_an_unreadable_judge_answer_is_a_failed_check_that_says_so(module_sqlite
     assert trial.has_artifact("judges/check-0/prompt.json")
 
 
-def test_a_judge_score_under_its_threshold_fails_even_when_it_says_passed(module_sqlite, judged_batch) -> None:
+def test_a_judge_score_under_its_threshold_fails_even_when_it_says_passed(
+    module_sqlite, judged_batch
+) -> None:
     trial = judged(module_sqlite, judged_batch, "judge-below-threshold")
 
     (check,) = trial.checks()
@@ -128,7 +153,9 @@ def test_a_judge_score_under_its_threshold_fails_even_when_it_says_passed(module
     assert "threshold" in check["message"]
 
 
-def test_a_judge_beside_a_validator_grades_as_its_own_check(module_sqlite, judged_batch, judge_script) -> None:
+def test_a_judge_beside_a_validator_grades_as_its_own_check(
+    module_sqlite, judged_batch, judge_script
+) -> None:
     trial = judged(module_sqlite, judged_batch, "judge-beside-validator")
 
     assert trial.row["status"] == "passed"
@@ -138,16 +165,30 @@ def test_a_judge_beside_a_validator_grades_as_its_own_check(module_sqlite, judge
     ]
     (consultation,) = trial.consultations("judge")
     assert consultation["check_index"] == 1
-    assert trial.has_artifact("judges/check-1/prompt.json") and trial.has_artifact("judges/check-1/verdict.json")
+    assert trial.has_artifact("judges/check-1/prompt.json") and trial.has_artifact(
+        "judges/check-1/verdict.json"
+    )
     # The judge is not shown the other checks.
     (request,) = judge_script.sent(JUDGE, "[case:judge-beside-validator]")
-    assert "VALIDATOR-SOURCE-MARKER" not in json.dumps(request) and "has_cache" not in json.dumps(request)
+    assert "VALIDATOR-SOURCE-MARKER" not in json.dumps(request) and "has_cache" not in json.dumps(
+        request
+    )
 
 
-def test_the_command_line_chooses_the_judge_and_responder_models(judged_batch, judge_script) -> None:
-    judge_requests = [body for key in ("[case:judge-passes]", "[case:judge-fails]", "[case:judge-unreadable]",
-                                       "[case:judge-beside-validator]", "[case:responder-model]")
-                      for body in judge_script.sent(JUDGE, key)]
+def test_the_command_line_chooses_the_judge_and_responder_models(
+    judged_batch, judge_script
+) -> None:
+    judge_requests = [
+        body
+        for key in (
+            "[case:judge-passes]",
+            "[case:judge-fails]",
+            "[case:judge-unreadable]",
+            "[case:judge-beside-validator]",
+            "[case:responder-model]",
+        )
+        for body in judge_script.sent(JUDGE, key)
+    ]
     responder_requests = judge_script.sent(RESPONDER, "[case:responder-model]")
 
     assert len(responder_requests) == 2

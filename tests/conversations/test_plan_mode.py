@@ -83,13 +83,21 @@ by_responder = suite(
 @pytest.fixture(scope="module")
 def plan_script(module_server: FakeModelServer) -> ModelScript:
     script = ModelScript().install(module_server)
-    script.responder("[case:responder-plan]",
-                     answer("Memory, as you recommend.", "the agent recommended memory"),
-                     done("the agent presented a complete plan"),
-                     done("the cache is implemented"))
-    script.responder("[case:never-plans]", answer("Take your time."), answer("Keep reading."), answer("Go on."))
-    script.responder("[case:one-budget]",
-                     answer("Memory, as you recommend."), done("the plan is complete"), answer("In memory."))
+    script.responder(
+        "[case:responder-plan]",
+        answer("Memory, as you recommend.", "the agent recommended memory"),
+        done("the agent presented a complete plan"),
+        done("the cache is implemented"),
+    )
+    script.responder(
+        "[case:never-plans]", answer("Take your time."), answer("Keep reading."), answer("Go on.")
+    )
+    script.responder(
+        "[case:one-budget]",
+        answer("Memory, as you recommend."),
+        done("the plan is complete"),
+        answer("In memory."),
+    )
     return script
 
 
@@ -104,7 +112,9 @@ def planned(backend: Backend, batch, case_id: str) -> RecordedTrial:
     return recorded_trial(backend, batch.batch, case_id)
 
 
-def test_a_written_plan_file_is_approved_with_the_fixed_message_and_implemented(module_sqlite, plan_batch) -> None:
+def test_a_written_plan_file_is_approved_with_the_fixed_message_and_implemented(
+    module_sqlite, plan_batch
+) -> None:
     trial = planned(module_sqlite, plan_batch, "plan-file")
 
     assert trial.row["status"] == "passed"
@@ -115,17 +125,25 @@ def test_a_written_plan_file_is_approved_with_the_fixed_message_and_implemented(
         ("plan", {}),
         ("act", {"runner": "plan_approval"}),
     ]
-    assert trial.conversation["plan"] == {"state": "approved", "signal": "plan_file", "presented_round": 0,
-                                          "approval_round": 1}
+    assert trial.conversation["plan"] == {
+        "state": "approved",
+        "signal": "plan_file",
+        "presented_round": 0,
+        "approval_round": 1,
+    }
     assert [(origin, mode) for _, _, origin, mode in trial.turn_rows()] == [
-        ({}, "plan"), ({"runner": "plan_approval"}, "act")]
+        ({}, "plan"),
+        ({"runner": "plan_approval"}, "act"),
+    ]
     assert (trial.row["plan_state"], trial.row["plan_signal"]) == ("approved", "plan_file")
     assert "cache.py" in trial.artifact("workspace.diff")
     # One native session across both phases.
     assert len({session for _, session in trial.started_session_ids()}) == 1
 
 
-def test_a_plan_file_declared_as_a_folder_presents_its_newest_file(module_sqlite, plan_batch) -> None:
+def test_a_plan_file_declared_as_a_folder_presents_its_newest_file(
+    module_sqlite, plan_batch
+) -> None:
     # As Claude Code writes ~/.claude/plans/<name>.md.
     trial = planned(module_sqlite, plan_batch, "plan-folder")
 
@@ -135,7 +153,9 @@ def test_a_plan_file_declared_as_a_folder_presents_its_newest_file(module_sqlite
     assert trial.user_messages[1:] == [APPROVAL]
 
 
-def test_writes_refused_while_planning_are_recorded_as_plan_mode_denials(module_sqlite, plan_batch) -> None:
+def test_writes_refused_while_planning_are_recorded_as_plan_mode_denials(
+    module_sqlite, plan_batch
+) -> None:
     trial = planned(module_sqlite, plan_batch, "plan-file")
 
     denials = json.loads(trial.artifact("permission-denials.json"))
@@ -156,8 +176,12 @@ def test_the_responders_done_presents_the_plan_when_the_harness_writes_no_plan_f
     assert [turn["mode"] for turn in trial.turns] == ["plan", "plan", "act"]
     assert trial.turns[1]["origin"]["responder"]["reason"] == "the agent recommended memory"
     assert trial.turns[2]["origin"] == {"runner": "plan_approval"}
-    assert trial.conversation["plan"] == {"state": "approved", "signal": "responder", "presented_round": 1,
-                                          "approval_round": 2}
+    assert trial.conversation["plan"] == {
+        "state": "approved",
+        "signal": "responder",
+        "presented_round": 1,
+        "approval_round": 2,
+    }
     assert trial.artifact("outputs/plan.md") == PLAN
     assert "cache.py" in trial.artifact("workspace.diff")
 
@@ -167,11 +191,16 @@ def test_the_responders_done_presents_the_plan_when_the_harness_writes_no_plan_f
     planning_system, _ = responder_texts(sent[0])
     acting_system, acting_user = responder_texts(sent[2])
     assert planning_system == responder_texts(sent[1])[0]
-    assert planning_system != acting_system and "plan" in planning_system.replace(acting_system, "").lower()
+    assert (
+        planning_system != acting_system
+        and "plan" in planning_system.replace(acting_system, "").lower()
+    )
     assert "Done: added an in-memory cache" in acting_user
 
 
-def test_a_plan_mode_run_that_never_presents_a_plan_runs_out_of_turns_in_planning(module_sqlite, plan_batch) -> None:
+def test_a_plan_mode_run_that_never_presents_a_plan_runs_out_of_turns_in_planning(
+    module_sqlite, plan_batch
+) -> None:
     trial = planned(module_sqlite, plan_batch, "never-plans")
 
     assert trial.row["stop_cause"] == "max_turns_reached"
@@ -190,8 +219,10 @@ def test_a_declared_plan_file_never_written_without_a_responder_stops_as_plan_no
     assert trial.row["stop_cause"] == "plan_not_presented"
     assert trial.conversation["stop_cause"] == "plan_not_presented"
     assert trial.conversation["plan"]["state"] == "planning"
-    assert trial.user_messages == ["[case:no-plan-file] [never-plan] Requests to the pricing API are slow. "
-                                   "Can you add caching?"]
+    assert trial.user_messages == [
+        "[case:no-plan-file] [never-plan] Requests to the pricing API are slow. "
+        "Can you add caching?"
+    ]
 
 
 def test_planning_answers_count_toward_the_responders_one_budget(module_sqlite, plan_batch) -> None:

@@ -66,8 +66,10 @@ def asking_eval(case_id: str = "ask", *, timeout_ms: int | None = None) -> str:
 def test_it_answers_the_agents_question_and_completes_when_the_responder_says_done(
     backend_env: dict[str, str], fake_model_server: FakeModelServer, tmp_path: Path
 ) -> None:
-    backend = Backend("postgres" if "DATABASE_URL" in backend_env else "sqlite",
-                      {**backend_env, **model_env(fake_model_server)})
+    backend = Backend(
+        "postgres" if "DATABASE_URL" in backend_env else "sqlite",
+        {**backend_env, **model_env(fake_model_server)},
+    )
     script = ModelScript().install(fake_model_server)
     script.responder("[ask]", answer("In memory, please.", REASON), done("the cache is in place"))
     write_eval(tmp_path / "evals", "ask.eval.py", asking_eval())
@@ -85,13 +87,21 @@ def test_it_answers_the_agents_question_and_completes_when_the_responder_says_do
     assert follow_up["origin"]["responder"]["reason"] == REASON
     assert follow_up["origin"]["responder"]["model"] == RESPONDER_MODEL
     assert opening["answer"] == QUESTION
-    assert [(index, origin) for index, _, origin, _ in trial.turn_rows()] == [(0, {}), (1, follow_up["origin"])]
+    assert [(index, origin) for index, _, origin, _ in trial.turn_rows()] == [
+        (0, {}),
+        (1, follow_up["origin"]),
+    ]
     assert "cache.py" in trial.artifact("workspace.diff")
 
     # The follow-up resumed the agent's own session rather than starting a new one.
     sessions = trial.started_session_ids()
     assert [turn for turn, _ in sessions] == [0, 1]
-    assert sessions[0][1] == sessions[1][1] == trial.conversation["session_id"] == trial.row["session_id"]
+    assert (
+        sessions[0][1]
+        == sessions[1][1]
+        == trial.conversation["session_id"]
+        == trial.row["session_id"]
+    )
 
     # What the responder was shown: the request and the agent's last message, never the grading.
     shown = trial.artifact("responder/turn-0/prompt.json")
@@ -102,7 +112,10 @@ def test_it_answers_the_agents_question_and_completes_when_the_responder_says_do
     last = json.loads(trial.artifact("responder/turn-1/verdict.json"))
     assert (last["verdict"], last["reason"]) == ("done", "the cache is in place")
     assert "In memory, please." in trial.artifact("responder/turn-1/prompt.json")
-    assert [(c["verdict"], c["turn_index"]) for c in trial.consultations("responder")] == [("answer", 0), ("done", 1)]
+    assert [(c["verdict"], c["turn_index"]) for c in trial.consultations("responder")] == [
+        ("answer", 0),
+        ("done", 1),
+    ]
 
     # What reached the model endpoint.
     sent = script.sent(RESPONDER, "[ask]")
@@ -110,7 +123,11 @@ def test_it_answers_the_agents_question_and_completes_when_the_responder_says_do
     assert all(body["model"] == RESPONDER_MODEL for body in sent)
     for body in sent:
         everything = json.dumps(body)
-        assert OPENING in everything and "EXPECTED-MARKER" not in everything and CHECK not in everything
+        assert (
+            OPENING in everything
+            and "EXPECTED-MARKER" not in everything
+            and CHECK not in everything
+        )
     assert QUESTION in sent[0]["messages"][-1]["content"]
     second = sent[1]["messages"][-1]["content"]
     assert "In memory, please." in second and "Done: added an in-memory cache" in second
@@ -120,7 +137,9 @@ def test_time_spent_producing_replies_does_not_count_against_the_agents_timeout(
     sqlite_home: Backend, script: ModelScript, tmp_path: Path
 ) -> None:
     # Four seconds of responder time against a three-second budget; the agent's two turns are quick.
-    script.responder("[ask]", Reply(delay_s=2, text=answer("In memory, please.")), Reply(delay_s=2, text=done()))
+    script.responder(
+        "[ask]", Reply(delay_s=2, text=answer("In memory, please.")), Reply(delay_s=2, text=done())
+    )
     write_eval(tmp_path / "evals", "ask.eval.py", asking_eval("slow-responder", timeout_ms=3000))
 
     run = run_eval(sqlite_home, tmp_path / "evals")
@@ -137,10 +156,15 @@ def test_time_spent_producing_replies_does_not_count_against_the_agents_timeout(
 def test_a_responder_behind_a_command_is_consulted_outside_the_workspace(tmp_path: Path) -> None:
     seen = tmp_path / "consultation"
     seen.mkdir()
-    person = (f'pwd > {seen}/cwd; ls -A > {seen}/files; cat > {seen}/stdin.json; '
-              'echo \'{"verdict": "done", "reason": "the agent finished"}\'')
+    person = (
+        f"pwd > {seen}/cwd; ls -A > {seen}/files; cat > {seen}/stdin.json; "
+        'echo \'{"verdict": "done", "reason": "the agent finished"}\''
+    )
     backend = Backend("sqlite", proctor_env(tmp_path / "proctor-home", PROCTOR_LLM_COMMAND=person))
-    write_eval(tmp_path / "evals", "command.eval.py", f"""
+    write_eval(
+        tmp_path / "evals",
+        "command.eval.py",
+        f"""
     from proctor import case, command, files, profile, responder, suite, variant
 
     talker = {talker_profile()}
@@ -153,7 +177,8 @@ def test_a_responder_behind_a_command_is_consulted_outside_the_workspace(tmp_pat
                     expected_output={EXPECTED!r}, validate=command("test -f cache.py"))],
         variants=[variant("command", profile=talker)],
     )
-    """)
+    """,
+    )
 
     run = run_eval(backend, tmp_path / "evals")
     trial = recorded_trial(backend, run.batch, "by-command")
@@ -164,31 +189,69 @@ def test_a_responder_behind_a_command_is_consulted_outside_the_workspace(tmp_pat
     assert "/workspace" not in (seen / "cwd").read_text()
     assert (seen / "files").read_text() == ""
     payload = json.loads((seen / "stdin.json").read_text())
-    assert OPENING in json.dumps(payload["messages"]) and "EXPECTED-MARKER" not in json.dumps(payload)
+    assert OPENING in json.dumps(payload["messages"]) and "EXPECTED-MARKER" not in json.dumps(
+        payload
+    )
 
 
 # --- one batch reaching every stop ------------------------------------------------------------------
 
 # case id -> (opening markers, extra case arguments, the responder's scripted answers)
 STOPS: dict[str, tuple[str, str, list]] = {
-    "responder-cap": ("[ask-forever]", "user=responder(max_turns=2)",
-                      [answer("First choice."), answer("Second choice."), answer("Third choice.")]),
-    "case-cap": ("[ask-forever]", "user=responder(), max_turns=2",
-                 [answer("First choice."), answer("Second choice.")]),
+    "responder-cap": (
+        "[ask-forever]",
+        "user=responder(max_turns=2)",
+        [answer("First choice."), answer("Second choice."), answer("Third choice.")],
+    ),
+    "case-cap": (
+        "[ask-forever]",
+        "user=responder(), max_turns=2",
+        [answer("First choice."), answer("Second choice.")],
+    ),
     "empty-reply": ("[ask]", "user=responder()", [answer("   ")]),
     # 1,001 characters but 2,002 bytes: the limit is on bytes.
     "reply-too-long": ("[ask]", "user=responder()", [answer("é" * 1001)]),
-    "reply-with-code": ("[ask]", "user=responder()", [answer("Use this:\n```python\nCACHE = {}\n```")]),
-    "reply-repeated": ("[ask-forever]", "user=responder()", [answer("In memory."), answer("In memory.")]),
-    "declined": ("[ask]", "user=responder()",
-                 [json.dumps({"verdict": "cannot_answer", "reason": "I would have to invent the Redis host"})]),
-    "dispatch-failed": ("[ask]", "user=responder()",
-                        [Reply(status=400, body={"error": {"message": "this model does not exist"}})]),
-    "dispatch-timed-out": ("[ask]", "user=responder()", [Reply(delay_s=6, text=answer("Too late."))]),
+    "reply-with-code": (
+        "[ask]",
+        "user=responder()",
+        [answer("Use this:\n```python\nCACHE = {}\n```")],
+    ),
+    "reply-repeated": (
+        "[ask-forever]",
+        "user=responder()",
+        [answer("In memory."), answer("In memory.")],
+    ),
+    "declined": (
+        "[ask]",
+        "user=responder()",
+        [
+            json.dumps(
+                {"verdict": "cannot_answer", "reason": "I would have to invent the Redis host"}
+            )
+        ],
+    ),
+    "dispatch-failed": (
+        "[ask]",
+        "user=responder()",
+        [Reply(status=400, body={"error": {"message": "this model does not exist"}})],
+    ),
+    "dispatch-timed-out": (
+        "[ask]",
+        "user=responder()",
+        [Reply(delay_s=6, text=answer("Too late."))],
+    ),
     "missing-verdict": ("[ask]", "user=responder()", [json.dumps({"reply": "In memory."})]),
     "not-json": ("[ask]", "user=responder()", ["Sure, go with memory."]),
-    "unknown-verdict": ("[ask]", "user=responder()", [json.dumps({"verdict": "maybe", "reply": "In memory."})]),
-    "agent-timed-out": ("[ask] [slow]", "user=responder(), timeout_ms=4000", [answer("In memory, please.")]),
+    "unknown-verdict": (
+        "[ask]",
+        "user=responder()",
+        [json.dumps({"verdict": "maybe", "reply": "In memory."})],
+    ),
+    "agent-timed-out": (
+        "[ask] [slow]",
+        "user=responder(), timeout_ms=4000",
+        [answer("In memory, please.")],
+    ),
     # A reason that is only whitespace: nothing to keep, but the reply is still fine.
     "blank-reason": ("[ask]", "user=responder()", [answer("In memory, please.", "\n"), done()]),
 }
@@ -240,7 +303,10 @@ def stops_script(module_server: FakeModelServer) -> ModelScript:
 @pytest.fixture(scope="module")
 def stops_backend(tmp_path_factory, module_server: FakeModelServer) -> Backend:
     home = tmp_path_factory.mktemp("proctor-home")
-    return Backend("sqlite", proctor_env(home, **model_env(module_server, PROCTOR_LLM_TIMEOUT_S=CONSULTATION_TIMEOUT_S)))
+    return Backend(
+        "sqlite",
+        proctor_env(home, **model_env(module_server, PROCTOR_LLM_TIMEOUT_S=CONSULTATION_TIMEOUT_S)),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +320,9 @@ def stopped(stops_backend: Backend, stops_batch, case_id: str) -> RecordedTrial:
     return recorded_trial(stops_backend, stops_batch.batch, case_id)
 
 
-def test_it_stops_at_the_responders_bound_when_the_agent_keeps_asking(stops_backend, stops_batch) -> None:
+def test_it_stops_at_the_responders_bound_when_the_agent_keeps_asking(
+    stops_backend, stops_batch
+) -> None:
     trial = stopped(stops_backend, stops_batch, "responder-cap")
 
     assert trial.row["conversation_outcome"] == "stopped"
@@ -274,7 +342,9 @@ def test_the_cases_max_turns_counts_the_opening_prompt(stops_backend, stops_batc
 
 
 @pytest.mark.parametrize("case_id", sorted(REJECTED))
-def test_a_rejected_reply_is_never_delivered_and_stops_with_its_cause(stops_backend, stops_batch, case_id) -> None:
+def test_a_rejected_reply_is_never_delivered_and_stops_with_its_cause(
+    stops_backend, stops_batch, case_id
+) -> None:
     trial = stopped(stops_backend, stops_batch, case_id)
 
     assert trial.row["conversation_outcome"] == "stopped"
@@ -287,7 +357,9 @@ def test_a_rejected_reply_is_never_delivered_and_stops_with_its_cause(stops_back
 
 
 @pytest.mark.parametrize("case_id", ["reply-too-long"])
-def test_the_consultation_of_a_rejected_reply_records_why_it_was_rejected(stops_backend, stops_batch, case_id) -> None:
+def test_the_consultation_of_a_rejected_reply_records_why_it_was_rejected(
+    stops_backend, stops_batch, case_id
+) -> None:
     trial = stopped(stops_backend, stops_batch, case_id)
 
     (consultation,) = trial.consultations("responder")
@@ -296,7 +368,9 @@ def test_the_consultation_of_a_rejected_reply_records_why_it_was_rejected(stops_
 
 
 @pytest.mark.parametrize("case_id", sorted(NO_REPLY))
-def test_a_consultation_without_a_reply_stops_with_its_cause(stops_backend, stops_batch, case_id) -> None:
+def test_a_consultation_without_a_reply_stops_with_its_cause(
+    stops_backend, stops_batch, case_id
+) -> None:
     trial = stopped(stops_backend, stops_batch, case_id)
 
     assert trial.row["conversation_outcome"] == "stopped"
@@ -316,7 +390,9 @@ def test_the_declined_consultation_keeps_the_responders_reason(stops_backend, st
     assert consultation["reason"] == "I would have to invent the Redis host"
 
 
-def test_an_agent_that_outruns_its_time_ends_the_conversation_timed_out(stops_backend, stops_batch, stops_script) -> None:
+def test_an_agent_that_outruns_its_time_ends_the_conversation_timed_out(
+    stops_backend, stops_batch, stops_script
+) -> None:
     trial = stopped(stops_backend, stops_batch, "agent-timed-out")
 
     assert trial.row["status"] == "timed_out"
@@ -327,7 +403,9 @@ def test_an_agent_that_outruns_its_time_ends_the_conversation_timed_out(stops_ba
     assert len(stops_script.sent(RESPONDER, "[case:agent-timed-out]")) == 1
 
 
-def test_a_reason_of_only_whitespace_does_not_break_the_conversation(stops_backend, stops_batch) -> None:
+def test_a_reason_of_only_whitespace_does_not_break_the_conversation(
+    stops_backend, stops_batch
+) -> None:
     trial = stopped(stops_backend, stops_batch, "blank-reason")
 
     assert trial.row["status"] == "passed", trial.row["error"]
@@ -338,20 +416,25 @@ def test_a_reason_of_only_whitespace_does_not_break_the_conversation(stops_backe
 def test_benchmark_counts_each_stop_by_name_per_variant(stops_backend, stops_batch) -> None:
     warnings = benchmark(stops_backend, stops_batch.batch)["validity_warnings"]
 
-    assert warnings == {VARIANT: {
-        "max_turns_reached": 2,
-        "responder_cannot_answer:declined": 1,
-        "responder_cannot_answer:dispatch_failed": 1,
-        "responder_cannot_answer:dispatch_timed_out": 1,
-        "responder_cannot_answer:empty_reply": 1,
-        "responder_cannot_answer:malformed_verdict": 2,
-        "responder_cannot_answer:missing_verdict": 1,
-        "responder_cannot_answer:reply_contains_code": 1,
-        "responder_cannot_answer:reply_repeated": 1,
-        "responder_cannot_answer:reply_too_long": 1,
-        "timed_out": 1,
-    }}
-    assert benchmark(stops_backend, stops_batch.batch)["variants"][VARIANT]["validity_warnings"] == warnings[VARIANT]
+    assert warnings == {
+        VARIANT: {
+            "max_turns_reached": 2,
+            "responder_cannot_answer:declined": 1,
+            "responder_cannot_answer:dispatch_failed": 1,
+            "responder_cannot_answer:dispatch_timed_out": 1,
+            "responder_cannot_answer:empty_reply": 1,
+            "responder_cannot_answer:malformed_verdict": 2,
+            "responder_cannot_answer:missing_verdict": 1,
+            "responder_cannot_answer:reply_contains_code": 1,
+            "responder_cannot_answer:reply_repeated": 1,
+            "responder_cannot_answer:reply_too_long": 1,
+            "timed_out": 1,
+        }
+    }
+    assert (
+        benchmark(stops_backend, stops_batch.batch)["variants"][VARIANT]["validity_warnings"]
+        == warnings[VARIANT]
+    )
 
 
 def test_proctor_eval_names_the_warnings_at_the_end(stops_batch) -> None:
@@ -359,7 +442,11 @@ def test_proctor_eval_names_the_warnings_at_the_end(stops_batch) -> None:
     warning_lines = [line for line in printed.splitlines() if line.startswith("warning")]
 
     assert warning_lines, printed
-    for name in ("max_turns_reached × 2", "responder_cannot_answer:reply_too_long × 1",
-                 "responder_cannot_answer:declined × 1", "timed_out × 1"):
+    for name in (
+        "max_turns_reached × 2",
+        "responder_cannot_answer:reply_too_long × 1",
+        "responder_cannot_answer:declined × 1",
+        "timed_out × 1",
+    ):
         assert name in printed
     assert printed.rindex("warning") > printed.index("stops / responder-cap")

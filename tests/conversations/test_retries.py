@@ -13,16 +13,31 @@ from runner.recorder import reset_for_retry
 
 
 @pytest.mark.django_db
-def test_a_trial_reset_for_retry_forgets_its_consultations_and_conversation_record(settings, tmp_path: Path) -> None:
+def test_a_trial_reset_for_retry_forgets_its_consultations_and_conversation_record(
+    settings, tmp_path: Path
+) -> None:
     settings.ARTIFACTS_DIR = str(tmp_path / "artifacts")
     org = make_org("acme")
-    batch = make_batch(org, [make_case(org, "caching")], [make_variant(org, "talker")], statuses=["running"])
+    batch = make_batch(
+        org, [make_case(org, "caching")], [make_variant(org, "talker")], statuses=["running"]
+    )
     trial = Trial.objects.get(run__batch=batch)
-    Trial.objects.filter(pk=trial.pk).update(conversation_outcome="stopped", stop_cause="responder_cannot_answer",
-                                             responder_cause="declined", plan_state="planning", plan_signal="")
+    Trial.objects.filter(pk=trial.pk).update(
+        conversation_outcome="stopped",
+        stop_cause="responder_cannot_answer",
+        responder_cause="declined",
+        plan_state="planning",
+        plan_signal="",
+    )
     Turn.objects.create(trial=trial, index=0, prompt="[ask] add caching", mode="plan")
-    Consultation.objects.create(trial=trial, kind="responder", turn_index=0, verdict="cannot_answer",
-                                cause="declined", prompt=[{"role": "user", "content": "add caching"}])
+    Consultation.objects.create(
+        trial=trial,
+        kind="responder",
+        turn_index=0,
+        verdict="cannot_answer",
+        cause="declined",
+        prompt=[{"role": "user", "content": "add caching"}],
+    )
 
     reset_for_retry(trial)
 
@@ -30,4 +45,9 @@ def test_a_trial_reset_for_retry_forgets_its_consultations_and_conversation_reco
     assert trial.status == Trial.Status.QUEUED
     assert not trial.turns.exists()
     assert not trial.consultations.exists()
-    assert (trial.conversation_outcome, trial.stop_cause, trial.responder_cause, trial.plan_state) == ("", "", "", "")
+    assert (
+        trial.conversation_outcome,
+        trial.stop_cause,
+        trial.responder_cause,
+        trial.plan_state,
+    ) == ("", "", "", "")

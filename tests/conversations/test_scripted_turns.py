@@ -19,12 +19,24 @@ from conversations.recorded import (
 # case id -> (opening markers, user=..., extra case arguments)
 SCRIPTS = {
     "always": ("[statement]", 'turns("Use memory.")', ""),
-    "asks": ("[ask]", 'turns(turn("In memory.", deliver_when="agent_asks", agent_response_matches="(?i)redis"))', ""),
+    "asks": (
+        "[ask]",
+        'turns(turn("In memory.", deliver_when="agent_asks", agent_response_matches="(?i)redis"))',
+        "",
+    ),
     "did-not-ask": ("[statement]", 'turns(turn("In memory.", deliver_when="agent_asks"))', ""),
-    "asked-only-once": ("[ask]", 'turns(turn("In memory.", deliver_when="agent_asks"), '
-                                 'turn("Anything else?", deliver_when="agent_asks"))', ""),
-    "mismatch": ("[ask]", 'turns(turn("US time zones.", deliver_when="agent_asks", '
-                          'agent_response_matches="(?i)time ?zone"))', ""),
+    "asked-only-once": (
+        "[ask]",
+        'turns(turn("In memory.", deliver_when="agent_asks"), '
+        'turn("Anything else?", deliver_when="agent_asks"))',
+        "",
+    ),
+    "mismatch": (
+        "[ask]",
+        'turns(turn("US time zones.", deliver_when="agent_asks", '
+        'agent_response_matches="(?i)time ?zone"))',
+        "",
+    ),
     "longer-than-allowed": ("[ask-forever]", 'turns("One.", "Two.", "Three.")', ", max_turns=3"),
 }
 
@@ -66,7 +78,9 @@ def scripted(backend: Backend, batch, case_id: str) -> RecordedTrial:
     return recorded_trial(backend, batch.batch, case_id)
 
 
-def test_an_always_turn_is_delivered_whatever_the_agent_said(scripted_backend, scripted_batch) -> None:
+def test_an_always_turn_is_delivered_whatever_the_agent_said(
+    scripted_backend, scripted_batch
+) -> None:
     trial = scripted(scripted_backend, scripted_batch, "always")
 
     assert trial.row["conversation_outcome"] == "completed"
@@ -76,7 +90,9 @@ def test_an_always_turn_is_delivered_whatever_the_agent_said(scripted_backend, s
     assert "cache.py" in trial.artifact("workspace.diff")
 
 
-def test_an_agent_asks_turn_is_delivered_after_a_question_that_matches(scripted_backend, scripted_batch) -> None:
+def test_an_agent_asks_turn_is_delivered_after_a_question_that_matches(
+    scripted_backend, scripted_batch
+) -> None:
     trial = scripted(scripted_backend, scripted_batch, "asks")
 
     assert trial.row["conversation_outcome"] == "completed"
@@ -84,7 +100,9 @@ def test_an_agent_asks_turn_is_delivered_after_a_question_that_matches(scripted_
     assert trial.turns[1]["origin"] == {}
 
 
-def test_an_agent_asks_turn_after_a_statement_stops_as_agent_did_not_ask(scripted_backend, scripted_batch) -> None:
+def test_an_agent_asks_turn_after_a_statement_stops_as_agent_did_not_ask(
+    scripted_backend, scripted_batch
+) -> None:
     trial = scripted(scripted_backend, scripted_batch, "did-not-ask")
 
     assert trial.row["conversation_outcome"] == "stopped"
@@ -101,14 +119,18 @@ def test_each_gate_reads_the_agents_latest_answer(scripted_backend, scripted_bat
     assert trial.user_messages[1:] == ["In memory."]
 
 
-def test_an_answer_the_regex_does_not_match_stops_as_agent_response_mismatch(scripted_backend, scripted_batch) -> None:
+def test_an_answer_the_regex_does_not_match_stops_as_agent_response_mismatch(
+    scripted_backend, scripted_batch
+) -> None:
     trial = scripted(scripted_backend, scripted_batch, "mismatch")
 
     assert trial.row["stop_cause"] == "agent_response_mismatch"
     assert trial.user_messages[1:] == []
 
 
-def test_a_script_longer_than_max_turns_stops_at_the_bound(scripted_backend, scripted_batch) -> None:
+def test_a_script_longer_than_max_turns_stops_at_the_bound(
+    scripted_backend, scripted_batch
+) -> None:
     trial = scripted(scripted_backend, scripted_batch, "longer-than-allowed")
 
     assert trial.row["stop_cause"] == "max_turns_reached"

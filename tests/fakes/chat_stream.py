@@ -53,8 +53,11 @@ def _answer(text: str | None, calls: list[dict[str, Any]], request: Any) -> Any:
     model = _model_of(request)
     finish = "tool_calls" if calls else "stop"
     tool_calls = [
-        {"id": call["id"], "type": "function",
-         "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])}}
+        {
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+        }
         for call in calls
     ]
     base = {"id": completion_id, "created": int(time.time()), "model": model}
@@ -62,12 +65,19 @@ def _answer(text: str | None, calls: list[dict[str, Any]], request: Any) -> Any:
         message: dict[str, Any] = {"role": "assistant", "content": text}
         if tool_calls:
             message["tool_calls"] = tool_calls
-        return {**base, "object": "chat.completion", "usage": _usage(),
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+        return {
+            **base,
+            "object": "chat.completion",
+            "usage": _usage(),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        return {**base, "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+        return {
+            **base,
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
 
     events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant", "content": ""}))]
     if text:
@@ -75,7 +85,9 @@ def _answer(text: str | None, calls: list[dict[str, Any]], request: Any) -> Any:
     for index, call in enumerate(tool_calls):
         events.append((None, chunk({"tool_calls": [{"index": index, **call}]})))
     events.append((None, chunk({}, finish)))
-    events.append((None, {**base, "object": "chat.completion.chunk", "choices": [], "usage": _usage()}))
+    events.append(
+        (None, {**base, "object": "chat.completion.chunk", "choices": [], "usage": _usage()})
+    )
     events.append((None, "[DONE]"))
     return SseStream(events)
 
@@ -85,7 +97,9 @@ def text_reply(text: str, request: Any, serial: int) -> Any:
     return _answer(text, [], request)
 
 
-def tool_call(name: str, arguments: dict[str, Any], *, text: str | None = None, call_id: str | None = None):
+def tool_call(
+    name: str, arguments: dict[str, Any], *, text: str | None = None, call_id: str | None = None
+):
     """A scripted answer calling tool ``name`` with ``arguments`` (after ``text``, if any)."""
     call = {"id": call_id or f"call_fake_{next(_ids):04d}", "name": name, "arguments": arguments}
 
@@ -105,19 +119,39 @@ class FakeChatServer(StreamingModelServer):
         super().__init__()
         self.side_calls_without_tools = side_calls_without_tools
         self.add_route(CHAT_COMPLETIONS, text_reply)
-        self.answer_always("GET", "/v1/models", lambda body: {"object": "list", "data": [
-            {"id": "fake-model", "object": "model", "created": 0, "owned_by": "proctor-tests"}]})
+        self.answer_always(
+            "GET",
+            "/v1/models",
+            lambda body: {
+                "object": "list",
+                "data": [
+                    {
+                        "id": "fake-model",
+                        "object": "model",
+                        "created": 0,
+                        "owned_by": "proctor-tests",
+                    }
+                ],
+            },
+        )
 
     def _next_reply(self, request: ReceivedRequest):  # type: ignore[no-untyped-def]
-        if self.side_calls_without_tools and request.path == CHAT_COMPLETIONS and not is_agent_call(request.body):
+        if (
+            self.side_calls_without_tools
+            and request.path == CHAT_COMPLETIONS
+            and not is_agent_call(request.body)
+        ):
             self._record(request)
             return Reply(body=_answer(SIDE_CALL_TEXT, [], request.body)), text_reply, 0
         return super()._next_reply(request)
 
     def agent_calls(self) -> list[Any]:
         """The bodies of the agent's own model calls, in order."""
-        return [r.body for r in self.requests_to(CHAT_COMPLETIONS)
-                if is_agent_call(r.body) or not self.side_calls_without_tools]
+        return [
+            r.body
+            for r in self.requests_to(CHAT_COMPLETIONS)
+            if is_agent_call(r.body) or not self.side_calls_without_tools
+        ]
 
     def unused(self) -> int:
         return self.unused_replies(CHAT_COMPLETIONS)

@@ -27,7 +27,11 @@ from fakes.openai_server import ReceivedRequest
 from fakes.sse_server import Reply, SseStream, StreamingModelServer
 
 MODEL = "gemini-2.5-pro"
-USAGE_PER_CALL = {"promptTokenCount": 200, "cachedContentTokenCount": 50, "candidatesTokenCount": 40}
+USAGE_PER_CALL = {
+    "promptTokenCount": 200,
+    "cachedContentTokenCount": 50,
+    "candidatesTokenCount": 40,
+}
 SIDE_CALL_TEXT = "ok"
 
 _ids = itertools.count(1)
@@ -70,7 +74,9 @@ def function_call(name: str, args: dict[str, Any], *, text: str | None = None):
 
 def shell(command: str, **kwargs: Any) -> Reply:
     """A scripted answer running ``command`` through ``run_shell_command``."""
-    return function_call("run_shell_command", {"command": command, "description": "run it"}, **kwargs)
+    return function_call(
+        "run_shell_command", {"command": command, "description": "run it"}, **kwargs
+    )
 
 
 def is_agent_call(body: Any) -> bool:
@@ -80,8 +86,13 @@ def is_agent_call(body: Any) -> bool:
 
 def _side_answer(body: Any) -> dict[str, Any]:
     return {
-        "candidates": [{"content": {"role": "model", "parts": [{"text": SIDE_CALL_TEXT}]},
-                        "finishReason": "STOP", "index": 0}],
+        "candidates": [
+            {
+                "content": {"role": "model", "parts": [{"text": SIDE_CALL_TEXT}]},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
         "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
     }
 
@@ -93,7 +104,9 @@ class FakeGeminiServer(StreamingModelServer):
         self.stream_route = f"/v1beta/models/{model}:streamGenerateContent"
         self.add_route(self.stream_route, text_stream)
         self.answer_always("POST", f"/v1beta/models/{model}:generateContent", _side_answer)
-        self.answer_always("POST", f"/v1beta/models/{model}:countTokens", lambda body: {"totalTokens": 10})
+        self.answer_always(
+            "POST", f"/v1beta/models/{model}:countTokens", lambda body: {"totalTokens": 10}
+        )
 
     @property
     def base_url(self) -> str:

@@ -48,8 +48,12 @@ def require_aider() -> str:
 
 
 def aider_variant(server: FakeChatServer, key: str = "test-key", **options):
-    env = {"OPENAI_API_BASE": server.url, "OPENAI_API_KEY": key, "AIDER_EDIT_FORMAT": "diff",
-           "PATH": require_aider()}
+    env = {
+        "OPENAI_API_BASE": server.url,
+        "OPENAI_API_KEY": key,
+        "AIDER_EDIT_FORMAT": "diff",
+        "PATH": require_aider(),
+    }
     return variant("aider", model=MODEL, profile=profile("aider", env=env), **options)
 
 
@@ -75,8 +79,21 @@ def make_trial() -> Iterator:
 
 
 def git(trial: CliTrial, *args: str) -> str:
-    return subprocess.run(["git", "-C", trial.sandbox.workspace, "-c", "user.name=Alice", "-c", "user.email=a@example.com",
-                           *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [
+            "git",
+            "-C",
+            trial.sandbox.workspace,
+            "-c",
+            "user.name=Alice",
+            "-c",
+            "user.email=a@example.com",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def record(trial: CliTrial, name: str) -> None:
@@ -90,10 +107,15 @@ def record(trial: CliTrial, name: str) -> None:
         (folder / "stdout.txt").write_text("\n".join(trial.stdout(0)) + "\n", encoding="utf-8")
 
 
-def test_it_turns_an_editing_turn_into_the_transcript(aider_server: FakeChatServer, make_trial, monkeypatch):
+def test_it_turns_an_editing_turn_into_the_transcript(
+    aider_server: FakeChatServer, make_trial, monkeypatch
+):
     monkeypatch.setenv("PROCTOR_TEST_AIDER_KEY", "key-from-the-worker")
-    trial = make_trial(aider_variant(aider_server, key="$PROCTOR_TEST_AIDER_KEY"),
-                       workspace_files={"app.py": "print('hi')\n"}, system_prompt="Answer in English.")
+    trial = make_trial(
+        aider_variant(aider_server, key="$PROCTOR_TEST_AIDER_KEY"),
+        workspace_files={"app.py": "print('hi')\n"},
+        system_prompt="Answer in English.",
+    )
     git(trial, "init", "--quiet")
     git(trial, "add", ".")
     git(trial, "commit", "--quiet", "-m", "the app")
@@ -111,22 +133,32 @@ def test_it_turns_an_editing_turn_into_the_transcript(aider_server: FakeChatServ
     # Suggested shell commands are declined under --yes-always: shown, refused, never run.
     assert turn.commands == []
     assert [(c["name"], c["input"], c["status"]) for c in turn.tool_calls] == [
-        ("shell", "cat hello.txt\nls /nope", "declined")]
-    assert [(d["tool"], d["input"]) for d in result.permission_denials] == [("shell", "cat hello.txt\nls /nope")]
+        ("shell", "cat hello.txt\nls /nope", "declined")
+    ]
+    assert [(d["tool"], d["input"]) for d in result.permission_denials] == [
+        ("shell", "cat hello.txt\nls /nope")
+    ]
     assert [(d["tool"], d["turn"]) for d in trial.session.denials] == [("shell", 0)]
-    assert turn.usage == {"input_tokens": USAGE_PER_CALL["prompt_tokens"],
-                          "output_tokens": USAGE_PER_CALL["completion_tokens"],
-                          "cache_read_tokens": 0, "cache_write_tokens": 0}
+    assert turn.usage == {
+        "input_tokens": USAGE_PER_CALL["prompt_tokens"],
+        "output_tokens": USAGE_PER_CALL["completion_tokens"],
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
     # Aider committed nothing and left .gitignore alone.
     assert git(trial, "log", "--format=%s").split() == ["the", "app"]
     assert not (trial.workspace / ".gitignore").exists()
     call = aider_server.agent_calls()[0]
     assert "-Create hello.txt containing hi." in json.dumps(call["messages"])
     assert "Answer in English." in json.dumps(call["messages"])
-    assert {r.headers.get("authorization") for r in aider_server.requests} == {"Bearer key-from-the-worker"}
+    assert {r.headers.get("authorization") for r in aider_server.requests} == {
+        "Bearer key-from-the-worker"
+    }
 
 
-def test_it_continues_the_chat_history_on_a_follow_up_turn(aider_server: FakeChatServer, make_trial):
+def test_it_continues_the_chat_history_on_a_follow_up_turn(
+    aider_server: FakeChatServer, make_trial
+):
     trial = make_trial(aider_variant(aider_server))
     aider_server.script("The answer is 42.", "I said 42.")
 
@@ -143,13 +175,27 @@ def test_it_continues_the_chat_history_on_a_follow_up_turn(aider_server: FakeCha
     assert not (trial.workspace / ".git").exists()
 
 
-def test_it_ends_a_turn_the_model_api_refused_with_its_error(aider_server: FakeChatServer, make_trial):
+def test_it_ends_a_turn_the_model_api_refused_with_its_error(
+    aider_server: FakeChatServer, make_trial
+):
     trial = make_trial(aider_variant(aider_server))
-    aider_server.script(Reply(status=400, body={"error": {
-        "message": "The model fake-model does not exist.", "type": "invalid_request_error"}}))
+    aider_server.script(
+        Reply(
+            status=400,
+            body={
+                "error": {
+                    "message": "The model fake-model does not exist.",
+                    "type": "invalid_request_error",
+                }
+            },
+        )
+    )
 
     result = trial.send("Do something.")
 
     # Aider exits 0 all the same; its printed error says what happened.
-    assert result.finish_reason == "error: litellm.BadRequestError: OpenAIException - The model fake-model does not exist."
+    assert (
+        result.finish_reason
+        == "error: litellm.BadRequestError: OpenAIException - The model fake-model does not exist."
+    )
     assert trial.turn(0).messages == [] and result.answer == ""

@@ -15,7 +15,9 @@ from runner.sandboxes.local import LocalSandbox
 
 
 def request(**kwargs) -> TurnRequest:
-    return TurnRequest(**{"prompt": "-v is a prompt, not a flag", "index": 0, "model": "openai/m", **kwargs})
+    return TurnRequest(
+        **{"prompt": "-v is a prompt, not a flag", "index": 0, "model": "openai/m", **kwargs}
+    )
 
 
 @pytest.fixture
@@ -39,10 +41,18 @@ def test_it_keeps_aider_from_changing_the_workspace_behind_the_agents_back(sandb
     argv = harness.command_line(sandbox, request(), system_prompt=False)
 
     assert argv[0] == "aider" and argv[-1] == "--message=-v is a prompt, not a flag"
-    for needed in ("--yes-always", "--no-auto-commits", "--no-dirty-commits", "--no-gitignore", "--no-git"):
+    for needed in (
+        "--yes-always",
+        "--no-auto-commits",
+        "--no-dirty-commits",
+        "--no-gitignore",
+        "--no-git",
+    ):
         assert needed in argv
     assert argv[argv.index("--model") + 1] == "openai/m"
-    assert argv[argv.index("--analytics-log") + 1] == f"{sandbox.home}/.proctor/aider/analytics.jsonl"
+    assert (
+        argv[argv.index("--analytics-log") + 1] == f"{sandbox.home}/.proctor/aider/analytics.jsonl"
+    )
     assert "--restore-chat-history" not in argv and "--read" not in argv
     assert argv[argv.index("--edit-format") + 1] == "whole"
 
@@ -52,7 +62,9 @@ def test_it_uses_the_workspaces_repository_and_continues_an_earlier_chat(sandbox
     subprocess.run(["git", "init", "--quiet", sandbox.workspace], check=True)
     history = sandbox.host_home / ".proctor" / "aider" / "chat.history.md"
     history.parent.mkdir(parents=True)
-    history.write_text("\n# aider chat started at 2026-01-01 10:00:00\n\n#### First question  \n\nAn answer.\n")
+    history.write_text(
+        "\n# aider chat started at 2026-01-01 10:00:00\n\n#### First question  \n\nAn answer.\n"
+    )
 
     argv = harness.command_line(sandbox, request(index=1, model=None), system_prompt=True)
 

@@ -87,19 +87,23 @@ def batch(server: FakeModelServer, tmp_path_factory) -> tuple[Backend, dict[str,
     project = tmp_path_factory.mktemp("project")
     write_eval(project, "bookings.eval.py", EVAL.format(url=server.url, booked=BOOKED))
     backend = Backend(
-        "sqlite", proctor_env(tmp_path_factory.mktemp("proctor-home"), PROCTOR_E2E_CHAT_KEY=WORKER_KEY)
+        "sqlite",
+        proctor_env(tmp_path_factory.mktemp("proctor-home"), PROCTOR_E2E_CHAT_KEY=WORKER_KEY),
     )
     return backend, backend.eval_json(project)
 
 
-def test_the_validators_read_the_tool_call_and_the_models_own_answers(batch, server: FakeModelServer) -> None:
+def test_the_validators_read_the_tool_call_and_the_models_own_answers(
+    batch, server: FakeModelServer
+) -> None:
     _, report = batch
 
     (trial,) = only_run(report, "book")["trials"]
 
     assert trial["status"] == "passed", trial
     assert [(c["name"], c["passed"]) for c in trial["checks"]] == [
-        ("booked_through_the_tool", True), ("answered_in_its_own_words", True)
+        ("booked_through_the_tool", True),
+        ("answered_in_its_own_words", True),
     ]
     assert trial["answer"] == "Tuesday at 3pm. See you then!"
     assert server.unused_replies() == 0
@@ -112,9 +116,18 @@ def test_the_stubs_result_goes_back_to_the_model_and_the_follow_up_carries_the_c
 
     assert first["tools"][0]["function"]["name"] == "schedule_appointment"
     assert second["messages"][-1] == {
-        "role": "tool", "tool_call_id": "call_0_schedule_appointment", "content": BOOKED
+        "role": "tool",
+        "tool_call_id": "call_0_schedule_appointment",
+        "content": BOOKED,
     }
-    assert [m["role"] for m in third["messages"]] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert [m["role"] for m in third["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
     assert server.requests[0].headers["authorization"] == f"Bearer {WORKER_KEY}"
 
 
@@ -128,6 +141,8 @@ def test_the_recorded_events_show_the_call_with_its_input_and_output(batch) -> N
     assert [(c["name"], c["input"], c["output"]) for c in tool_calls] == [
         ("schedule_appointment", '{"date": "Tuesday 3pm"}', BOOKED)
     ]
-    replies = [data["text"] for kind, data in events if kind == "Message" and data["role"] == "assistant"]
+    replies = [
+        data["text"] for kind, data in events if kind == "Message" and data["role"] == "assistant"
+    ]
     assert replies == ["You're booked for Tuesday at 3pm.", "Tuesday at 3pm. See you then!"]
     assert WORKER_KEY not in backend.all_text()

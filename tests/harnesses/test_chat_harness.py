@@ -38,19 +38,25 @@ def tool_call_reply(*calls: tuple[str, str], content: str | None = None) -> dict
         "id": "chatcmpl-tools",
         "object": "chat.completion",
         "model": "gpt-fake",
-        "choices": [{
-            "index": 0,
-            "message": {
-                "role": "assistant",
-                "content": content,
-                "refusal": None,
-                "tool_calls": [
-                    {"id": f"call_{n}_{name}", "type": "function", "function": {"name": name, "arguments": arguments}}
-                    for n, (name, arguments) in enumerate(calls)
-                ],
-            },
-            "finish_reason": "tool_calls",
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": content,
+                    "refusal": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{n}_{name}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments},
+                        }
+                        for n, (name, arguments) in enumerate(calls)
+                    ],
+                },
+                "finish_reason": "tool_calls",
+            }
+        ],
         "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27},
     }
 
@@ -67,8 +73,12 @@ class Booking:
 
     @property
     def tool(self):
-        return tool("schedule_appointment", description="Book an appointment.",
-                    parameters=SCHEDULE_PARAMETERS, stub=self.stub)
+        return tool(
+            "schedule_appointment",
+            description="Book an appointment.",
+            parameters=SCHEDULE_PARAMETERS,
+            stub=self.stub,
+        )
 
 
 def chat_variant(server: FakeModelServer, **options: Any):
@@ -86,12 +96,23 @@ class Turns:
         self.raw: list[tuple[str, str]] = []
         self.session_id: str | None = None
 
-    def send(self, prompt: str, *, index: int = 0, system_prompt: str | None = None,
-             timeout_s: float = 30.0) -> TurnResult:
+    def send(
+        self,
+        prompt: str,
+        *,
+        index: int = 0,
+        system_prompt: str | None = None,
+        timeout_s: float = 30.0,
+    ) -> TurnResult:
         result = self.harness.run_turn(
             None,  # type: ignore[arg-type]  # the chat harness never touches the sandbox
-            TurnRequest(prompt=prompt, index=index, model=self.harness.variant.model, system_prompt=system_prompt,
-                        session_id=self.session_id),
+            TurnRequest(
+                prompt=prompt,
+                index=index,
+                model=self.harness.variant.model,
+                system_prompt=system_prompt,
+                session_id=self.session_id,
+            ),
             emit=self.events.append,
             raw=lambda stream, line: self.raw.append((stream, line)),
             timeout_s=timeout_s,
@@ -110,14 +131,21 @@ def sent_messages(server: FakeModelServer, call: int) -> list[dict[str, Any]]:
 # --- the tool loop ---------------------------------------------------------------------------------
 
 
-def test_it_runs_the_stub_and_replies_with_the_models_own_words(fake_model_server: FakeModelServer) -> None:
+def test_it_runs_the_stub_and_replies_with_the_models_own_words(
+    fake_model_server: FakeModelServer,
+) -> None:
     booking = Booking()
     fake_model_server.script(
         tool_call_reply(("schedule_appointment", '{"date": "Tuesday 3pm"}')),
         "You're booked for Tuesday at 3pm.",
     )
-    turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[booking.tool],
-                                           system_prompt="You book appointments.")))
+    turns = Turns(
+        ChatHarness(
+            chat_variant(
+                fake_model_server, tools=[booking.tool], system_prompt="You book appointments."
+            )
+        )
+    )
 
     result = turns.send("Can I come in Tuesday at 3?")
 
@@ -125,39 +153,72 @@ def test_it_runs_the_stub_and_replies_with_the_models_own_words(fake_model_serve
     assert result.answer == "You're booked for Tuesday at 3pm."
     assert result.finish_reason == "done" and not result.timed_out
     assert [e.kind for e in turns.events] == ["Started", "ToolCall", "Message", "Usage", "Finished"]
-    assert turns.of_kind("ToolCall") == [{
-        "call_id": "call_0_schedule_appointment", "name": "schedule_appointment",
-        "input": '{"date": "Tuesday 3pm"}', "output": BOOKED, "error": None, "status": "completed",
-    }]
+    assert turns.of_kind("ToolCall") == [
+        {
+            "call_id": "call_0_schedule_appointment",
+            "name": "schedule_appointment",
+            "input": '{"date": "Tuesday 3pm"}',
+            "output": BOOKED,
+            "error": None,
+            "status": "completed",
+        }
+    ]
     assert turns.of_kind("Message") == [
         {"role": "assistant", "text": "You're booked for Tuesday at 3pm.", "usage": None}
     ]
     first, second = fake_model_server.requests
     assert first.body["tools"] == [booking.tool.to_openai()] and first.body["tool_choice"] == "auto"
     assert second.body["messages"][-2:] == [
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_0_schedule_appointment", "type": "function",
-            "function": {"name": "schedule_appointment", "arguments": '{"date": "Tuesday 3pm"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_0_schedule_appointment",
+                    "type": "function",
+                    "function": {
+                        "name": "schedule_appointment",
+                        "arguments": '{"date": "Tuesday 3pm"}',
+                    },
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_0_schedule_appointment", "content": BOOKED},
     ]
 
 
-def test_it_sums_the_usage_of_every_model_call_of_the_turn(fake_model_server: FakeModelServer) -> None:
-    fake_model_server.script(tool_call_reply(("schedule_appointment", '{"date": "Friday"}')), "Booked Friday.")
+def test_it_sums_the_usage_of_every_model_call_of_the_turn(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        tool_call_reply(("schedule_appointment", '{"date": "Friday"}')), "Booked Friday."
+    )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[Booking().tool])))
 
     result = turns.send("Friday please")
 
     # 20 + 11 prompt tokens, 7 + 2 completion tokens (the fake counts the reply's words).
     assert result.usage == {"input_tokens": 31, "output_tokens": 9}
-    assert turns.of_kind("Usage") == [{"input_tokens": 31, "output_tokens": 9, "cache_read_tokens": 0,
-                                       "cache_write_tokens": 0, "total_tokens": 40}]
+    assert turns.of_kind("Usage") == [
+        {
+            "input_tokens": 31,
+            "output_tokens": 9,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+            "total_tokens": 40,
+        }
+    ]
 
 
-def test_it_runs_every_call_of_a_round_before_asking_the_model_again(fake_model_server: FakeModelServer) -> None:
+def test_it_runs_every_call_of_a_round_before_asking_the_model_again(
+    fake_model_server: FakeModelServer,
+) -> None:
     booking = Booking()
     fake_model_server.script(
-        tool_call_reply(("schedule_appointment", '{"date": "Monday"}'), ("schedule_appointment", '{"date": "Friday"}')),
+        tool_call_reply(
+            ("schedule_appointment", '{"date": "Monday"}'),
+            ("schedule_appointment", '{"date": "Friday"}'),
+        ),
         "Both are booked.",
     )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[booking.tool])))
@@ -166,13 +227,21 @@ def test_it_runs_every_call_of_a_round_before_asking_the_model_again(fake_model_
 
     assert booking.calls == [{"date": "Monday"}, {"date": "Friday"}]
     tool_messages = [m for m in sent_messages(fake_model_server, 1) if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_messages] == ["call_0_schedule_appointment", "call_1_schedule_appointment"]
+    assert [m["tool_call_id"] for m in tool_messages] == [
+        "call_0_schedule_appointment",
+        "call_1_schedule_appointment",
+    ]
 
 
-def test_it_lets_the_model_answer_after_the_fifth_round_of_tool_calls(fake_model_server: FakeModelServer) -> None:
+def test_it_lets_the_model_answer_after_the_fifth_round_of_tool_calls(
+    fake_model_server: FakeModelServer,
+) -> None:
     booking = Booking()
     fake_model_server.script(
-        *[tool_call_reply(("schedule_appointment", json.dumps({"date": f"day {n}"}))) for n in range(MAX_TOOL_ROUNDS)],
+        *[
+            tool_call_reply(("schedule_appointment", json.dumps({"date": f"day {n}"})))
+            for n in range(MAX_TOOL_ROUNDS)
+        ],
         "All five are booked.",
     )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[booking.tool])))
@@ -184,10 +253,15 @@ def test_it_lets_the_model_answer_after_the_fifth_round_of_tool_calls(fake_model
     assert len(fake_model_server.requests) == 6
 
 
-def test_it_stops_a_model_that_keeps_calling_tools_after_five_rounds(fake_model_server: FakeModelServer) -> None:
+def test_it_stops_a_model_that_keeps_calling_tools_after_five_rounds(
+    fake_model_server: FakeModelServer,
+) -> None:
     booking = Booking()
     fake_model_server.script(
-        *[tool_call_reply(("schedule_appointment", json.dumps({"date": f"day {n}"}))) for n in range(MAX_TOOL_ROUNDS + 1)],
+        *[
+            tool_call_reply(("schedule_appointment", json.dumps({"date": f"day {n}"})))
+            for n in range(MAX_TOOL_ROUNDS + 1)
+        ],
     )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[booking.tool])))
 
@@ -207,7 +281,10 @@ def test_a_turn_after_exhausted_rounds_sends_a_history_that_answers_every_call(
     fake_model_server: FakeModelServer,
 ) -> None:
     fake_model_server.script(
-        *[tool_call_reply(("schedule_appointment", '{"date": "soon"}')) for _ in range(MAX_TOOL_ROUNDS + 1)],
+        *[
+            tool_call_reply(("schedule_appointment", '{"date": "soon"}'))
+            for _ in range(MAX_TOOL_ROUNDS + 1)
+        ],
         "Sorry, I got stuck. When would you like to come in?",
     )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[Booking().tool])))
@@ -217,7 +294,9 @@ def test_a_turn_after_exhausted_rounds_sends_a_history_that_answers_every_call(
 
     assert result.answer == "Sorry, I got stuck. When would you like to come in?"
     messages = sent_messages(fake_model_server, 6)
-    called = [c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+    called = [
+        c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])
+    ]
     answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert called == answered and len(called) == MAX_TOOL_ROUNDS + 1
     assert messages[-1] == {"role": "user", "content": "Tuesday"}
@@ -226,7 +305,9 @@ def test_a_turn_after_exhausted_rounds_sends_a_history_that_answers_every_call(
 # --- what goes wrong with a tool call ------------------------------------------------------------
 
 
-def test_it_tells_the_model_its_arguments_were_not_valid_json(fake_model_server: FakeModelServer) -> None:
+def test_it_tells_the_model_its_arguments_were_not_valid_json(
+    fake_model_server: FakeModelServer,
+) -> None:
     booking = Booking()
     fake_model_server.script(
         tool_call_reply(("schedule_appointment", '{date: "Tuesday"')),
@@ -241,20 +322,29 @@ def test_it_tells_the_model_its_arguments_were_not_valid_json(fake_model_server:
     assert call["status"] == "failed" and call["output"] is None
     assert "not valid JSON" in call["error"]
     assert sent_messages(fake_model_server, 1)[-1] == {
-        "role": "tool", "tool_call_id": "call_0_schedule_appointment", "content": call["error"]
+        "role": "tool",
+        "tool_call_id": "call_0_schedule_appointment",
+        "content": call["error"],
     }
     assert result.answer == "Which day did you want?"
 
 
-def test_it_tells_the_model_a_tool_it_called_does_not_exist(fake_model_server: FakeModelServer) -> None:
-    fake_model_server.script(tool_call_reply(("cancel_everything", "{}")), "I can only book appointments.")
+def test_it_tells_the_model_a_tool_it_called_does_not_exist(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        tool_call_reply(("cancel_everything", "{}")), "I can only book appointments."
+    )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[Booking().tool])))
 
     result = turns.send("Cancel all my appointments")
 
     (call,) = turns.of_kind("ToolCall")
     assert call["status"] == "failed" and call["name"] == "cancel_everything"
-    assert "no tool named 'cancel_everything'" in call["error"] and "schedule_appointment" in call["error"]
+    assert (
+        "no tool named 'cancel_everything'" in call["error"]
+        and "schedule_appointment" in call["error"]
+    )
     assert sent_messages(fake_model_server, 1)[-1]["content"] == call["error"]
     assert result.answer == "I can only book appointments."
 
@@ -263,9 +353,19 @@ def test_it_tells_the_model_what_a_failing_stub_raised(fake_model_server: FakeMo
     def full_calendar(args: dict[str, Any]) -> str:
         raise ValueError("the calendar is full on Tuesday")
 
-    fake_model_server.script(tool_call_reply(("schedule_appointment", '{"date": "Tuesday"}')), "Tuesday is full.")
-    turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[
-        tool("schedule_appointment", parameters=SCHEDULE_PARAMETERS, stub=full_calendar)])))
+    fake_model_server.script(
+        tool_call_reply(("schedule_appointment", '{"date": "Tuesday"}')), "Tuesday is full."
+    )
+    turns = Turns(
+        ChatHarness(
+            chat_variant(
+                fake_model_server,
+                tools=[
+                    tool("schedule_appointment", parameters=SCHEDULE_PARAMETERS, stub=full_calendar)
+                ],
+            )
+        )
+    )
 
     result = turns.send("Tuesday")
 
@@ -276,9 +376,15 @@ def test_it_tells_the_model_what_a_failing_stub_raised(fake_model_server: FakeMo
     assert result.finish_reason == "done" and result.answer == "Tuesday is full."
 
 
-def test_a_stub_that_returns_no_text_is_read_back_as_text(fake_model_server: FakeModelServer) -> None:
+def test_a_stub_that_returns_no_text_is_read_back_as_text(
+    fake_model_server: FakeModelServer,
+) -> None:
     fake_model_server.script(tool_call_reply(("count_slots", "")), "There are 3 slots left.")
-    turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[tool("count_slots", stub=lambda args: 3)])))
+    turns = Turns(
+        ChatHarness(
+            chat_variant(fake_model_server, tools=[tool("count_slots", stub=lambda args: 3)])
+        )
+    )
 
     turns.send("How many slots?")
 
@@ -291,7 +397,9 @@ def test_a_stub_that_returns_no_text_is_read_back_as_text(fake_model_server: Fak
 
 
 def test_a_model_error_ends_the_turn_without_an_answer(fake_model_server: FakeModelServer) -> None:
-    fake_model_server.script(Reply(status=404, body={"error": {"message": "The model gpt-fake does not exist"}}))
+    fake_model_server.script(
+        Reply(status=404, body={"error": {"message": "The model gpt-fake does not exist"}})
+    )
     turns = Turns(ChatHarness(chat_variant(fake_model_server)))
 
     result = turns.send("Hello?")
@@ -303,7 +411,9 @@ def test_a_model_error_ends_the_turn_without_an_answer(fake_model_server: FakeMo
     assert turns.of_kind("Finished") == [{"reason": result.finish_reason}]
 
 
-def test_a_model_that_outlasts_the_turns_time_times_the_turn_out(fake_model_server: FakeModelServer) -> None:
+def test_a_model_that_outlasts_the_turns_time_times_the_turn_out(
+    fake_model_server: FakeModelServer,
+) -> None:
     fake_model_server.script(Reply(text="too late", delay_s=30))
     turns = Turns(ChatHarness(chat_variant(fake_model_server)))
 
@@ -327,8 +437,13 @@ def test_it_reads_the_endpoint_from_the_workers_variables(
     monkeypatch.setenv("CHAT_TEST_GATEWAY", fake_model_server.url)
     monkeypatch.setenv("CHAT_TEST_KEY", KEY)
     fake_model_server.script("Hi there.")
-    turns = Turns(ChatHarness(chat_variant(fake_model_server, base_url="$CHAT_TEST_GATEWAY",
-                                           api_key="${CHAT_TEST_KEY}")))
+    turns = Turns(
+        ChatHarness(
+            chat_variant(
+                fake_model_server, base_url="$CHAT_TEST_GATEWAY", api_key="${CHAT_TEST_KEY}"
+            )
+        )
+    )
 
     turns.send("Hello")
 
@@ -342,11 +457,15 @@ def test_it_refuses_to_start_when_a_workers_variable_is_missing(
     monkeypatch.delenv("CHAT_TEST_MISSING", raising=False)
     harness = ChatHarness(chat_variant(fake_model_server, api_key="$CHAT_TEST_MISSING"))
 
-    with pytest.raises(HarnessError, match=r"api_key refers to \$CHAT_TEST_MISSING, which is not set"):
+    with pytest.raises(
+        HarnessError, match=r"api_key refers to \$CHAT_TEST_MISSING, which is not set"
+    ):
         harness.setup(None, lambda stream, line: None)  # type: ignore[arg-type]
 
 
-def test_a_variants_own_endpoint_never_gets_the_projects_key(fake_model_server: FakeModelServer, settings) -> None:
+def test_a_variants_own_endpoint_never_gets_the_projects_key(
+    fake_model_server: FakeModelServer, settings
+) -> None:
     settings.PROCTOR_LLM_API_KEY = "project-key-for-judges"
     fake_model_server.script("Hi there.")
     variant_without_key = variant("chat", model="gpt-fake", base_url=fake_model_server.url)
@@ -356,7 +475,9 @@ def test_a_variants_own_endpoint_never_gets_the_projects_key(fake_model_server: 
     assert "authorization" not in fake_model_server.requests[0].headers
 
 
-def test_it_uses_the_projects_endpoint_when_the_variant_names_none(fake_model_server: FakeModelServer, settings) -> None:
+def test_it_uses_the_projects_endpoint_when_the_variant_names_none(
+    fake_model_server: FakeModelServer, settings
+) -> None:
     settings.PROCTOR_LLM_BASE_URL = fake_model_server.url
     settings.PROCTOR_LLM_API_KEY = KEY
     fake_model_server.script("Hi there.")
@@ -364,7 +485,9 @@ def test_it_uses_the_projects_endpoint_when_the_variant_names_none(fake_model_se
     Turns(ChatHarness(variant("chat", model="gpt-agent"))).send("Hello")
 
     (request,) = fake_model_server.requests
-    assert request.headers["authorization"] == f"Bearer {KEY}" and request.body["model"] == "gpt-agent"
+    assert (
+        request.headers["authorization"] == f"Bearer {KEY}" and request.body["model"] == "gpt-agent"
+    )
 
 
 def test_it_sends_the_variants_temperature(fake_model_server: FakeModelServer) -> None:
@@ -399,7 +522,9 @@ def test_it_writes_each_model_response_to_the_raw_log(fake_model_server: FakeMod
 
 def test_a_second_turn_carries_the_whole_conversation(fake_model_server: FakeModelServer) -> None:
     fake_model_server.script("Happy to help! What's your name?", "Nice to meet you, Alex.")
-    turns = Turns(ChatHarness(chat_variant(fake_model_server, system_prompt="You are Sam from Acme.")))
+    turns = Turns(
+        ChatHarness(chat_variant(fake_model_server, system_prompt="You are Sam from Acme."))
+    )
 
     first = turns.send("Hi, I'd like a demo.")
     second = turns.send("It's Alex Thompson.", index=1)
@@ -441,15 +566,26 @@ def test_a_seed_message_without_a_known_role_is_refused(fake_model_server: FakeM
         harness.seed([{"role": "user", "content": "Hi"}, {"role": "caller", "content": "Hello"}])
 
 
-def test_the_variants_system_prompt_wins_over_the_suites(fake_model_server: FakeModelServer) -> None:
+def test_the_variants_system_prompt_wins_over_the_suites(
+    fake_model_server: FakeModelServer,
+) -> None:
     fake_model_server.script("Hi.", "Hi.")
 
     Turns(ChatHarness(chat_variant(fake_model_server, system_prompt="From the variant."))).send(
-        "Hello", system_prompt="From the suite.")
-    Turns(ChatHarness(chat_variant(fake_model_server))).send("Hello", system_prompt="From the suite.")
+        "Hello", system_prompt="From the suite."
+    )
+    Turns(ChatHarness(chat_variant(fake_model_server))).send(
+        "Hello", system_prompt="From the suite."
+    )
 
-    assert sent_messages(fake_model_server, 0)[0] == {"role": "system", "content": "From the variant."}
-    assert sent_messages(fake_model_server, 1)[0] == {"role": "system", "content": "From the suite."}
+    assert sent_messages(fake_model_server, 0)[0] == {
+        "role": "system",
+        "content": "From the variant.",
+    }
+    assert sent_messages(fake_model_server, 1)[0] == {
+        "role": "system",
+        "content": "From the suite.",
+    }
 
 
 def test_it_refuses_a_session_it_does_not_hold(fake_model_server: FakeModelServer) -> None:
@@ -467,21 +603,33 @@ def test_it_is_registered_with_what_it_can_do(fake_model_server: FakeModelServer
     harness = create_harness(chat_variant(fake_model_server))
 
     assert isinstance(harness, ChatHarness)
-    assert ChatHarness.capabilities_for(chat_variant(fake_model_server)) == {CONVERSATION_RESUME, SEEDED_CONVERSATION}
+    assert ChatHarness.capabilities_for(chat_variant(fake_model_server)) == {
+        CONVERSATION_RESUME,
+        SEEDED_CONVERSATION,
+    }
     assert harness.missing_capabilities(conversation=True, plan_mode=False) == []
 
 
-def test_a_tool_without_a_stub_is_refused_when_the_harness_is_built(fake_model_server: FakeModelServer) -> None:
+def test_a_tool_without_a_stub_is_refused_when_the_harness_is_built(
+    fake_model_server: FakeModelServer,
+) -> None:
     no_stub = tool("schedule_appointment", parameters=SCHEDULE_PARAMETERS)
 
-    with pytest.raises(HarnessError, match="variant booker: tool schedule_appointment needs a stub"):
+    with pytest.raises(
+        HarnessError, match="variant booker: tool schedule_appointment needs a stub"
+    ):
         ChatHarness(chat_variant(fake_model_server, tools=[no_stub]))
 
 
 def test_it_lists_every_problem_of_a_variants_options(fake_model_server: FakeModelServer) -> None:
     broken = chat_variant(
         fake_model_server,
-        tools=[{"name": "schedule_appointment"}, tool("has space", stub=str), tool("a", stub=str), tool("a", stub=str)],
+        tools=[
+            {"name": "schedule_appointment"},
+            tool("has space", stub=str),
+            tool("a", stub=str),
+            tool("a", stub=str),
+        ],
         system_prompt=["not", "text"],
         temperature=3,
     )
@@ -522,25 +670,48 @@ def test_tools_on_a_command_endpoint_are_a_problem(settings) -> None:
 
 
 def client_config(server: FakeModelServer) -> LLMConfig:
-    return LLMConfig(base_url=server.url, api_key=KEY, model="gpt-fake", timeout_s=10.0, max_retries=0)
+    return LLMConfig(
+        base_url=server.url, api_key=KEY, model="gpt-fake", timeout_s=10.0, max_retries=0
+    )
 
 
-def test_the_client_returns_the_tool_calls_and_the_message_for_the_history(fake_model_server: FakeModelServer) -> None:
-    fake_model_server.script(tool_call_reply(("schedule_appointment", '{"date": "Tuesday 3pm"}'),
-                                             content="Let me book that."))
+def test_the_client_returns_the_tool_calls_and_the_message_for_the_history(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        tool_call_reply(
+            ("schedule_appointment", '{"date": "Tuesday 3pm"}'), content="Let me book that."
+        )
+    )
 
-    completion = complete(client_config(fake_model_server), [{"role": "user", "content": "Tuesday"}],
-                          tools=[Booking().tool.to_openai()])
+    completion = complete(
+        client_config(fake_model_server),
+        [{"role": "user", "content": "Tuesday"}],
+        tools=[Booking().tool.to_openai()],
+    )
 
     assert completion.text == "Let me book that."
     assert completion.tool_calls == [
-        {"id": "call_0_schedule_appointment", "name": "schedule_appointment", "arguments": '{"date": "Tuesday 3pm"}'}
+        {
+            "id": "call_0_schedule_appointment",
+            "name": "schedule_appointment",
+            "arguments": '{"date": "Tuesday 3pm"}',
+        }
     ]
     # Only what every server accepts back: no "refusal", no "annotations".
     assert completion.message == {
-        "role": "assistant", "content": "Let me book that.", "tool_calls": [{
-            "id": "call_0_schedule_appointment", "type": "function",
-            "function": {"name": "schedule_appointment", "arguments": '{"date": "Tuesday 3pm"}'}}],
+        "role": "assistant",
+        "content": "Let me book that.",
+        "tool_calls": [
+            {
+                "id": "call_0_schedule_appointment",
+                "type": "function",
+                "function": {
+                    "name": "schedule_appointment",
+                    "arguments": '{"date": "Tuesday 3pm"}',
+                },
+            }
+        ],
     }
 
 
@@ -563,12 +734,23 @@ def test_the_client_sends_tool_messages_as_given(fake_model_server: FakeModelSer
     fake_model_server.script("Booked.")
     history = [
         {"role": "user", "content": "Tuesday"},
-        {"role": "assistant", "content": None, "tool_calls": [{
-            "id": "call_1", "type": "function", "function": {"name": "schedule_appointment", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "schedule_appointment", "arguments": "{}"},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": BOOKED},
     ]
 
-    completion = complete(client_config(fake_model_server), history, tools=[Booking().tool.to_openai()])
+    completion = complete(
+        client_config(fake_model_server), history, tools=[Booking().tool.to_openai()]
+    )
 
     assert completion.text == "Booked." and completion.tool_calls == []
     assert completion.message == {"role": "assistant", "content": "Booked."}
@@ -577,4 +759,8 @@ def test_the_client_sends_tool_messages_as_given(fake_model_server: FakeModelSer
 
 def test_the_client_refuses_tools_on_a_command_endpoint() -> None:
     with pytest.raises(LLMError, match="needs an HTTP endpoint"):
-        complete(LLMConfig(command="cat"), [{"role": "user", "content": "hi"}], tools=[Booking().tool.to_openai()])
+        complete(
+            LLMConfig(command="cat"),
+            [{"role": "user", "content": "hi"}],
+            tools=[Booking().tool.to_openai()],
+        )

@@ -27,7 +27,9 @@ def flag(argv: list[str], name: str) -> str | None:
 
 
 def request(**kwargs) -> TurnRequest:
-    return TurnRequest(**{"prompt": "-v is a prompt, not a flag", "index": 0, "model": "gemini-x", **kwargs})
+    return TurnRequest(
+        **{"prompt": "-v is a prompt, not a flag", "index": 0, "model": "gemini-x", **kwargs}
+    )
 
 
 @pytest.fixture
@@ -49,7 +51,9 @@ def test_it_starts_a_named_session_then_resumes_it_in_yolo_mode(sandbox):
     harness = create_harness(variant("gemini", model="gemini-x", args=["--debug"]))
 
     first = harness.command_line(sandbox, request(), new_session_id=SESSION)
-    follow_up = harness.command_line(sandbox, request(index=1, session_id=SESSION), new_session_id=None)
+    follow_up = harness.command_line(
+        sandbox, request(index=1, session_id=SESSION), new_session_id=None
+    )
 
     assert first[:3] == ["gemini", "--output-format", "stream-json"]
     assert first[-1] == "--prompt=-v is a prompt, not a flag"
@@ -62,8 +66,12 @@ def test_it_starts_a_named_session_then_resumes_it_in_yolo_mode(sandbox):
 def test_it_plans_under_a_policy_that_keeps_the_cli_from_approving_itself(sandbox):
     harness = create_harness(variant("gemini"))
 
-    planning = harness.command_line(sandbox, request(mode="plan", model=None), new_session_id=SESSION)
-    approval = harness.command_line(sandbox, request(index=1, mode="act", session_id=SESSION), new_session_id=None)
+    planning = harness.command_line(
+        sandbox, request(mode="plan", model=None), new_session_id=SESSION
+    )
+    approval = harness.command_line(
+        sandbox, request(index=1, mode="act", session_id=SESSION), new_session_id=None
+    )
 
     assert flag(planning, "--approval-mode") == "plan" and "--model" not in planning
     assert flag(planning, "--policy") == f"{sandbox.home}/.proctor/gemini-plan-policy.toml"
@@ -75,9 +83,14 @@ def test_it_keeps_the_profiles_settings_and_adds_what_headless_runs_need(sandbox
     # whose settings declare a hook.
     (sandbox.host_home / ".gemini").mkdir()
     (sandbox.host_home / ".gemini" / "settings.json").write_text(
-        json.dumps({"ui": {"theme": "Dracula"}, "general": {"vimMode": True}}))
-    sandbox.write_text(".gemini/settings.json", json.dumps({"hooks": {"AfterTool": [
-        {"hooks": [{"type": "command", "command": "./notify.sh"}]}]}}))
+        json.dumps({"ui": {"theme": "Dracula"}, "general": {"vimMode": True}})
+    )
+    sandbox.write_text(
+        ".gemini/settings.json",
+        json.dumps(
+            {"hooks": {"AfterTool": [{"hooks": [{"type": "command", "command": "./notify.sh"}]}]}}
+        ),
+    )
     harness = create_harness(variant("gemini", profile=profile("g", env={"GEMINI_API_KEY": "k"})))
     notes: list[str] = []
 
@@ -97,12 +110,16 @@ def test_it_refuses_profile_settings_it_cannot_read(sandbox):
     (sandbox.host_home / ".gemini").mkdir()
     (sandbox.host_home / ".gemini" / "settings.json").write_text('{"ui": {} // a comment\n}')
 
-    with pytest.raises(HarnessError, match="profile g: settings.json in its dir must be a plain JSON object"):
+    with pytest.raises(
+        HarnessError, match="profile g: settings.json in its dir must be a plain JSON object"
+    ):
         harness._write_settings(sandbox, lambda _stream, _line: None)
 
 
 def test_it_says_how_to_install_the_cli_when_it_is_missing(sandbox):
     harness = create_harness(variant("gemini", profile=profile("g", env={"PATH": "/nonexistent"})))
 
-    with pytest.raises(HarnessError, match="`gemini` command does not run in the sandbox.*@google/gemini-cli"):
+    with pytest.raises(
+        HarnessError, match="`gemini` command does not run in the sandbox.*@google/gemini-cli"
+    ):
         harness.setup(sandbox, lambda _stream, _line: None)

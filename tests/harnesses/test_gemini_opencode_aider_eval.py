@@ -74,8 +74,11 @@ class ByCase:
 
 @pytest.fixture(scope="module")
 def servers() -> Iterator[tuple[FakeGeminiServer, FakeChatServer, FakeChatServer]]:
-    with FakeGeminiServer() as gemini, FakeChatServer() as opencode, \
-            FakeChatServer(side_calls_without_tools=False) as aider:
+    with (
+        FakeGeminiServer() as gemini,
+        FakeChatServer() as opencode,
+        FakeChatServer(side_calls_without_tools=False) as aider,
+    ):
         yield gemini, opencode, aider
 
 
@@ -86,27 +89,54 @@ def batch(servers, tmp_path_factory) -> tuple[Backend, dict[str, Any]]:
     gemini, opencode, aider = servers
     node_path, aider_path = require_cli("gemini"), require_aider()
     require_cli("opencode")
-    gemini_script = ByCase({
-        "hello": [shell("echo hi > hello.txt"), "Created hello.txt."],
-        "follow-up": [shell("echo hi > hello.txt"), "Created hello.txt.", shell("echo bye >> hello.txt"), "Appended bye."],
-    })
+    gemini_script = ByCase(
+        {
+            "hello": [shell("echo hi > hello.txt"), "Created hello.txt."],
+            "follow-up": [
+                shell("echo hi > hello.txt"),
+                "Created hello.txt.",
+                shell("echo bye >> hello.txt"),
+                "Appended bye.",
+            ],
+        }
+    )
     bash = lambda command: tool_call("bash", {"command": command, "description": "edit hello.txt"})  # noqa: E731
-    opencode_script = ByCase({
-        "hello": [bash("echo hi > hello.txt"), "Created hello.txt."],
-        "follow-up": [bash("echo hi > hello.txt"), "Created hello.txt.", bash("echo bye >> hello.txt"), "Appended bye."],
-    })
-    aider_script = ByCase({
-        "hello": [aider_edit("", "hi\n")],
-        "follow-up": [aider_edit("", "hi\n"), aider_edit("hi\n", "hi\nbye\n")],
-    })
+    opencode_script = ByCase(
+        {
+            "hello": [bash("echo hi > hello.txt"), "Created hello.txt."],
+            "follow-up": [
+                bash("echo hi > hello.txt"),
+                "Created hello.txt.",
+                bash("echo bye >> hello.txt"),
+                "Appended bye.",
+            ],
+        }
+    )
+    aider_script = ByCase(
+        {
+            "hello": [aider_edit("", "hi\n")],
+            "follow-up": [aider_edit("", "hi\n"), aider_edit("hi\n", "hi\nbye\n")],
+        }
+    )
     gemini.script(*[gemini_script] * gemini_script.size)
     opencode.script(*[opencode_script] * opencode_script.size)
     aider.script(*[aider_script] * aider_script.size)
     project = tmp_path_factory.mktemp("project")
-    write_eval(project, "agents.eval.py", EVAL.format(
-        gemini_url=gemini.base_url, opencode_url=opencode.url, aider_url=aider.url,
-        node_path=node_path, aider_path=aider_path))
-    backend = Backend("sqlite", proctor_env(tmp_path_factory.mktemp("proctor-home"), PROCTOR_E2E_GEMINI_KEY=WORKER_KEY))
+    write_eval(
+        project,
+        "agents.eval.py",
+        EVAL.format(
+            gemini_url=gemini.base_url,
+            opencode_url=opencode.url,
+            aider_url=aider.url,
+            node_path=node_path,
+            aider_path=aider_path,
+        ),
+    )
+    backend = Backend(
+        "sqlite",
+        proctor_env(tmp_path_factory.mktemp("proctor-home"), PROCTOR_E2E_GEMINI_KEY=WORKER_KEY),
+    )
     report = backend.eval_json(project, "-j", "2")
     return backend, report
 
@@ -120,7 +150,10 @@ def trial_id(backend: Backend, report: dict[str, Any], case: str, variant: str) 
         "SELECT t.id FROM evals_app_trial t JOIN evals_app_run r ON t.run_id = r.id "
         "JOIN evals_app_variant v ON r.variant_id = v.id JOIN evals_app_caseversion cv ON r.case_version_id = cv.id "
         "JOIN evals_app_case c ON cv.case_id = c.id WHERE r.batch_id = ? AND c.slug = ? AND v.name = ?",
-        report["batch"], case, variant)
+        report["batch"],
+        case,
+        variant,
+    )
     assert len(ids) == 1
     return ids[0][0]
 
@@ -135,7 +168,9 @@ def test_each_tool_using_agents_transcript_is_recorded_and_its_check_graded(batc
     assert trial["checks"][0]["passed"] and trial["checks"][0]["kind"] == "command"
     assert trial["answer"] == "Created hello.txt."
     assert trial["usage"]["input_tokens"] > 0 and trial["usage"]["output_tokens"] > 0
-    assert [(d["command"], d["exit_code"]) for kind, d in events if kind == "Command"] == [("echo hi > hello.txt", 0)]
+    assert [(d["command"], d["exit_code"]) for kind, d in events if kind == "Command"] == [
+        ("echo hi > hello.txt", 0)
+    ]
     kinds = [kind for kind, _ in events if kind != "Log"]  # Log: the harness set-up's notes
     assert kinds[0] == "Started" and kinds[-1] == "Finished" and "Usage" in kinds
 
@@ -170,8 +205,11 @@ def test_a_follow_up_turn_continues_aiders_chat_history(batch, servers):
     backend, report = batch
     _, _, aider = servers
     trial = run_of(report, "follow-up", "aider")["trials"][0]
-    follow_up = [json.dumps(body) for body in aider.agent_calls()
-                 if "[case:follow-up]" in json.dumps(body) and "append a line saying bye" in json.dumps(body)]
+    follow_up = [
+        json.dumps(body)
+        for body in aider.agent_calls()
+        if "[case:follow-up]" in json.dumps(body) and "append a line saying bye" in json.dumps(body)
+    ]
 
     assert trial["status"] == "passed", trial
     assert len(follow_up) == 1 and "Editing hello.txt." in follow_up[0]
@@ -180,6 +218,8 @@ def test_a_follow_up_turn_continues_aiders_chat_history(batch, servers):
 def test_the_profiles_key_came_from_the_workers_environment_by_name(batch, servers):
     gemini, opencode, aider = servers
 
-    assert {r.headers.get("x-goog-api-key") for r in gemini.requests_to(gemini.stream_route)} == {WORKER_KEY}
+    assert {r.headers.get("x-goog-api-key") for r in gemini.requests_to(gemini.stream_route)} == {
+        WORKER_KEY
+    }
     assert WORKER_KEY not in batch[0].all_text()
     assert (gemini.unused(), opencode.unused(), aider.unused()) == (0, 0, 0)

@@ -23,16 +23,26 @@ PROJECT_CONFIG = json.dumps({"permission": {"bash": {"*": "allow", "echo *": "de
 
 
 def provider_config(server: FakeChatServer) -> str:
-    return json.dumps({"provider": {"fake": {
-        "npm": "@ai-sdk/openai-compatible", "name": "Fake",
-        "options": {"baseURL": server.url, "apiKey": "{env:FAKE_PROVIDER_KEY}"},
-        "models": {"fake-model": {"name": "Fake model"}},
-    }}})
+    return json.dumps(
+        {
+            "provider": {
+                "fake": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Fake",
+                    "options": {"baseURL": server.url, "apiKey": "{env:FAKE_PROVIDER_KEY}"},
+                    "models": {"fake-model": {"name": "Fake model"}},
+                }
+            }
+        }
+    )
 
 
 def opencode_variant(server: FakeChatServer, key: str = "test-key", **options):
-    env = {"OPENCODE_CONFIG_CONTENT": provider_config(server), "FAKE_PROVIDER_KEY": key,
-           "PATH": require_cli("opencode")}
+    env = {
+        "OPENCODE_CONFIG_CONTENT": provider_config(server),
+        "FAKE_PROVIDER_KEY": key,
+        "PATH": require_cli("opencode"),
+    }
     return variant("opencode", model=MODEL, profile=profile("opencode", env=env), **options)
 
 
@@ -54,10 +64,15 @@ def make_trial() -> Iterator:
         trial.destroy()
 
 
-def test_it_turns_a_tool_using_turn_into_the_transcript(chat_server: FakeChatServer, make_trial, monkeypatch):
+def test_it_turns_a_tool_using_turn_into_the_transcript(
+    chat_server: FakeChatServer, make_trial, monkeypatch
+):
     monkeypatch.setenv("PROCTOR_TEST_OPENCODE_KEY", "key-from-the-worker")
-    trial = make_trial(opencode_variant(chat_server, key="$PROCTOR_TEST_OPENCODE_KEY"),
-                       workspace_files={"opencode.json": PROJECT_CONFIG}, system_prompt="Answer in English.")
+    trial = make_trial(
+        opencode_variant(chat_server, key="$PROCTOR_TEST_OPENCODE_KEY"),
+        workspace_files={"opencode.json": PROJECT_CONFIG},
+        system_prompt="Answer in English.",
+    )
     notes = f"{trial.sandbox.workspace}/notes.md"
     chat_server.script(
         bash("echo hi > hello.txt && cat hello.txt"),
@@ -74,7 +89,10 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(chat_server: FakeChatSer
     assert commands(turn) == [("echo hi > hello.txt && cat hello.txt", 0), ("echo oops; exit 3", 3)]
     assert [c["output"] for c in turn.commands] == ["hi\n", "oops\n"]
     assert [(c["name"], c["status"]) for c in turn.tool_calls] == [
-        ("bash", "completed"), ("bash", "completed"), ("write", "completed")]
+        ("bash", "completed"),
+        ("bash", "completed"),
+        ("write", "completed"),
+    ]
     assert json.loads(turn.tool_calls[2]["input"]) == {"filePath": notes, "content": "# Notes\n"}
     assert turn.file_changes == [notes]
     assert [m["text"] for m in turn.messages] == ["Writing notes.", "Done: hello.txt holds hi."]
@@ -87,7 +105,10 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(chat_server: FakeChatSer
     }
     assert trial.kinds(0).count("Usage") == 4
     started = trial.events(0)[0]
-    assert started.kind == "Started" and started.data == {"session_id": result.session_id, "model": MODEL}
+    assert started.kind == "Started" and started.data == {
+        "session_id": result.session_id,
+        "model": MODEL,
+    }
     assert result.session_id.startswith("ses_")
     assert trial.kinds(0)[-1] == "Finished"
     assert (trial.workspace / "hello.txt").read_text() == "hi\n"
@@ -95,15 +116,20 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(chat_server: FakeChatSer
     # The prompt arrived whole, the suite's system prompt with it, the key by name.
     assert "-Create hello.txt containing hi." in json.dumps(calls[0]["messages"])
     assert "Answer in English." in json.dumps(calls[0]["messages"])
-    assert {r.headers.get("authorization") for r in chat_server.requests} >= {"Bearer key-from-the-worker"}
+    assert {r.headers.get("authorization") for r in chat_server.requests} >= {
+        "Bearer key-from-the-worker"
+    }
     assert chat_server.unused() == 0
 
 
 def test_it_loads_project_settings_when_the_variant_opts_in_and_reports_what_they_refused(
-    chat_server: FakeChatServer, make_trial,
+    chat_server: FakeChatServer,
+    make_trial,
 ):
-    trial = make_trial(opencode_variant(chat_server, project_settings=True),
-                       workspace_files={"opencode.json": PROJECT_CONFIG})
+    trial = make_trial(
+        opencode_variant(chat_server, project_settings=True),
+        workspace_files={"opencode.json": PROJECT_CONFIG},
+    )
     chat_server.script(bash("echo hi > hello.txt"), "I was not allowed.")
 
     result = trial.send("Create hello.txt.")
@@ -113,7 +139,8 @@ def test_it_loads_project_settings_when_the_variant_opts_in_and_reports_what_the
     assert [(c["name"], c["status"]) for c in turn.tool_calls] == [("bash", "error")]
     assert turn.commands == []  # refused before it ran
     assert [(d["tool"], json.loads(d["input"])["command"]) for d in result.permission_denials] == [
-        ("bash", "echo hi > hello.txt")]
+        ("bash", "echo hi > hello.txt")
+    ]
     assert [(d["tool"], d["turn"]) for d in trial.session.denials] == [("bash", 0)]
     assert not (trial.workspace / "hello.txt").exists()
 
@@ -121,8 +148,10 @@ def test_it_loads_project_settings_when_the_variant_opts_in_and_reports_what_the
 def test_it_resumes_the_same_session_on_a_follow_up_turn(chat_server: FakeChatServer, make_trial):
     trial = make_trial(opencode_variant(chat_server))
     chat_server.script(
-        bash("echo one > first.txt"), "First file written.",
-        bash("cat first.txt"), "It says one.",
+        bash("echo one > first.txt"),
+        "First file written.",
+        bash("cat first.txt"),
+        "It says one.",
     )
 
     first = trial.send("Write first.txt.")
@@ -130,7 +159,9 @@ def test_it_resumes_the_same_session_on_a_follow_up_turn(chat_server: FakeChatSe
     trial.record("opencode_resumed_turn", index=1)
 
     assert second.session_id == first.session_id
-    assert [e.data["session_id"] for e in trial.events(1) if e.kind == "Started"] == [first.session_id]
+    assert [e.data["session_id"] for e in trial.events(1) if e.kind == "Started"] == [
+        first.session_id
+    ]
     assert "Write first.txt." in json.dumps(chat_server.agent_calls()[2]["messages"])
     assert trial.turn(1).usage["input_tokens"] == 2 * USAGE_PER_CALL["prompt_tokens"]
     assert commands(trial.turn(1)) == [("cat first.txt", 0)]
@@ -141,10 +172,14 @@ def _write_plan_where_told(body):
     """The model's side of plan mode: write the plan to the file the CLI names."""
     match = re.search(r"(/[^\s\"\\]*/\.opencode/plans/[\w.-]+\.md)", json.dumps(body["messages"]))
     assert match, "the planning request names a plan file"
-    return tool_call("write", {"filePath": match.group(1), "content": "# Plan\n\n1. Create hello.txt.\n"})(body)
+    return tool_call(
+        "write", {"filePath": match.group(1), "content": "# Plan\n\n1. Create hello.txt.\n"}
+    )(body)
 
 
-def test_it_plans_in_plan_mode_then_implements_after_approval(chat_server: FakeChatServer, make_trial):
+def test_it_plans_in_plan_mode_then_implements_after_approval(
+    chat_server: FakeChatServer, make_trial
+):
     trial = make_trial(opencode_variant(chat_server))
     subprocess.run(["git", "init", "--quiet", trial.sandbox.workspace], check=True)
     stray = f"{trial.sandbox.workspace}/early.txt"
@@ -152,21 +187,35 @@ def test_it_plans_in_plan_mode_then_implements_after_approval(chat_server: FakeC
         tool_call("write", {"filePath": stray, "content": "too early\n"}),
         _write_plan_where_told,
         "My plan is ready.",
-        bash("echo hi > hello.txt"), "Implemented.",
+        bash("echo hi > hello.txt"),
+        "Implemented.",
     )
 
-    outcome = drive_conversation(trial.session, opening_prompt="Plan how to create hello.txt.", plan_mode=True,
-                                 plan_file=trial.harness.plan_file(trial.sandbox))
+    outcome = drive_conversation(
+        trial.session,
+        opening_prompt="Plan how to create hello.txt.",
+        plan_mode=True,
+        plan_file=trial.harness.plan_file(trial.sandbox),
+    )
     trial.record("opencode_plan_turn", index=0)
 
     assert outcome.plan == "# Plan\n\n1. Create hello.txt.\n"
-    assert (outcome.plan_state, outcome.plan_signal, outcome.approval_round) == ("approved", "plan_file", 1)
+    assert (outcome.plan_state, outcome.plan_signal, outcome.approval_round) == (
+        "approved",
+        "plan_file",
+        1,
+    )
     planning, approval = trial.turn(0), trial.turn(1)
     assert (planning.mode, approval.mode, approval.prompt) == ("plan", "act", PLAN_APPROVAL)
-    assert [(c["name"], c["status"]) for c in planning.tool_calls] == [("write", "error"), ("write", "completed")]
+    assert [(c["name"], c["status"]) for c in planning.tool_calls] == [
+        ("write", "error"),
+        ("write", "completed"),
+    ]
     assert "/.opencode/plans/" in planning.file_changes[0]
-    assert [(d["tool"], json.loads(d["input"])["filePath"], d["plan_mode_attributed"]) for d in trial.session.denials] == [
-        ("write", stray, True)]
+    assert [
+        (d["tool"], json.loads(d["input"])["filePath"], d["plan_mode_attributed"])
+        for d in trial.session.denials
+    ] == [("write", stray, True)]
     assert not (trial.workspace / "early.txt").exists()
     assert commands(approval) == [("echo hi > hello.txt", 0)]
     assert (trial.workspace / "hello.txt").exists()
@@ -175,10 +224,21 @@ def test_it_plans_in_plan_mode_then_implements_after_approval(chat_server: FakeC
     assert "Plan mode is active" in json.dumps(calls[0]["messages"])
 
 
-def test_it_ends_a_turn_the_model_api_refused_with_its_error(chat_server: FakeChatServer, make_trial):
+def test_it_ends_a_turn_the_model_api_refused_with_its_error(
+    chat_server: FakeChatServer, make_trial
+):
     trial = make_trial(opencode_variant(chat_server))
-    chat_server.script(Reply(status=400, body={"error": {
-        "message": "This model's maximum context length is exceeded.", "type": "invalid_request_error"}}))
+    chat_server.script(
+        Reply(
+            status=400,
+            body={
+                "error": {
+                    "message": "This model's maximum context length is exceeded.",
+                    "type": "invalid_request_error",
+                }
+            },
+        )
+    )
 
     result = trial.send("Do something.")
     trial.record("opencode_api_error")

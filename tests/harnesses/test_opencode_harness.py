@@ -19,7 +19,9 @@ def flag(argv: list[str], name: str) -> str | None:
 
 
 def request(**kwargs) -> TurnRequest:
-    return TurnRequest(**{"prompt": "-v is a prompt, not a flag", "index": 0, "model": "fake/m", **kwargs})
+    return TurnRequest(
+        **{"prompt": "-v is a prompt, not a flag", "index": 0, "model": "fake/m", **kwargs}
+    )
 
 
 @pytest.fixture
@@ -35,7 +37,9 @@ def test_it_offers_resume_and_plan_mode_with_a_plan_folder_where_opencode_writes
 
     assert OpenCodeHarness.capabilities_for(v) == {CONVERSATION_RESUME, PLAN_MODE}
     assert OpenCodeHarness.declares_plan_file(v)
-    assert harness.plan_file(sandbox) == sandbox.host_home / ".local" / "share" / "opencode" / "plans"
+    assert (
+        harness.plan_file(sandbox) == sandbox.host_home / ".local" / "share" / "opencode" / "plans"
+    )
     subprocess.run(["git", "init", "--quiet", sandbox.workspace], check=True)
     assert harness.plan_file(sandbox) == sandbox.host_workspace / ".opencode" / "plans"
 
@@ -48,7 +52,9 @@ def test_it_runs_a_turn_then_continues_its_session():
 
     assert first[:5] == ["opencode", "run", "--format", "json", "--auto"]
     assert first[-2:] == ["--", "-v is a prompt, not a flag"]
-    assert flag(first, "--model") == "fake/m" and "--session" not in first and "--agent" not in first
+    assert (
+        flag(first, "--model") == "fake/m" and "--session" not in first and "--agent" not in first
+    )
     assert flag(follow_up, "--session") == "ses_abc"
     assert "--thinking" in first
 
@@ -57,7 +63,10 @@ def test_it_plans_with_the_plan_agent_and_implements_with_the_build_agent(sandbo
     harness = create_harness(variant("opencode", model="fake/m"))
 
     assert flag(harness.command_line(request(mode="plan")), "--agent") == "plan"
-    assert flag(harness.command_line(request(index=1, mode="act", session_id="ses_abc")), "--agent") == "build"
+    assert (
+        flag(harness.command_line(request(index=1, mode="act", session_id="ses_abc")), "--agent")
+        == "build"
+    )
     assert "OPENCODE_EXPERIMENTAL_PLAN_MODE" not in harness.agent_env(sandbox)
     harness._plan_flow = True
     assert harness.agent_env(sandbox)["OPENCODE_EXPERIMENTAL_PLAN_MODE"] == "1"

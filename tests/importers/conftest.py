@@ -25,16 +25,22 @@ PROJECT = Path(__file__).resolve().parents[2]
 def load_valid_suites(path: Path) -> dict[str, Suite]:
     """The file's suites by id, after checking them by `proctor eval`'s rules."""
     suites = load_file(path).suites
-    problems = [str(p) for s in suites
-                for p in suite_problems(s, str(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES)]
+    problems = [
+        str(p)
+        for s in suites
+        for p in suite_problems(s, str(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES)
+    ]
     assert problems == []
     return {s.id: s for s in suites}
 
 
 def ruff_problems(path: Path) -> str:
     """What ruff (with the project's rules) finds in a generated file; empty when clean."""
-    result = subprocess.run([RUFF, "check", "--no-cache", "--config", str(PROJECT / "pyproject.toml"), str(path)],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [RUFF, "check", "--no-cache", "--config", str(PROJECT / "pyproject.toml"), str(path)],
+        capture_output=True,
+        text=True,
+    )
     return "" if result.returncode == 0 else result.stdout + result.stderr
 
 
@@ -54,6 +60,11 @@ def proctor(tmp_path: Path) -> Proctor:
     work = tmp_path / "work"
     work.mkdir()
     env = proctor_env(tmp_path / "proctor-home")
-    for name in ("PROCTOR_LLM_BASE_URL", "PROCTOR_LLM_MODEL", "PROCTOR_LLM_COMMAND", "PROCTOR_LLM_API_KEY"):
+    for name in (
+        "PROCTOR_LLM_BASE_URL",
+        "PROCTOR_LLM_MODEL",
+        "PROCTOR_LLM_COMMAND",
+        "PROCTOR_LLM_API_KEY",
+    ):
         env.pop(name, None)
     return Proctor(work, env)

@@ -25,8 +25,10 @@ from runner.llm import LLMConfig
 
 PERSONA_MODEL = "fake-persona-writer"
 JORDAN = "You are Jordan, who runs a small bakery and wants a demo of the ordering system."
-RIVER = ("You are River, a patient caller checking an invoice. You are reactive: only answer what the "
-         "agent asks. After your main question is resolved, begin wrapping up.")
+RIVER = (
+    "You are River, a patient caller checking an invoice. You are reactive: only answer what the "
+    "agent asks. After your main question is resolved, begin wrapping up."
+)
 
 
 def persona(text: str) -> str:
@@ -36,17 +38,24 @@ def persona(text: str) -> str:
 def conversation(*caller_lines: str, greeting: str | None = None) -> list[dict[str, str]]:
     messages = [{"role": "assistant", "content": greeting}] if greeting else []
     for number, line in enumerate(caller_lines, start=1):
-        messages += [{"role": "user", "content": line}, {"role": "assistant", "content": f"Answer {number}."}]
+        messages += [
+            {"role": "user", "content": line},
+            {"role": "assistant", "content": f"Answer {number}."},
+        ]
     return messages
 
 
 def write_recordings(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     recordings = {
-        "a-demo.json": {"messages": conversation("Hi, I'd like a demo.", "We have 4 staff.", "Thursday works."),
-                        "outcome": "Demo booked for Thursday 2pm"},
+        "a-demo.json": {
+            "messages": conversation("Hi, I'd like a demo.", "We have 4 staff.", "Thursday works."),
+            "outcome": "Demo booked for Thursday 2pm",
+        },
         "b-invoice.json": conversation(*[f"Question {n} about my invoice." for n in range(1, 11)]),
-        "c-callback.json": conversation("Yes, this is Sam speaking.", greeting="Hi, this is Acme returning your call."),
+        "c-callback.json": conversation(
+            "Yes, this is Sam speaking.", greeting="Hi, this is Acme returning your call."
+        ),
         "d-refused.json": conversation("Hello?"),
     }
     for name, data in recordings.items():
@@ -56,7 +65,9 @@ def write_recordings(folder: Path) -> None:
     (folder / "notes.txt").write_text("not a recording")
 
 
-def test_it_turns_each_recording_into_a_simulated_user_case(tmp_path: Path, fake_model_server: FakeModelServer) -> None:
+def test_it_turns_each_recording_into_a_simulated_user_case(
+    tmp_path: Path, fake_model_server: FakeModelServer
+) -> None:
     write_recordings(tmp_path / "calls")
     fake_model_server.script(
         persona(JORDAN),
@@ -66,15 +77,25 @@ def test_it_turns_each_recording_into_a_simulated_user_case(tmp_path: Path, fake
     )
     config = LLMConfig(base_url=fake_model_server.url, model=PERSONA_MODEL, max_retries=0)
 
-    result = cases_from_transcripts(transcript_files(tmp_path / "calls"), suite_id="recorded-calls", config=config,
-                                    agent_model="gpt-4.1")
+    result = cases_from_transcripts(
+        transcript_files(tmp_path / "calls"),
+        suite_id="recorded-calls",
+        config=config,
+        agent_model="gpt-4.1",
+    )
 
     assert result.cases == ["a-demo", "b-invoice", "c-callback"]
     assert result.skipped == [
-        ("d-refused.json", "the model could not be asked (the model endpoint refused the request (HTTP 400): "
-                           "the persona model is not available)"),
-        ("e-broken.json", "is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
-                          "(char 1))"),
+        (
+            "d-refused.json",
+            "the model could not be asked (the model endpoint refused the request (HTTP 400): "
+            "the persona model is not available)",
+        ),
+        (
+            "e-broken.json",
+            "is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
+            "(char 1))",
+        ),
         ("f-agent-only.json", "holds no message from the caller (role user)"),
     ]
     output = tmp_path / "recorded-calls.eval.py"
@@ -87,16 +108,25 @@ def test_it_turns_each_recording_into_a_simulated_user_case(tmp_path: Path, fake
     assert demo.user.instructions == "\n".join([JORDAN, REACTIVE_DIRECTIVE, WRAP_UP_DIRECTIVE])
     assert demo.user.first_message == "Hi, I'd like a demo."
     assert demo.user.max_turns == 6
-    assert list(demo.checks) == [Assertion(
-        "llm-rubric", "The conversation ends the way the recorded one did: Demo booked for Thursday 2pm",
-        metric="disposition-outcome")]
+    assert list(demo.checks) == [
+        Assertion(
+            "llm-rubric",
+            "The conversation ends the way the recorded one did: Demo booked for Thursday 2pm",
+            metric="disposition-outcome",
+        )
+    ]
     # ...and not repeated when it wrote them itself.
     assert invoice.user.instructions == RIVER
     assert (invoice.user.max_turns, invoice.max_turns) == (15, 15)
     assert invoice.checks[0].type == "llm-rubric" and "handles it" in invoice.checks[0].value
     # The agent's greeting before the caller spoke seeds the conversation.
-    assert callback.user.initial_messages == (("assistant", "Hi, this is Acme returning your call."),)
-    assert (callback.user.first_message, callback.user.max_turns) == ("Yes, this is Sam speaking.", 2)
+    assert callback.user.initial_messages == (
+        ("assistant", "Hi, this is Acme returning your call."),
+    )
+    assert (callback.user.first_message, callback.user.max_turns) == (
+        "Yes, this is Sam speaking.",
+        2,
+    )
     assert ruff_problems(output) == ""
 
     first_request = fake_model_server.requests[0].body
@@ -107,12 +137,14 @@ def test_it_turns_each_recording_into_a_simulated_user_case(tmp_path: Path, fake
     assert "Demo booked for Thursday 2pm" in shown
 
 
-def test_the_command_writes_the_cases_and_lists_what_it_skipped(proctor: Proctor,
-                                                                fake_model_server: FakeModelServer) -> None:
+def test_the_command_writes_the_cases_and_lists_what_it_skipped(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
     calls = proctor.cwd / "calls"
     calls.mkdir()
-    (calls / "demo.json").write_text(json.dumps({"messages": conversation("Hi, I'd like a demo."),
-                                                 "outcome": "Demo booked"}))
+    (calls / "demo.json").write_text(
+        json.dumps({"messages": conversation("Hi, I'd like a demo."), "outcome": "Demo booked"})
+    )
     (calls / "silent.json").write_text(json.dumps(conversation("Hello?")))
     fake_model_server.script(persona(JORDAN), "I cannot help with that.")
     proctor.env.update(PROCTOR_LLM_BASE_URL=fake_model_server.url, PROCTOR_LLM_MODEL=PERSONA_MODEL)
@@ -124,20 +156,31 @@ def test_the_command_writes_the_cases_and_lists_what_it_skipped(proctor: Proctor
         "Wrote recorded-calls.eval.py: suite recorded-calls, 1 case (demo).",
         "Point its chat variant at the agent under test, then run: proctor eval recorded-calls.eval.py",
     ]
-    assert run.stderr.strip() == 'Skipped silent.json: the model\'s answer held no {"instructions": "..."}.'
+    assert (
+        run.stderr.strip()
+        == 'Skipped silent.json: the model\'s answer held no {"instructions": "..."}.'
+    )
     suite = load_valid_suites(proctor.cwd / "recorded-calls.eval.py")["recorded-calls"]
     assert [c.id for c in suite.cases] == ["demo"]
     assert suite.variants[0].model == PERSONA_MODEL
 
 
-@pytest.mark.parametrize(("prepare", "argv", "message"), [
-    (None, ["nowhere"], "nowhere is not a folder of recorded conversations."),
-    ("empty", ["empty"], "empty holds no *.json recorded conversations."),
-    ("calls", ["calls", "--suite", "Bad Id"], "--suite 'Bad Id' must be lowercase letters"),
-    ("calls", ["calls"], "A model writes each caller's persona, but no model endpoint configured"),
-])
-def test_the_command_fails_in_one_sentence(tmp_path: Path, monkeypatch, settings, prepare: str | None,
-                                            argv: list[str], message: str) -> None:
+@pytest.mark.parametrize(
+    ("prepare", "argv", "message"),
+    [
+        (None, ["nowhere"], "nowhere is not a folder of recorded conversations."),
+        ("empty", ["empty"], "empty holds no *.json recorded conversations."),
+        ("calls", ["calls", "--suite", "Bad Id"], "--suite 'Bad Id' must be lowercase letters"),
+        (
+            "calls",
+            ["calls"],
+            "A model writes each caller's persona, but no model endpoint configured",
+        ),
+    ],
+)
+def test_the_command_fails_in_one_sentence(
+    tmp_path: Path, monkeypatch, settings, prepare: str | None, argv: list[str], message: str
+) -> None:
     settings.PROCTOR_LLM_BASE_URL = None
     settings.PROCTOR_LLM_COMMAND = None
     monkeypatch.chdir(tmp_path)

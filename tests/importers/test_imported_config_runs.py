@@ -48,27 +48,43 @@ def play(body: dict[str, Any]) -> str:
     return "Perfect, thanks! ###STOP###"
 
 
-def test_an_imported_config_runs_and_passes_on_its_weighted_score(proctor: Proctor,
-                                                                  fake_model_server: FakeModelServer) -> None:
+def test_an_imported_config_runs_and_passes_on_its_weighted_score(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
     (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(CONFIG).lstrip())
     imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
     assert imported.returncode == 0, imported.stderr
     fake_model_server.script(*[play] * 10)
-    backend = Backend("sqlite", proctor_env(proctor.cwd.parent / "eval-home",
-                                            PROCTOR_LLM_BASE_URL=fake_model_server.url,
-                                            PROCTOR_LLM_MODEL="fake-persona"))
+    backend = Backend(
+        "sqlite",
+        proctor_env(
+            proctor.cwd.parent / "eval-home",
+            PROCTOR_LLM_BASE_URL=fake_model_server.url,
+            PROCTOR_LLM_MODEL="fake-persona",
+        ),
+    )
 
     report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
 
     (run,) = report["runs"]
-    assert (run["suite"], run["case"], run["variant"]) == ("demo-bookings", "books-a-demo", "chat:fake-agent")
+    assert (run["suite"], run["case"], run["variant"]) == (
+        "demo-bookings",
+        "books-a-demo",
+        "chat:fake-agent",
+    )
     (trial,) = run["trials"]
     assert trial["status"] == "passed", trial
     assert trial["answer"] == AGENT_REPLY
     assert [(c["kind"], c["passed"]) for c in trial["checks"]] == [
-        ("assertion", True), ("assertion", True), ("assertion", True), ("assertion", False),
+        ("assertion", True),
+        ("assertion", True),
+        ("assertion", True),
+        ("assertion", False),
     ]
-    agent_calls = [r.body for r in fake_model_server.requests
-                   if r.body["messages"][0]["content"] == "You book product demos for Acme."]
+    agent_calls = [
+        r.body
+        for r in fake_model_server.requests
+        if r.body["messages"][0]["content"] == "You book product demos for Acme."
+    ]
     assert agent_calls[0]["model"] == "fake-agent"
     assert agent_calls[0]["messages"][1] == {"role": "user", "content": "Can I book a demo?"}

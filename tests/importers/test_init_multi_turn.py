@@ -24,21 +24,42 @@ def test_it_writes_a_starter_that_loads_and_passes_the_rules(proctor: Proctor) -
         "Wrote evals/multi-turn.eval.py: four simulated callers against a chat agent with a booking tool."
     )
     suite = load_valid_suites(path)["multi-turn-starter"]
-    assert [c.id for c in suite.cases] == ["interested-lead", "skeptical-lead", "firm-refusal",
-                                           "resumed-mid-conversation"]
-    assert all(c.threshold == 0.6 and c.user.instructions and c.user.first_message for c in suite.cases)
+    assert [c.id for c in suite.cases] == [
+        "interested-lead",
+        "skeptical-lead",
+        "firm-refusal",
+        "resumed-mid-conversation",
+    ]
+    assert all(
+        c.threshold == 0.6 and c.user.instructions and c.user.first_message for c in suite.cases
+    )
     resumed = suite.cases[-1]
-    assert [role for role, _ in resumed.user.initial_messages] == ["user", "assistant", "user", "assistant"]
+    assert [role for role, _ in resumed.user.initial_messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+    ]
     assert all(not c.user.initial_messages for c in suite.cases[:-1])
 
-    weights = [(a.type, a.value, a.weight, a.metric) for a in suite.cases[0].checks if a.metric != "disposition-outcome"]
+    weights = [
+        (a.type, a.value, a.weight, a.metric)
+        for a in suite.cases[0].checks
+        if a.metric != "disposition-outcome"
+    ]
     assert weights[0] == ("not-icontains", "[object Object]", 3, "no-json-leak")
     assert [(kind, weight, metric) for kind, _value, weight, metric in weights[1:]] == [
-        ("llm-rubric", 2, "tone"), ("llm-rubric", 1.5, "role-adherence"), ("llm-rubric", 1.5, "knowledge-retention"),
-        ("llm-rubric", 0.5, "closing-attempt"), ("turn-count", 0.5, "turn-efficiency"), ("latency", 0, "latency"),
+        ("llm-rubric", 2, "tone"),
+        ("llm-rubric", 1.5, "role-adherence"),
+        ("llm-rubric", 1.5, "knowledge-retention"),
+        ("llm-rubric", 0.5, "closing-attempt"),
+        ("turn-count", 0.5, "turn-efficiency"),
+        ("latency", 0, "latency"),
     ]
     outcomes = [c.checks[-1] for c in suite.cases]
-    assert all(isinstance(o, Assertion) and (o.type, o.weight) == ("llm-rubric", 2) for o in outcomes)
+    assert all(
+        isinstance(o, Assertion) and (o.type, o.weight) == ("llm-rubric", 2) for o in outcomes
+    )
     assert len({o.value for o in outcomes}) == 4
 
     (variant,) = suite.variants
@@ -55,15 +76,22 @@ def test_it_refuses_to_overwrite_an_existing_file(tmp_path: Path) -> None:
     stderr = io.StringIO()
 
     with pytest.raises(SystemExit) as exit_:
-        call_command("init", "--multi-turn", "-o", str(tmp_path), stdout=io.StringIO(), stderr=stderr)
+        call_command(
+            "init", "--multi-turn", "-o", str(tmp_path), stdout=io.StringIO(), stderr=stderr
+        )
 
     assert exit_.value.code == 2
-    assert stderr.getvalue().strip() == f"{path} already exists; remove it first or write elsewhere with -o."
+    assert (
+        stderr.getvalue().strip()
+        == f"{path} already exists; remove it first or write elsewhere with -o."
+    )
     assert path.read_text() == "# mine\n"
 
 
 def test_it_writes_to_a_named_file_and_asks_which_starter_without_the_flag(tmp_path: Path) -> None:
-    call_command("init", "--multi-turn", "-o", str(tmp_path / "sales.eval.py"), stdout=io.StringIO())
+    call_command(
+        "init", "--multi-turn", "-o", str(tmp_path / "sales.eval.py"), stdout=io.StringIO()
+    )
     assert "multi-turn-starter" in load_valid_suites(tmp_path / "sales.eval.py")
 
     stderr = io.StringIO()

@@ -20,9 +20,11 @@ from runner.importers.promptfoo import translate_config
 from runner.importers.promptfoo_files import load_config
 
 AGENT_PROMPT = "You are Sam, the sales assistant for Acme. Qualify leads and book demos."
-ALEX = ("You are Alex Thompson. You called because you want to schedule\n"
-        "a demo. Be cooperative but ask about pricing before committing.\n"
-        "You are reactive — only respond to what the agent asks.\n")
+ALEX = (
+    "You are Alex Thompson. You called because you want to schedule\n"
+    "a demo. Be cooperative but ask about pricing before committing.\n"
+    "You are reactive — only respond to what the agent asks.\n"
+)
 
 SEED_LIKE_CONFIG = """
 description: Acme sales agent
@@ -123,7 +125,9 @@ SHARED = [
 ]
 
 
-def test_it_translates_a_simulated_user_config_with_weights_metrics_and_thresholds(tmp_path: Path) -> None:
+def test_it_translates_a_simulated_user_config_with_weights_metrics_and_thresholds(
+    tmp_path: Path,
+) -> None:
     result, output = import_to_file(seed_like_project(tmp_path))
 
     suites = load_valid_suites(output)
@@ -132,30 +136,61 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
     assert suite.name == "Acme sales agent"
     # promptfoo shows the prompt to the agent as its system message.
     assert suite.system_prompt == AGENT_PROMPT
-    assert [(v.harness, v.model, v.name) for v in suite.variants] == [("chat", "gpt-4.1", "GPT-4.1")]
-    assert suite.variants[0].options == {"base_url": "https://proxy.example.com/api/v1",
-                                         "api_key": "$ACME_GATEWAY_KEY", "temperature": 0.7}
+    assert [(v.harness, v.model, v.name) for v in suite.variants] == [
+        ("chat", "gpt-4.1", "GPT-4.1")
+    ]
+    assert suite.variants[0].options == {
+        "base_url": "https://proxy.example.com/api/v1",
+        "api_key": "$ACME_GATEWAY_KEY",
+        "temperature": 0.7,
+    }
     interested, payment, reschedule = suite.cases
-    assert [c.id for c in suite.cases] == ["interested-lead", "payment-mid-conversation", "reschedule"]
-    assert [c.name for c in suite.cases] == ["Interested lead", "Payment, mid-conversation", "Reschedule"]
+    assert [c.id for c in suite.cases] == [
+        "interested-lead",
+        "payment-mid-conversation",
+        "reschedule",
+    ]
+    assert [c.name for c in suite.cases] == [
+        "Interested lead",
+        "Payment, mid-conversation",
+        "Reschedule",
+    ]
 
-    assert interested.user == SimulatedUser(instructions=ALEX.strip(), first_message=(
-        "Hi, I'd like to learn more about your service."), max_turns=8)
-    assert list(interested.checks) == [*SHARED, Assertion("llm-rubric",
-        "The agent should qualify the lead and successfully schedule a demo.", weight=2, metric="disposition-outcome")]
+    assert interested.user == SimulatedUser(
+        instructions=ALEX.strip(),
+        first_message=("Hi, I'd like to learn more about your service."),
+        max_turns=8,
+    )
+    assert list(interested.checks) == [
+        *SHARED,
+        Assertion(
+            "llm-rubric",
+            "The agent should qualify the lead and successfully schedule a demo.",
+            weight=2,
+            metric="disposition-outcome",
+        ),
+    ]
     assert interested.threshold == 0.6
 
-    assert payment.user.initial_messages == (("user", "Hi, I'd like to learn about your service."),
-                                              ("assistant", "I'd be happy to help! Can I get your name?"))
+    assert payment.user.initial_messages == (
+        ("user", "Hi, I'd like to learn about your service."),
+        ("assistant", "I'd be happy to help! Can I get your name?"),
+    )
     assert payment.user.first_message == "I'd like to pay with my credit card."
-    assert list(payment.checks) == [*SHARED, Assertion("llm-rubric", "The agent should handle payment smoothly.",
-                                                       weight=1.5, metric="payment")]
+    assert list(payment.checks) == [
+        *SHARED,
+        Assertion(
+            "llm-rubric", "The agent should handle payment smoothly.", weight=1.5, metric="payment"
+        ),
+    ]
     assert payment.threshold is None
 
     # The recorded conversation stays a file, read relative to the eval file.
-    assert "initial_messages=\"file://tests/transcripts/call-abc123.json\"" in output.read_text()
-    assert reschedule.user.initial_messages == (("user", RECORDED_CALL[0]["content"]),
-                                                ("assistant", RECORDED_CALL[1]["content"]))
+    assert 'initial_messages="file://tests/transcripts/call-abc123.json"' in output.read_text()
+    assert reschedule.user.initial_messages == (
+        ("user", RECORDED_CALL[0]["content"]),
+        ("assistant", RECORDED_CALL[1]["content"]),
+    )
     assert reschedule.user.first_message is None
     assert list(reschedule.checks) == SHARED
 
@@ -177,7 +212,9 @@ def test_a_file_written_elsewhere_still_finds_the_recorded_messages(tmp_path: Pa
 
 
 def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
-    config = write_config(tmp_path, """
+    config = write_config(
+        tmp_path,
+        """
         prompts: ["Answer: {{question}}"]
         providers:
           - anthropic:messages:claude-sonnet-4
@@ -208,7 +245,8 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
                 transform: output.toLowerCase()
               - type: assert-set
                 assert: [{type: icontains, value: x}]
-    """)
+    """,
+    )
     result, output = import_to_file(config)
 
     assert result.untranslated == [
@@ -229,14 +267,20 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
         assert f"#   - {item}" in source
     (suite,) = load_valid_suites(output).values()
     case = suite.cases[0]
-    assert list(case.checks) == [Assertion("regex", "Order\\ 42", name="contains: Order 42"),
-                                 Assertion("icontains", "ship")]
+    assert list(case.checks) == [
+        Assertion("regex", "Order\\ 42", name="contains: Order 42"),
+        Assertion("icontains", "ship"),
+    ]
     (tool,) = suite.variants[0].options["tools"]
     assert (tool.name, tool.description, tool.stub) == ("lookup", "Look an order up.", None)
 
 
-def test_it_translates_single_turn_tests_with_default_vars_and_list_expansion(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "translations", """
+def test_it_translates_single_turn_tests_with_default_vars_and_list_expansion(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path / "translations",
+        """
         prompts: ["Translate into {{language}}: {{text}}"]
         providers: [openai:gpt-4.1-mini, openai:chat:gpt-4.1-mini]
         defaultTest:
@@ -260,7 +304,8 @@ def test_it_translates_single_turn_tests_with_default_vars_and_list_expansion(tm
           - description: Greeting
             vars: {language: Spanish, expected: "Buenos", text: "Good day"}
             threshold: 1
-    """)
+    """,
+    )
     result, output = import_to_file(config)
 
     (suite,) = load_valid_suites(output).values()
@@ -275,16 +320,22 @@ def test_it_translates_single_turn_tests_with_default_vars_and_list_expansion(tm
         {"text": "Good morning", "language": "German", "expected": "o"},
         {"text": "Good day", "language": "Spanish", "expected": "Buenos"},
     ]
-    assert list(suite.cases[0].checks) == [Assertion("icontains", "o", weight=2),
-                                           Assertion("contains-any", ["Bonjour", "Guten"]),
-                                           Assertion("cost", 0.01, metric="spend")]
+    assert list(suite.cases[0].checks) == [
+        Assertion("icontains", "o", weight=2),
+        Assertion("contains-any", ["Bonjour", "Guten"]),
+        Assertion("cost", 0.01, metric="spend"),
+    ]
     assert list(suite.cases[2].checks) == [Assertion("icontains", "Buenos", weight=2)]
     assert [c.threshold for c in suite.cases] == [0.5, 0.5, 1]
     assert result.untranslated == []
 
 
-def test_a_config_mixing_single_turn_and_simulated_tests_gets_a_suite_for_each(tmp_path: Path) -> None:
-    config = write_config(tmp_path, """
+def test_a_config_mixing_single_turn_and_simulated_tests_gets_a_suite_for_each(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path,
+        """
         description: Support bot
         prompts: ["{{question}}"]
         providers: [openai:chat:gpt-4.1]
@@ -296,7 +347,8 @@ def test_a_config_mixing_single_turn_and_simulated_tests_gets_a_suite_for_each(t
               config: {instructions: "You are {{name}}, angry about a late parcel.", maxTurns: 12}
             vars: {name: Robin, question: unused}
             assert: [{type: llm-rubric, value: The agent calms Robin down.}]
-    """)
+    """,
+    )
     result, output = import_to_file(config)
 
     suites = load_valid_suites(output)
@@ -316,27 +368,37 @@ def test_a_config_mixing_single_turn_and_simulated_tests_gets_a_suite_for_each(t
 
 def test_it_reads_prompts_tests_and_messages_from_files(tmp_path: Path) -> None:
     (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "chat.json").write_text(json.dumps([
-        {"role": "system", "content": "You are a terse assistant."},
-        {"role": "user", "content": "{{question}}"},
-    ]))
+    (tmp_path / "prompts" / "chat.json").write_text(
+        json.dumps(
+            [
+                {"role": "system", "content": "You are a terse assistant."},
+                {"role": "user", "content": "{{question}}"},
+            ]
+        )
+    )
     (tmp_path / "tests.csv").write_text(
-        'question,__expected1,__expected2,__description\n'
+        "question,__expected1,__expected2,__description\n"
         '"What is 2+2?",icontains: 4,"llm-rubric: Gives, only, the number",Sum\n'
         'Capital of France?,javascript: output.includes("Paris"),,Capital\n'
     )
-    config = write_config(tmp_path, """
+    config = write_config(
+        tmp_path,
+        """
         prompts: [file://prompts/chat.json]
         providers: [openai:chat:gpt-4.1]
         tests: file://tests.csv
-    """)
+    """,
+    )
     result, output = import_to_file(config)
 
     (suite,) = load_valid_suites(output).values()
     assert (suite.prompt, suite.system_prompt) == ("{{question}}", "You are a terse assistant.")
     total, capital = suite.cases
     assert (total.id, total.variables) == ("sum", {"question": "What is 2+2?"})
-    assert list(total.checks) == [Assertion("icontains", "4"), Assertion("llm-rubric", "Gives, only, the number")]
+    assert list(total.checks) == [
+        Assertion("icontains", "4"),
+        Assertion("llm-rubric", "Gives, only, the number"),
+    ]
     # Nothing translated for this one: it checks only that the agent answered.
     assert [check.__name__ for check in capital.checks] == ["answered"]
     assert result.untranslated == [
@@ -347,14 +409,27 @@ def test_it_reads_prompts_tests_and_messages_from_files(tmp_path: Path) -> None:
 
 def test_text_from_the_config_never_becomes_code(tmp_path: Path) -> None:
     hostile = '""" + __import__("os").system("touch pwned") + """\n\'); import os; (\''
-    config = write_config(tmp_path, json.dumps({
-        "description": hostile,
-        "prompts": [hostile + " {{q}}"],
-        "providers": ["openai:chat:gpt-4.1"],
-        "tests": [{"description": hostile, "vars": {"q": hostile},
-                   "assert": [{"type": "icontains", "value": hostile, "metric": hostile},
-                              {"type": "javascript\nimport os", "value": "1"}]}],
-    }), name="config.json")
+    config = write_config(
+        tmp_path,
+        json.dumps(
+            {
+                "description": hostile,
+                "prompts": [hostile + " {{q}}"],
+                "providers": ["openai:chat:gpt-4.1"],
+                "tests": [
+                    {
+                        "description": hostile,
+                        "vars": {"q": hostile},
+                        "assert": [
+                            {"type": "icontains", "value": hostile, "metric": hostile},
+                            {"type": "javascript\nimport os", "value": "1"},
+                        ],
+                    }
+                ],
+            }
+        ),
+        name="config.json",
+    )
     result, output = import_to_file(config)
 
     (suite,) = load_valid_suites(output).values()
@@ -366,21 +441,30 @@ def test_text_from_the_config_never_becomes_code(tmp_path: Path) -> None:
     assert ruff_problems(output) == ""
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("prompts: [unclosed\n", "is not valid YAML at line 2"),
-    ("- just\n- a list\n", "must hold a promptfoo config"),
-    ("prompts: [hi]\ntests: file://missing.yaml\n", "tests file://missing.yaml:"),
-    ("prompts: [hi]\nproviders: [openai:gpt-4.1]\n", "has no tests to import"),
-])
-def test_a_config_it_cannot_read_is_one_sentence_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("prompts: [unclosed\n", "is not valid YAML at line 2"),
+        ("- just\n- a list\n", "must hold a promptfoo config"),
+        ("prompts: [hi]\ntests: file://missing.yaml\n", "tests file://missing.yaml:"),
+        ("prompts: [hi]\nproviders: [openai:gpt-4.1]\n", "has no tests to import"),
+    ],
+)
+def test_a_config_it_cannot_read_is_one_sentence_naming_the_file(
+    tmp_path: Path, text: str, message: str
+) -> None:
     config = write_config(tmp_path, text)
     with pytest.raises(ImportFailed) as failure:
-        translate_config(load_config(config), config_path=config, output_path=tmp_path / "out.eval.py")
+        translate_config(
+            load_config(config), config_path=config, output_path=tmp_path / "out.eval.py"
+        )
     assert message in str(failure.value)
     assert "promptfooconfig.yaml" in str(failure.value)
 
 
-def test_the_command_writes_the_eval_file_and_lists_what_it_left_out(tmp_path: Path, proctor: Proctor) -> None:
+def test_the_command_writes_the_eval_file_and_lists_what_it_left_out(
+    tmp_path: Path, proctor: Proctor
+) -> None:
     seed_like_project(proctor.cwd)
 
     run = proctor("import", "promptfoo", "promptfooconfig.yaml")
@@ -402,18 +486,28 @@ def test_the_command_writes_the_eval_file_and_lists_what_it_left_out(tmp_path: P
     assert again.stderr.strip() == (
         "promptfooconfig.eval.py already exists; pass --force to replace it, or choose another name with -o."
     )
-    forced = proctor("import", "promptfoo", "promptfooconfig.yaml", "-o", "evals/sales.eval.py", "--force")
+    forced = proctor(
+        "import", "promptfoo", "promptfooconfig.yaml", "-o", "evals/sales.eval.py", "--force"
+    )
     assert forced.returncode == 0, forced.stderr
     assert (proctor.cwd / "evals" / "sales.eval.py").exists()
 
 
-@pytest.mark.parametrize(("files", "argv", "message"), [
-    ({}, ["missing.yaml"], "missing.yaml does not exist."),
-    ({"list.yaml": "- a\n"}, ["list.yaml"], "list.yaml must hold a promptfoo config"),
-    ({"c.yaml": "prompts: [a]\ntests: [{}]\n"}, ["c.yaml", "-o", "out.py"], "out.py must end in .eval.py"),
-])
-def test_the_command_fails_in_one_sentence(tmp_path: Path, monkeypatch, files: dict, argv: list[str],
-                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("files", "argv", "message"),
+    [
+        ({}, ["missing.yaml"], "missing.yaml does not exist."),
+        ({"list.yaml": "- a\n"}, ["list.yaml"], "list.yaml must hold a promptfoo config"),
+        (
+            {"c.yaml": "prompts: [a]\ntests: [{}]\n"},
+            ["c.yaml", "-o", "out.py"],
+            "out.py must end in .eval.py",
+        ),
+    ],
+)
+def test_the_command_fails_in_one_sentence(
+    tmp_path: Path, monkeypatch, files: dict, argv: list[str], message: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     for name, text in files.items():
         (tmp_path / name).write_text(text)
@@ -434,17 +528,24 @@ def test_the_real_command_fails_without_a_traceback(proctor: Proctor) -> None:
     run = proctor("import", "promptfoo", "bad.yaml")
 
     assert run.returncode == 2
-    assert run.stderr.strip() == "bad.yaml is not valid YAML at line 2: expected ',' or ']', but got '<stream end>'."
+    assert (
+        run.stderr.strip()
+        == "bad.yaml is not valid YAML at line 2: expected ',' or ']', but got '<stream end>'."
+    )
     assert run.stdout == ""
 
 
 def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_path: Path) -> None:
-    (tmp_path / "seed.yaml").write_text(textwrap.dedent("""
+    (tmp_path / "seed.yaml").write_text(
+        textwrap.dedent("""
         - {role: system, content: You are terse.}
         - {role: user, content: "Hi, I'm {{name}}."}
         - {role: assistant, content: Hello!}
-    """))
-    config = write_config(tmp_path, """
+    """)
+    )
+    config = write_config(
+        tmp_path,
+        """
         prompts: ["Help {{ name | upper }} politely.{% if vip %} They are a VIP.{% endif %}"]
         providers:
           - id: openai:chat:gpt-4.1
@@ -454,7 +555,8 @@ def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_p
             provider: {id: promptfoo:simulated-user, config: {maxTurns: 80, instructions: "You are {{name}}."}}
             vars: {name: Kim, initialMessages: file://seed.yaml}
             assert: [{type: equals, value: 42}]
-    """)
+    """,
+    )
     result, output = import_to_file(config)
 
     (suite,) = load_valid_suites(output).values()

@@ -44,7 +44,10 @@ def test_it_writes_text_as_a_literal_that_reads_back_exactly(text: str) -> None:
     tree = ast.parse(rendered, mode="eval")
     assert isinstance(tree.body, ast.Call)
     assert [ast.literal_eval(a) for a in tree.body.args] == [text]
-    assert {k.arg: ast.literal_eval(k.value) for k in tree.body.keywords} == {"name": text, "variables": {text: [text]}}
+    assert {k.arg: ast.literal_eval(k.value) for k in tree.body.keywords} == {
+        "name": text,
+        "variables": {text: [text]},
+    }
 
 
 def test_it_prefers_double_quotes_and_keeps_short_calls_on_one_line() -> None:
@@ -64,15 +67,34 @@ def test_a_comment_stays_one_line(text: str) -> None:
 
 
 def test_a_module_imports_what_it_calls_and_passes_ruff(tmp_path: Path) -> None:
-    module = Module(header=['Header with """quotes""" and a backslash \\.', "", "Second paragraph."],
-                    notes=["Not translated:", "  - assertion javascript\nimport os"])
-    shared = module.assign("shared_checks", [call("assertion", "not-icontains", "[object Object]", weight=3)])
-    module.assign("calls", call(
-        "suite", "calls", prompt="Hello.", variants=[call("variant", "chat", model="gpt-4.1")],
-        cases=[call("case", "one", user=call("simulated_user", "A long persona. " * 20, max_turns=12),
-                    validate=[Spread(shared), call("assertion", "llm-rubric", "Polite.", metric="tone")],
-                    threshold=0.6)],
-    ))
+    module = Module(
+        header=['Header with """quotes""" and a backslash \\.', "", "Second paragraph."],
+        notes=["Not translated:", "  - assertion javascript\nimport os"],
+    )
+    shared = module.assign(
+        "shared_checks", [call("assertion", "not-icontains", "[object Object]", weight=3)]
+    )
+    module.assign(
+        "calls",
+        call(
+            "suite",
+            "calls",
+            prompt="Hello.",
+            variants=[call("variant", "chat", model="gpt-4.1")],
+            cases=[
+                call(
+                    "case",
+                    "one",
+                    user=call("simulated_user", "A long persona. " * 20, max_turns=12),
+                    validate=[
+                        Spread(shared),
+                        call("assertion", "llm-rubric", "Polite.", metric="tone"),
+                    ],
+                    threshold=0.6,
+                )
+            ],
+        ),
+    )
     path = tmp_path / "generated.eval.py"
     path.write_text(module.source(), encoding="utf-8")
     assert ruff_problems(path) == ""
@@ -81,7 +103,9 @@ def test_a_module_imports_what_it_calls_and_passes_ruff(tmp_path: Path) -> None:
     suite = namespace["calls"]
     assert suite.cases[0].user.instructions == "A long persona. " * 20
     assert [a.type for a in suite.cases[0].checks] == ["not-icontains", "llm-rubric"]
-    assert "from proctor import assertion, case, simulated_user, suite, variant\n" in module.source()
+    assert (
+        "from proctor import assertion, case, simulated_user, suite, variant\n" in module.source()
+    )
 
 
 def test_it_refuses_names_that_are_not_identifiers() -> None:

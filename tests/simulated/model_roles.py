@@ -26,8 +26,13 @@ ROUTED_REQUESTS = 1000
 
 
 def graded(passed: bool, score: float | None = None, reason: str = "graded by the rubric") -> str:
-    return json.dumps({"passed": passed, "score": (1.0 if passed else 0.0) if score is None else score,
-                       "reason": reason})
+    return json.dumps(
+        {
+            "passed": passed,
+            "score": (1.0 if passed else 0.0) if score is None else score,
+            "reason": reason,
+        }
+    )
 
 
 class ModelRoles:
@@ -74,5 +79,10 @@ class ModelRoles:
             queue = self._queues.get((role, key)) if key is not None else None
             scripted = queue.popleft() if queue else None
         if scripted is None:
-            return Reply(status=400, body={"error": {"message": f"nothing scripted for this {role} consultation ({key})"}})
+            return Reply(
+                status=400,
+                body={
+                    "error": {"message": f"nothing scripted for this {role} consultation ({key})"}
+                },
+            )
         return scripted

@@ -29,8 +29,18 @@ def say(text: str) -> dict[str, str]:
 CASES: list[tuple[str, str, str, str]] = [
     ("icontains-pass", BOOKED, 'assertion("icontains", "BOOKED FOR FRIDAY")', ""),
     ("icontains-fail", BOOKED, 'assertion("icontains", "cancelled")', ""),
-    ("not-icontains-pass", BOOKED, 'assertion("not-icontains", "[object Object]", metric="no-json-leak")', ""),
-    ("not-icontains-fail", "Booked: [OBJECT object]", 'assertion("not-icontains", "[object Object]")', ""),
+    (
+        "not-icontains-pass",
+        BOOKED,
+        'assertion("not-icontains", "[object Object]", metric="no-json-leak")',
+        "",
+    ),
+    (
+        "not-icontains-fail",
+        "Booked: [OBJECT object]",
+        'assertion("not-icontains", "[object Object]")',
+        "",
+    ),
     ("contains-any-pass", BOOKED, 'assertion("contains-any", ["Thursday", "Friday"])', ""),
     ("contains-any-fail", BOOKED, 'assertion("contains-any", ["Monday", "Tuesday"])', ""),
     ("contains-all-pass", BOOKED, 'assertion("contains-all", ["Friday", "8pm"])', ""),
@@ -41,8 +51,18 @@ CASES: list[tuple[str, str, str, str]] = [
     ("equals-fail", BOOKED, 'assertion("equals", "Booked.")', ""),
     ("is-json-pass", '{"booked": true, "time": "8pm"}', 'assertion("is-json")', ""),
     ("is-json-fail", BOOKED, 'assertion("is-json")', ""),
-    ("rubric-pass", f"[case:rubric-pass] {BOOKED}", 'assertion("llm-rubric", "The agent books the table.")', ""),
-    ("rubric-fail", f"[case:rubric-fail] {BOOKED}", 'assertion("llm-rubric", "The agent asks for a phone number.")', ""),
+    (
+        "rubric-pass",
+        f"[case:rubric-pass] {BOOKED}",
+        'assertion("llm-rubric", "The agent books the table.")',
+        "",
+    ),
+    (
+        "rubric-fail",
+        f"[case:rubric-fail] {BOOKED}",
+        'assertion("llm-rubric", "The agent asks for a phone number.")',
+        "",
+    ),
     ("python-bool-pass", BOOKED, 'assertion("python", mentions_friday)', ""),
     ("python-bool-fail", BOOKED, 'assertion("python", mentions_monday)', ""),
     ("python-score-pass", BOOKED, 'assertion("python", mostly_right)', ""),
@@ -57,28 +77,56 @@ CASES: list[tuple[str, str, str, str]] = [
     ("turn-count-fail", BOOKED, 'assertion("turn-count", 0)', ""),
     ("cost-unknown", BOOKED, 'assertion("cost", 1.0)', ""),
     # Several assertions, and the case's threshold.
-    ("information-only", BOOKED,
-     'assertion("icontains", "friday"), assertion("icontains", "cancelled", weight=0, metric="tone")', ""),
+    (
+        "information-only",
+        BOOKED,
+        'assertion("icontains", "friday"), assertion("icontains", "cancelled", weight=0, metric="tone")',
+        "",
+    ),
     ("only-information", BOOKED, 'assertion("icontains", "cancelled", weight=0)', ""),
-    ("threshold-reached", BOOKED,
-     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', "threshold=0.6"),
-    ("threshold-exact", BOOKED,
-     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', "threshold=0.75"),
-    ("threshold-missed", BOOKED,
-     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', "threshold=0.8"),
-    ("no-threshold", BOOKED,
-     'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)', ""),
-    ("validator-still-decides", BOOKED, 'wrote_the_booking, assertion("icontains", "friday")', "threshold=0.5"),
-    ("two-turns", "First answer mentions Friday.",
-     'assertion("icontains", "friday"), assertion("equals", "Second answer."), assertion("turn-count", 2)',
-     'user=turns("SAY:Second answer.")'),
+    (
+        "threshold-reached",
+        BOOKED,
+        'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)',
+        "threshold=0.6",
+    ),
+    (
+        "threshold-exact",
+        BOOKED,
+        'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)',
+        "threshold=0.75",
+    ),
+    (
+        "threshold-missed",
+        BOOKED,
+        'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)',
+        "threshold=0.8",
+    ),
+    (
+        "no-threshold",
+        BOOKED,
+        'assertion("icontains", "friday", weight=3), assertion("icontains", "cancelled", weight=1)',
+        "",
+    ),
+    (
+        "validator-still-decides",
+        BOOKED,
+        'wrote_the_booking, assertion("icontains", "friday")',
+        "threshold=0.5",
+    ),
+    (
+        "two-turns",
+        "First answer mentions Friday.",
+        'assertion("icontains", "friday"), assertion("equals", "Second answer."), assertion("turn-count", 2)',
+        'user=turns("SAY:Second answer.")',
+    ),
 ]
 PRICED_CASES: list[tuple[str, str, str, str]] = [
     ("cost-pass", BOOKED, 'assertion("cost", 0.01)', ""),
     ("cost-fail", BOOKED, 'assertion("cost", 0.001)', ""),
 ]
 
-FUNCTIONS = '''
+FUNCTIONS = """
 def mentions_friday(ctx):
     return "Friday" in ctx.answer()
 
@@ -113,7 +161,7 @@ def says_text(ctx):
 
 def wrote_the_booking(ctx):
     return Verdict(False, "no booking.txt in the workspace")
-'''
+"""
 
 
 def _case_source(case_id: str, said: str, assertions: str, extra: str) -> str:
@@ -191,7 +239,9 @@ ONE_ASSERTION = [
 ]
 
 
-@pytest.mark.parametrize(("case", "status", "score", "message"), ONE_ASSERTION, ids=[c[0] for c in ONE_ASSERTION])
+@pytest.mark.parametrize(
+    ("case", "status", "score", "message"), ONE_ASSERTION, ids=[c[0] for c in ONE_ASSERTION]
+)
 def test_each_assertion_type_passes_and_fails_with_its_score_and_reason(
     shared: EvalRun, module_sqlite: Backend, case: str, status: str, score: float, message: str
 ) -> None:
@@ -207,11 +257,18 @@ def test_each_assertion_type_passes_and_fails_with_its_score_and_reason(
     assert score_and_threshold(trial) == (pytest.approx(score), None)
 
 
-def test_an_assertions_metric_is_its_own_name_or_its_type(shared: EvalRun, module_sqlite: Backend) -> None:
-    assert only_check(trial_of(shared, module_sqlite, "not-icontains-pass"))["metric"] == "no-json-leak"
+def test_an_assertions_metric_is_its_own_name_or_its_type(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
+    assert (
+        only_check(trial_of(shared, module_sqlite, "not-icontains-pass"))["metric"]
+        == "no-json-leak"
+    )
     assert only_check(trial_of(shared, module_sqlite, "regex-pass"))["metric"] == "regex"
     assert only_check(trial_of(shared, module_sqlite, "python-bool-pass"))["metric"] == "python"
-    assert only_check(trial_of(shared, module_sqlite, "python-bool-pass"))["name"] == "mentions_friday"
+    assert (
+        only_check(trial_of(shared, module_sqlite, "python-bool-pass"))["name"] == "mentions_friday"
+    )
 
 
 def test_a_rubric_is_graded_by_the_judge_shown_the_conversation(
@@ -228,12 +285,16 @@ def test_a_rubric_is_graded_by_the_judge_shown_the_conversation(
     assert trial.has_artifact("judges/check-0/prompt.json")
 
 
-def test_a_failing_weight_zero_assertion_is_information_only(shared: EvalRun, module_sqlite: Backend) -> None:
+def test_a_failing_weight_zero_assertion_is_information_only(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
     trial = trial_of(shared, module_sqlite, "information-only")
 
     assert trial.row["status"] == "passed"
     assert [(c["passed"], c["weight"], c["metric"]) for c in check_rows(trial)] == [
-        (True, 1.0, "icontains"), (False, 0.0, "tone")]
+        (True, 1.0, "icontains"),
+        (False, 0.0, "tone"),
+    ]
     assert score_and_threshold(trial) == (1.0, None)
 
 
@@ -246,12 +307,15 @@ def test_a_case_with_only_information_assertions_is_not_failed_by_them(
     assert trial.row["status"] == "passed"
 
 
-@pytest.mark.parametrize(("case", "status", "threshold"), [
-    ("threshold-reached", "passed", 0.6),
-    ("threshold-exact", "passed", 0.75),
-    ("threshold-missed", "failed", 0.8),
-    ("no-threshold", "failed", None),
-])
+@pytest.mark.parametrize(
+    ("case", "status", "threshold"),
+    [
+        ("threshold-reached", "passed", 0.6),
+        ("threshold-exact", "passed", 0.75),
+        ("threshold-missed", "failed", 0.8),
+        ("no-threshold", "failed", None),
+    ],
+)
 def test_the_weighted_score_against_the_threshold_decides_the_trial(
     shared: EvalRun, module_sqlite: Backend, case: str, status: str, threshold: float | None
 ) -> None:
@@ -261,7 +325,9 @@ def test_the_weighted_score_against_the_threshold_decides_the_trial(
     # 3 of 4 weighted points: stored exactly, with the threshold the trial was held to.
     assert score_and_threshold(trial) == (0.75, threshold)
     assert [(c["passed"], c["weight"], c["score"]) for c in check_rows(trial)] == [
-        (True, 3.0, 1.0), (False, 1.0, 0.0)]
+        (True, 3.0, 1.0),
+        (False, 1.0, 0.0),
+    ]
 
 
 def test_a_failing_validator_fails_the_trial_whatever_the_assertions_score(
@@ -270,7 +336,10 @@ def test_a_failing_validator_fails_the_trial_whatever_the_assertions_score(
     trial = trial_of(shared, module_sqlite, "validator-still-decides")
 
     assert trial.row["status"] == "failed"
-    assert [(c["kind"], c["passed"]) for c in check_rows(trial)] == [("validator", False), ("assertion", True)]
+    assert [(c["kind"], c["passed"]) for c in check_rows(trial)] == [
+        ("validator", False),
+        ("assertion", True),
+    ]
     assert score_and_threshold(trial) == (1.0, 0.5)
 
 
@@ -281,7 +350,10 @@ def test_text_assertions_read_the_whole_conversation_and_equals_reads_the_final_
 
     assert trial.user_messages == ["SAY:First answer mentions Friday.", "SAY:Second answer."]
     assert [(c["metric"], c["passed"]) for c in check_rows(trial)] == [
-        ("icontains", True), ("equals", True), ("turn-count", True)]
+        ("icontains", True),
+        ("equals", True),
+        ("turn-count", True),
+    ]
     assert trial.row["status"] == "passed"
 
 
@@ -292,7 +364,10 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     from conftest import proctor_env
 
     backend = Backend("sqlite", proctor_env(tmp_path / "home"))
-    write_eval(tmp_path / "evals", "broken.eval.py", f"""
+    write_eval(
+        tmp_path / "evals",
+        "broken.eval.py",
+        f"""
     from proctor import assertion, case, profile, suite, variant
 
     caller = {caller_profile()}
@@ -305,7 +380,8 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
         case("python-not-callable", validate=[assertion("python", "ctx.answer() == 'x'")]),
         case("latency-not-a-number", validate=[assertion("latency", "fast")]),
     ], variants=[variant("command", profile=caller)])
-    """)
+    """,
+    )
 
     result = backend.eval(tmp_path / "evals")
 
@@ -313,9 +389,17 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 6, lines
-    by_case = {case: next(line for line in lines if f"case {case}:" in line) for case in (
-        "unknown-type", "negative-weight", "bad-regex", "threshold-too-high", "python-not-callable",
-        "latency-not-a-number")}
+    by_case = {
+        case: next(line for line in lines if f"case {case}:" in line)
+        for case in (
+            "unknown-type",
+            "negative-weight",
+            "bad-regex",
+            "threshold-too-high",
+            "python-not-callable",
+            "latency-not-a-number",
+        )
+    }
     assert "unknown type 'contains-exactly'" in by_case["unknown-type"]
     assert "weight" in by_case["negative-weight"]
     assert "not a valid regex" in by_case["bad-regex"]
@@ -329,7 +413,10 @@ def test_an_infinite_weight_is_refused_before_anything_runs(tmp_path: Path) -> N
     from conftest import proctor_env
 
     backend = Backend("sqlite", proctor_env(tmp_path / "home"))
-    write_eval(tmp_path / "evals", "infinite.eval.py", f"""
+    write_eval(
+        tmp_path / "evals",
+        "infinite.eval.py",
+        f"""
     from proctor import assertion, case, profile, suite, variant
 
     caller = {caller_profile()}
@@ -337,7 +424,8 @@ def test_an_infinite_weight_is_refused_before_anything_runs(tmp_path: Path) -> N
     infinite = suite("infinite", prompt="SAY:hello", cases=[
         case("infinite-weight", validate=[assertion("icontains", "hello", weight=float("inf"))]),
     ], variants=[variant("command", profile=caller)])
-    """)
+    """,
+    )
 
     result = backend.eval(tmp_path / "evals")
 
@@ -349,7 +437,10 @@ def test_the_json_report_carries_the_weighted_score_and_each_metric(tmp_path: Pa
     from conftest import proctor_env
 
     backend = Backend("sqlite", proctor_env(tmp_path / "home"))
-    write_eval(tmp_path / "evals", "scored.eval.py", f"""
+    write_eval(
+        tmp_path / "evals",
+        "scored.eval.py",
+        f"""
     from proctor import assertion, case, profile, suite, variant
 
     caller = {caller_profile()}
@@ -360,11 +451,14 @@ def test_the_json_report_carries_the_weighted_score_and_each_metric(tmp_path: Pa
             assertion("icontains", "cancelled", weight=1, metric="tone"),
         ]),
     ], variants=[variant("command", profile=caller)])
-    """)
+    """,
+    )
 
     report = backend.eval_json(tmp_path / "evals")
 
     [trial] = report["runs"][0]["trials"]
     assert (trial["status"], trial["score"], trial["threshold"]) == ("passed", 0.75, 0.6)
     assert [(c["metric"], c["weight"], c["score"]) for c in trial["checks"]] == [
-        ("disposition", 3.0, 1.0), ("tone", 1.0, 0.0)]
+        ("disposition", 3.0, 1.0),
+        ("tone", 1.0, 0.0),
+    ]

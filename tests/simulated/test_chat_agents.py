@@ -41,7 +41,7 @@ INLINE_SEEDED = [
 PAY = "I'd like to pay with my credit card."
 PERSONA = "You want to pay with your credit card ending in 4242. Give details when asked."
 
-EVAL = f'''
+EVAL = f"""
 import json
 
 from proctor import assertion, case, simulated_user, suite, tool, variant
@@ -96,23 +96,31 @@ bookings = suite(
     ],
     variants=[host],
 )
-'''
+"""
 
 
 def always_calling_the_tool(body: dict[str, Any]) -> dict[str, Any]:
-    return tool_call_reply(("reserve_table", RESERVE_ARGUMENTS), content="Let me check that for you.")
+    return tool_call_reply(
+        ("reserve_table", RESERVE_ARGUMENTS), content="Let me check that for you."
+    )
 
 
 @pytest.fixture(scope="module")
 def shared(module_sqlite: Backend, module_roles: ModelRoles, tmp_path_factory) -> EvalRun:
-    module_roles.agent("[case:book]", tool_call_reply(("reserve_table", RESERVE_ARGUMENTS)),
-                       "You're all set: Friday at 8pm, a table for two.")
+    module_roles.agent(
+        "[case:book]",
+        tool_call_reply(("reserve_table", RESERVE_ARGUMENTS)),
+        "You're all set: Friday at 8pm, a table for two.",
+    )
     # More tool calls than a turn may make: only six requests may be answered.
     module_roles.agent("[case:endless-tools]", *[always_calling_the_tool] * 6)
     # The agent checks its booking with the tool first: the persona must see only its words.
-    module_roles.agent("[case:seeded-call]", tool_call_reply(("reserve_table", RESERVE_ARGUMENTS)),
-                       "Sure. Which card would you like to use?",
-                       "Thank you, the card ending 4242 is charged.")
+    module_roles.agent(
+        "[case:seeded-call]",
+        tool_call_reply(("reserve_table", RESERVE_ARGUMENTS)),
+        "Sure. Which card would you like to use?",
+        "Thank you, the card ending 4242 is charged.",
+    )
     module_roles.judge("[case:seeded-call]", graded(True, 1.0, "the agent said Alex"))
     module_roles.simulated_user("[sim:seeded-call]", "The card ending in 4242.")
     module_roles.agent("[case:seeded-goodbye]", "Goodbye, Alex! ###STOP###")
@@ -158,16 +166,25 @@ def test_the_transcript_shows_the_tool_call_with_its_input_and_the_stubs_output(
 
     [call] = trial.turns[0]["tool_calls"]
     assert (call["name"], json.loads(call["input"]), call["output"], call["status"]) == (
-        "reserve_table", {"party": 2, "time": "Friday 8pm"}, RESERVED, "completed")
+        "reserve_table",
+        {"party": 2, "time": "Friday 8pm"},
+        RESERVED,
+        "completed",
+    )
     assert [(e["name"], e["output"]) for e in tool_events(trial)] == [("reserve_table", RESERVED)]
 
 
-def test_a_chat_agents_weighted_assertions_are_stored_per_metric(shared: EvalRun, module_sqlite: Backend) -> None:
+def test_a_chat_agents_weighted_assertions_are_stored_per_metric(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
     trial = trial_of(shared, module_sqlite, "book")
 
     assert [(c["metric"], c["weight"], c["passed"]) for c in check_rows(trial)] == [
-        ("disposition", 2.0, True), ("no-tool-leak", 3.0, True), ("tool-use", 2.0, True),
-        ("knowledge-retention", 1.0, True)]
+        ("disposition", 2.0, True),
+        ("no-tool-leak", 3.0, True),
+        ("tool-use", 2.0, True),
+        ("knowledge-retention", 1.0, True),
+    ]
     assert score_and_threshold(trial) == (1.0, 0.8)
 
 
@@ -197,10 +214,16 @@ def test_seeded_messages_reach_the_agent_first_and_do_not_count_against_max_turn
 
     # Two seeded person messages, then two new ones: max_turns=2 counts only the new ones.
     assert trial.user_messages == [PAY, "The card ending in 4242."]
-    assert (trial.row["conversation_outcome"], trial.row["stop_cause"]) == ("stopped", "max_turns_reached")
+    assert (trial.row["conversation_outcome"], trial.row["stop_cause"]) == (
+        "stopped",
+        "max_turns_reached",
+    )
     first, _after_the_tool, second = module_roles.sent(AGENT, "[case:seeded-call]")
-    assert first["messages"] == [{"role": "system", "content": SYSTEM_PROMPT}, *SEEDED,
-                                 {"role": "user", "content": PAY}]
+    assert first["messages"] == [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *SEEDED,
+        {"role": "user", "content": PAY},
+    ]
     assert second["messages"][-1] == {"role": "user", "content": "The card ending in 4242."}
     assert trial.row["status"] == "passed"
     assert check_rows(trial)[0]["message"] == "2 turns (at most 2)"
@@ -254,14 +277,18 @@ def test_a_chat_tool_without_a_stub_is_refused_before_anything_runs(
     tmp_path: Path, fake_model_server: FakeModelServer
 ) -> None:
     backend = Backend("sqlite", proctor_env(tmp_path / "home", **model_env(fake_model_server)))
-    write_eval(tmp_path / "evals", "stubless.eval.py", f"""
+    write_eval(
+        tmp_path / "evals",
+        "stubless.eval.py",
+        f"""
     from proctor import assertion, case, suite, tool, variant
 
     stubless = suite("stubless", prompt="Book me in.", cases=[
         case("book", validate=[assertion("icontains", "booked")]),
     ], variants=[variant("chat", model="fake-agent", name="host", system_prompt={SYSTEM_PROMPT!r},
                          tools=[tool("reserve_table", description="Reserve a table.")])])
-    """)
+    """,
+    )
 
     result = backend.eval(tmp_path / "evals")
 

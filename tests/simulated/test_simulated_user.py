@@ -23,8 +23,10 @@ from simulated.conftest import MODEL, model_env
 from simulated.model_roles import SIMULATED_USER, ModelRoles
 from simulated.running import caller_profile, check_rows, score_and_threshold
 
-PERSONA = ("You are Alex Thompson. You called to book a table for two on Friday. "
-           "You are reactive: only respond to what the agent asks.")
+PERSONA = (
+    "You are Alex Thompson. You called to book a table for two on Friday. "
+    "You are reactive: only respond to what the agent asks."
+)
 OPENING = "Hi, I'd like to book a table."
 STOP = "###STOP###"
 
@@ -77,7 +79,9 @@ def shared(module_sqlite: Backend, module_roles: ModelRoles, tmp_path_factory) -
     module_roles.simulated_user("[sim:max-turns]", *["Tell me more."] * 6)
     # [sim:persona-fails] is never scripted: the endpoint refuses every consultation (HTTP 400).
     module_roles.simulated_user("[sim:persona-silent]", "   ")
-    module_roles.simulated_user("[sim:long-call]", *[f"And another thing, number {n}." for n in range(1, 13)])
+    module_roles.simulated_user(
+        "[sim:long-call]", *[f"And another thing, number {n}." for n in range(1, 13)]
+    )
     folder = tmp_path_factory.mktemp("simulated-evals")
     write_eval(folder, "calls.eval.py", SHARED_EVAL)
     return run_eval(module_sqlite, folder)
@@ -101,18 +105,30 @@ def test_it_plays_the_persona_from_its_first_message_until_the_agent_says_stop(
     opening, reply = trial.turns
     assert opening["origin"] == {}
     assert reply["origin"] == {"simulated_user": {"model": MODEL}}
-    assert [(index, origin) for index, _, origin, _ in trial.turn_rows()] == [(0, {}), (1, reply["origin"])]
+    assert [(index, origin) for index, _, origin, _ in trial.turn_rows()] == [
+        (0, {}),
+        (1, reply["origin"]),
+    ]
 
     # One consultation, after the agent's first answer: the persona in the system message, the
     # conversation seen from the person's side (its own words as the assistant's).
     [consultation] = trial.consultations("simulated_user")
-    assert (consultation["turn_index"], consultation["verdict"], consultation["model"]) == (0, "reply", MODEL)
+    assert (consultation["turn_index"], consultation["verdict"], consultation["model"]) == (
+        0,
+        "reply",
+        MODEL,
+    )
     system, *history = consultation["prompt"]
     assert system["role"] == "system" and PERSONA in system["content"]
-    assert history == [{"role": "assistant", "content": OPENING},
-                       {"role": "user", "content": opening["answer"]}]
+    assert history == [
+        {"role": "assistant", "content": OPENING},
+        {"role": "user", "content": opening["answer"]},
+    ]
     assert json.loads(trial.artifact("simulated-user/turn-0/prompt.json")) == consultation["prompt"]
-    assert json.loads(trial.artifact("simulated-user/turn-0/verdict.json"))["answer"] == "Just that, bye!"
+    assert (
+        json.loads(trial.artifact("simulated-user/turn-0/verdict.json"))["answer"]
+        == "Just that, bye!"
+    )
 
     # What reached the endpoint is what was recorded; the agent's STOP ended it, no more asking.
     [sent] = module_roles.sent(SIMULATED_USER, "[sim:agent-stop]")
@@ -130,7 +146,10 @@ def test_it_ends_completed_when_the_persona_says_stop_and_delivers_nothing_more(
     # Without a first message the case's prompt opens; the persona's STOP is never sent to the agent.
     assert trial.user_messages == ["I want to reschedule my booking.", "Tuesday at 7pm works."]
     assert all(STOP not in message for message in trial.user_messages)
-    assert [(c["turn_index"], c["verdict"]) for c in trial.consultations("simulated_user")] == [(0, "reply"), (1, "stop")]
+    assert [(c["turn_index"], c["verdict"]) for c in trial.consultations("simulated_user")] == [
+        (0, "reply"),
+        (1, "stop"),
+    ]
     assert json.loads(trial.artifact("simulated-user/turn-1/verdict.json"))["verdict"] == "stop"
     assert "Tuesday at 7pm works." in trial.artifact("simulated-user/turn-1/prompt.json")
 
@@ -141,9 +160,14 @@ def test_a_persona_consults_its_own_model_when_it_names_one(
     trial = trial_of(shared, module_sqlite, "persona-stop")
 
     assert [body["model"] for body in module_roles.sent(SIMULATED_USER, "[sim:persona-stop]")] == [
-        "persona-small", "persona-small"]
+        "persona-small",
+        "persona-small",
+    ]
     assert trial.turns[1]["origin"] == {"simulated_user": {"model": "persona-small"}}
-    assert [c["model"] for c in trial.consultations("simulated_user")] == ["persona-small", "persona-small"]
+    assert [c["model"] for c in trial.consultations("simulated_user")] == [
+        "persona-small",
+        "persona-small",
+    ]
 
 
 def test_a_persona_wrapping_up_in_words_says_them_once_without_the_marker(
@@ -161,7 +185,10 @@ def test_it_stops_at_max_turns_counting_every_message_the_persona_delivered(
 ) -> None:
     trial = trial_of(shared, module_sqlite, "max-turns")
 
-    assert (trial.row["conversation_outcome"], trial.row["stop_cause"]) == ("stopped", "max_turns_reached")
+    assert (trial.row["conversation_outcome"], trial.row["stop_cause"]) == (
+        "stopped",
+        "max_turns_reached",
+    )
     assert trial.conversation["stop_cause"] == "max_turns_reached"
     assert trial.user_messages == [OPENING, "Tell me more.", "Tell me more."]
     assert len(module_roles.sent(SIMULATED_USER, "[sim:max-turns]")) == 2
@@ -175,13 +202,19 @@ def test_a_persona_whose_endpoint_fails_stops_the_conversation_with_the_cause(
 ) -> None:
     trial = trial_of(shared, module_sqlite, "persona-fails")
 
-    assert (trial.row["conversation_outcome"], trial.row["stop_cause"]) == ("stopped", "simulated_user_failed")
+    assert (trial.row["conversation_outcome"], trial.row["stop_cause"]) == (
+        "stopped",
+        "simulated_user_failed",
+    )
     assert trial.row["responder_cause"] == "dispatch_failed"
     assert trial.conversation["responder_outcome"] == {"cause": "dispatch_failed"}
     assert trial.user_messages == [OPENING]
     [consultation] = trial.consultations("simulated_user")
     assert consultation["cause"] == "dispatch_failed"
-    assert "nothing scripted" in json.loads(trial.artifact("simulated-user/turn-0/verdict.json"))["reason"]
+    assert (
+        "nothing scripted"
+        in json.loads(trial.artifact("simulated-user/turn-0/verdict.json"))["reason"]
+    )
     assert trial.row["status"] == "passed"
 
 
@@ -190,11 +223,16 @@ def test_a_persona_that_says_nothing_stops_the_conversation_as_an_empty_reply(
 ) -> None:
     trial = trial_of(shared, module_sqlite, "persona-silent")
 
-    assert (trial.row["stop_cause"], trial.row["responder_cause"]) == ("simulated_user_failed", "empty_reply")
+    assert (trial.row["stop_cause"], trial.row["responder_cause"]) == (
+        "simulated_user_failed",
+        "empty_reply",
+    )
     assert trial.user_messages == [OPENING]
 
 
-def test_a_persona_may_take_more_turns_than_the_cases_default(shared: EvalRun, module_sqlite: Backend) -> None:
+def test_a_persona_may_take_more_turns_than_the_cases_default(
+    shared: EvalRun, module_sqlite: Backend
+) -> None:
     trial = trial_of(shared, module_sqlite, "long-call")
 
     assert trial.row["stop_cause"] == "max_turns_reached"
@@ -206,11 +244,13 @@ def test_benchmark_counts_each_stopped_conversation_as_a_validity_warning(
 ) -> None:
     report = benchmark(module_sqlite, shared.batch)
 
-    assert report["validity_warnings"] == {"command:caller": {
-        "max_turns_reached": 2,  # max-turns and long-call
-        "simulated_user_failed:dispatch_failed": 1,
-        "simulated_user_failed:empty_reply": 1,
-    }}
+    assert report["validity_warnings"] == {
+        "command:caller": {
+            "max_turns_reached": 2,  # max-turns and long-call
+            "simulated_user_failed:dispatch_failed": 1,
+            "simulated_user_failed:empty_reply": 1,
+        }
+    }
     assert report["variants"]["command:caller"]["passed"] == 7
 
 
@@ -224,11 +264,16 @@ def test_the_terminal_names_the_stopped_conversations(shared: EvalRun) -> None:
 def test_a_simulated_call_graded_by_weighted_assertions_is_stored_on_each_database(
     backend_env: dict[str, str], fake_model_server: FakeModelServer, tmp_path: Path
 ) -> None:
-    backend = Backend("postgres" if "DATABASE_URL" in backend_env else "sqlite",
-                      {**backend_env, **model_env(fake_model_server)})
+    backend = Backend(
+        "postgres" if "DATABASE_URL" in backend_env else "sqlite",
+        {**backend_env, **model_env(fake_model_server)},
+    )
     roles = ModelRoles().install(fake_model_server)
     roles.simulated_user("[sim:booked]", "Friday at 8, please.", STOP)
-    write_eval(tmp_path / "evals", "booked.eval.py", f"""
+    write_eval(
+        tmp_path / "evals",
+        "booked.eval.py",
+        f"""
     from proctor import assertion, case, profile, simulated_user, suite, variant
 
     caller = {caller_profile()}
@@ -248,7 +293,8 @@ def test_a_simulated_call_graded_by_weighted_assertions_is_stored_on_each_databa
         ],
         variants=[variant("command", profile=caller)],
     )
-    """)
+    """,
+    )
 
     run = run_eval(backend, tmp_path / "evals")
     trial = recorded_trial(backend, run.batch, "booked")
@@ -293,7 +339,9 @@ def _seeded_eval(initial_messages: str) -> str:
 
 def _refused(backend: Backend, folder: Path) -> str:
     result = backend.eval(folder)
-    assert result.returncode == 2, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    assert result.returncode == 2, (
+        f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    )
     assert "Traceback" not in result.stderr
     assert not backend.exists() or backend.scalar("SELECT COUNT(*) FROM evals_app_trial") == 0
     return result.stderr.strip()
@@ -303,13 +351,18 @@ def test_initial_messages_on_a_harness_that_cannot_seed_are_refused_before_anyth
     tmp_path: Path, fake_model_server: FakeModelServer
 ) -> None:
     backend = Backend("sqlite", proctor_env(tmp_path / "home", **model_env(fake_model_server)))
-    seeded = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! Your name?"}]
+    seeded = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello! Your name?"},
+    ]
     write_eval(tmp_path / "evals", "seeded.eval.py", _seeded_eval(repr(seeded)))
 
     message = _refused(backend, tmp_path / "evals")
 
     assert len(message.splitlines()) == 1
-    assert "seeded-conversation" in message and "initial messages" in message and "command" in message
+    assert (
+        "seeded-conversation" in message and "initial messages" in message and "command" in message
+    )
     assert fake_model_server.requests == []
 
 
@@ -319,8 +372,14 @@ def test_initial_messages_from_a_file_are_read_relative_to_the_eval_file(
     backend = Backend("sqlite", proctor_env(tmp_path / "home", **model_env(fake_model_server)))
     folder = tmp_path / "evals" / "calls"
     (folder / "transcripts").mkdir(parents=True)
-    (folder / "transcripts" / "call.json").write_text(json.dumps(
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! Your name?"}]))
+    (folder / "transcripts" / "call.json").write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello! Your name?"},
+            ]
+        )
+    )
     write_eval(folder, "seeded.eval.py", _seeded_eval('"file://transcripts/call.json"'))
 
     # Run from elsewhere: the file is still found (the refusal is the harness's, not the file's).
@@ -333,7 +392,9 @@ def test_a_missing_initial_messages_file_is_one_clear_line(
     tmp_path: Path, fake_model_server: FakeModelServer
 ) -> None:
     backend = Backend("sqlite", proctor_env(tmp_path / "home", **model_env(fake_model_server)))
-    write_eval(tmp_path / "evals", "seeded.eval.py", _seeded_eval('"file://transcripts/missing.json"'))
+    write_eval(
+        tmp_path / "evals", "seeded.eval.py", _seeded_eval('"file://transcripts/missing.json"')
+    )
 
     message = _refused(backend, tmp_path / "evals")
 

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conftest import proctor_env
 
 # What `proctor eval` does before any pool thread runs a trial: size the pool, then enqueue.
@@ -32,8 +31,11 @@ print("ready" if run_trial.__evaluated__() else "lazy")
 
 def test_the_trial_task_is_set_up_before_pool_threads_may_run_it(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", PREPARE_LIKE_EVAL], env=proctor_env(tmp_path / "home"),
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", PREPARE_LIKE_EVAL],
+        env=proctor_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
     assert result.returncode == 0, result.stderr

@@ -29,7 +29,9 @@ class Command(BaseCommand):
             count = requeue_unfinished()
             if count:
                 self.stdout.write(f"Re-queued {count} unfinished trial{'s' if count != 1 else ''}.")
-        self.stdout.write(f"Proctor at http://{host}:{port}/  (artifacts: {settings.ARTIFACTS_DIR})")
+        self.stdout.write(
+            f"Proctor at http://{host}:{port}/  (artifacts: {settings.ARTIFACTS_DIR})"
+        )
         Server(
             application=application,
             endpoints=build_endpoint_description_strings(host=host, port=int(port)),

@@ -11,9 +11,16 @@ from proctor.runner import create_emitter, env
 FIXES = {
     # task keyword -> (file, regex of the broken code, the fix)
     "add": ("calc.py", r"def add\(a, b\):\n    return .*", "def add(a, b):\n    return a + b"),
-    "divide": ("calc.py", r"def divide\(a, b\):\n    return .*",
-               "def divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError(\"divide by zero\")\n    return a / b"),
-    "greet": ("greeter.py", r"def greet\(name\):\n    return .*", "def greet(name):\n    return f\"Hello, {name}!\""),
+    "divide": (
+        "calc.py",
+        r"def divide\(a, b\):\n    return .*",
+        'def divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError("divide by zero")\n    return a / b',
+    ),
+    "greet": (
+        "greeter.py",
+        r"def greet\(name\):\n    return .*",
+        'def greet(name):\n    return f"Hello, {name}!"',
+    ),
 }
 
 
@@ -27,11 +34,24 @@ def main() -> None:
             continue
         path = Path(run.workspace, name)
         source = path.read_text()
-        emit.tool_call("read_file", {"path": name}, output=source, status="completed", call_id=f"read-{keyword}")
+        emit.tool_call(
+            "read_file",
+            {"path": name},
+            output=source,
+            status="completed",
+            call_id=f"read-{keyword}",
+        )
         path.write_text(re.sub(broken, fixed, source))
         emit.file_change([str(path)])
-        check = subprocess.run(["python3", "-c", f"import {path.stem}"], cwd=run.workspace, capture_output=True, text=True)
-        emit.command(f"python3 -c 'import {path.stem}'", check.returncode, check.stdout + check.stderr)
+        check = subprocess.run(
+            ["python3", "-c", f"import {path.stem}"],
+            cwd=run.workspace,
+            capture_output=True,
+            text=True,
+        )
+        emit.command(
+            f"python3 -c 'import {path.stem}'", check.returncode, check.stdout + check.stderr
+        )
     emit.usage(input_tokens=1200 + len(run.prompt), output_tokens=180)
     emit.message(f"Done: {json.dumps(run.prompt)} is handled and the module imports cleanly.")
     emit.finished("done")

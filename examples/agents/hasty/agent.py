@@ -15,7 +15,13 @@ def main() -> None:
     prompt = run.prompt.lower()
     if "add" in prompt:
         path = Path(run.workspace, "calc.py")
-        path.write_text(re.sub(r"def add\(a, b\):\n    return .*", "def add(a, b):\n    return a + b", path.read_text()))
+        path.write_text(
+            re.sub(
+                r"def add\(a, b\):\n    return .*",
+                "def add(a, b):\n    return a + b",
+                path.read_text(),
+            )
+        )
         emit.file_change([str(path)])
     if "divide" in prompt:
         path = Path(run.workspace, "calc.py")
@@ -24,12 +30,23 @@ def main() -> None:
             body = "if b == 0:\n        raise ZeroDivisionError('divide by zero')\n    return a / b"
         else:
             body = "return a / b"
-        path.write_text(re.sub(r"def divide\(a, b\):\n    return .*", f"def divide(a, b):\n    {body}", path.read_text()))
+        path.write_text(
+            re.sub(
+                r"def divide\(a, b\):\n    return .*",
+                f"def divide(a, b):\n    {body}",
+                path.read_text(),
+            )
+        )
         emit.file_change([str(path)])
     if "greet" in prompt:
         path = Path(run.workspace, "greeter.py")
-        path.write_text(re.sub(r"def greet\(name\):\n    return .*", "def greet(name):\n    return 'Hello ' + name",
-                               path.read_text()))
+        path.write_text(
+            re.sub(
+                r"def greet\(name\):\n    return .*",
+                "def greet(name):\n    return 'Hello ' + name",
+                path.read_text(),
+            )
+        )
         emit.file_change([str(path)])
     emit.usage(input_tokens=300 + len(run.prompt), output_tokens=40)
     emit.message("Fixed it.")

@@ -167,7 +167,9 @@ class ClaudeStreamParser:
         structured = obj.get("tool_use_result") if len(results) == 1 else None
         events: list[AgentEvent] = []
         for block in results:
-            call_id = block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+            call_id = (
+                block.get("tool_use_id") if isinstance(block.get("tool_use_id"), str) else None
+            )
             name, tool_input = self._pending.pop(call_id or "", ("?", None))
             text = _tool_result_text(block.get("content"))
             is_error = bool(block.get("is_error"))

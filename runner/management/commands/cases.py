@@ -24,12 +24,24 @@ class Command(BaseCommand):
     help = "Write simulated-user cases from recorded conversations (a folder of *.json)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("action", choices=["from-transcripts"], help="where the cases come from")
-        parser.add_argument("folder", metavar="DIR", help="folder of recorded conversations (*.json)")
-        parser.add_argument("-o", "--output", metavar=f"OUT{EVAL_SUFFIX}",
-                            help=f"where to write (default: <suite id>{EVAL_SUFFIX} in the current folder)")
-        parser.add_argument("--suite", metavar="ID", help="the suite's id (default: from the folder's name)")
-        parser.add_argument("--force", action="store_true", help="replace the output file when it exists")
+        parser.add_argument(
+            "action", choices=["from-transcripts"], help="where the cases come from"
+        )
+        parser.add_argument(
+            "folder", metavar="DIR", help="folder of recorded conversations (*.json)"
+        )
+        parser.add_argument(
+            "-o",
+            "--output",
+            metavar=f"OUT{EVAL_SUFFIX}",
+            help=f"where to write (default: <suite id>{EVAL_SUFFIX} in the current folder)",
+        )
+        parser.add_argument(
+            "--suite", metavar="ID", help="the suite's id (default: from the folder's name)"
+        )
+        parser.add_argument(
+            "--force", action="store_true", help="replace the output file when it exists"
+        )
 
     def handle(self, *args, **options) -> None:
         try:
@@ -55,21 +67,34 @@ class Command(BaseCommand):
         if not output.name.endswith(EVAL_SUFFIX):
             raise ImportFailed(f"{output} must end in {EVAL_SUFFIX}, so `proctor eval` finds it.")
         if output.exists() and not options["force"]:
-            raise ImportFailed(f"{output} already exists; pass --force to replace it, or choose another name with -o.")
+            raise ImportFailed(
+                f"{output} already exists; pass --force to replace it, or choose another name with -o."
+            )
         paths = transcript_files(folder)
         if not paths:
             raise ImportFailed(f"{folder} holds no *.json recorded conversations.")
         config = resolve_config()
         if config.kind == KIND_UNCONFIGURED:
             raise ImportFailed(f"A model writes each caller's persona, but {UNCONFIGURED_MESSAGE}.")
-        self.stdout.write(f"Writing personas for {len(paths)} recorded conversation{'s' if len(paths) != 1 else ''} "
-                          f"with {config.describe()}…")
-        result = cases_from_transcripts(paths, suite_id=suite_id, config=config,
-                                        agent_model=config.model or PLACEHOLDER_MODEL, on_progress=self._progress)
+        self.stdout.write(
+            f"Writing personas for {len(paths)} recorded conversation{'s' if len(paths) != 1 else ''} "
+            f"with {config.describe()}…"
+        )
+        result = cases_from_transcripts(
+            paths,
+            suite_id=suite_id,
+            config=config,
+            agent_model=config.model or PLACEHOLDER_MODEL,
+            on_progress=self._progress,
+        )
         if not result.cases:
             self.stderr.write("No case written: every recorded conversation was skipped.")
             sys.exit(1)
         write_new_file(output, result.source, replace=options["force"])
-        self.stdout.write(f"Wrote {output}: suite {suite_id}, {len(result.cases)} case"
-                          f"{'s' if len(result.cases) != 1 else ''} ({', '.join(result.cases)}).")
-        self.stdout.write("Point its chat variant at the agent under test, then run: proctor eval " + str(output))
+        self.stdout.write(
+            f"Wrote {output}: suite {suite_id}, {len(result.cases)} case"
+            f"{'s' if len(result.cases) != 1 else ''} ({', '.join(result.cases)})."
+        )
+        self.stdout.write(
+            "Point its chat variant at the agent under test, then run: proctor eval " + str(output)
+        )

@@ -37,19 +37,62 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="*", help="eval files or folders to search")
-        parser.add_argument("--case", action="append", default=[], metavar="ID", help="run only this case (repeatable)")
-        parser.add_argument("--variant", action="append", default=[], metavar="NAME", help="run only this variant (repeatable)")
-        parser.add_argument("--trials", type=int, metavar="N", help="trials per case and variant (overrides the suite)")
-        parser.add_argument("-j", "--jobs", type=int, default=dispatch.default_concurrency(), metavar="N",
-                            help="trials run at once (default: the CPU count)")
-        parser.add_argument("--fail-under", type=pass_rate, metavar="RATE",
-                            help="exit 1 when the overall pass rate is below RATE (0-1, or a percentage)")
-        parser.add_argument("--json", action="store_true", help="print only the results as JSON on stdout")
-        parser.add_argument("--org", default=Organization.EMBEDDED_SLUG, metavar="SLUG",
-                            help="organization to record under (default: the embedded default)")
-        parser.add_argument("--responder-model", metavar="MODEL", help="model the responder consults (overrides the eval)")
-        parser.add_argument("--judge-model", metavar="MODEL", help="model that grades judge checks (overrides the eval)")
-        parser.add_argument("--no-wait", action="store_true", help="queue the batch and exit (scaled mode)")
+        parser.add_argument(
+            "--case",
+            action="append",
+            default=[],
+            metavar="ID",
+            help="run only this case (repeatable)",
+        )
+        parser.add_argument(
+            "--variant",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="run only this variant (repeatable)",
+        )
+        parser.add_argument(
+            "--trials",
+            type=int,
+            metavar="N",
+            help="trials per case and variant (overrides the suite)",
+        )
+        parser.add_argument(
+            "-j",
+            "--jobs",
+            type=int,
+            default=dispatch.default_concurrency(),
+            metavar="N",
+            help="trials run at once (default: the CPU count)",
+        )
+        parser.add_argument(
+            "--fail-under",
+            type=pass_rate,
+            metavar="RATE",
+            help="exit 1 when the overall pass rate is below RATE (0-1, or a percentage)",
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="print only the results as JSON on stdout"
+        )
+        parser.add_argument(
+            "--org",
+            default=Organization.EMBEDDED_SLUG,
+            metavar="SLUG",
+            help="organization to record under (default: the embedded default)",
+        )
+        parser.add_argument(
+            "--responder-model",
+            metavar="MODEL",
+            help="model the responder consults (overrides the eval)",
+        )
+        parser.add_argument(
+            "--judge-model",
+            metavar="MODEL",
+            help="model that grades judge checks (overrides the eval)",
+        )
+        parser.add_argument(
+            "--no-wait", action="store_true", help="queue the batch and exit (scaled mode)"
+        )
 
     def handle(self, *args, **options) -> None:
         # soft_wrap: a problem stays one greppable line even when stderr is a pipe.
@@ -61,7 +104,9 @@ class Command(BaseCommand):
             self._invalid(err, ["-j must be 1 or more"])
         try:
             loaded = load_suites(options["paths"])
-            planned = plan_batch(loaded, Selection(options["case"], options["variant"], options["trials"]))
+            planned = plan_batch(
+                loaded, Selection(options["case"], options["variant"], options["trials"])
+            )
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
         ensure_database()
@@ -69,16 +114,26 @@ class Command(BaseCommand):
         dispatch.configure_local_workers(options["jobs"])
         try:
             batch, trial_ids, new_versions = record_batch(
-                organization, planned, options={
-                    "paths": options["paths"], "jobs": options["jobs"],
-                    "responder_model": options["responder_model"], "judge_model": options["judge_model"],
-                }
+                organization,
+                planned,
+                options={
+                    "paths": options["paths"],
+                    "jobs": options["jobs"],
+                    "responder_model": options["responder_model"],
+                    "judge_model": options["judge_model"],
+                },
             )
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
         if not options["json"]:
-            versions = f", {new_versions} new case version{'s' if new_versions != 1 else ''}" if new_versions else ""
-            err.print(f"Batch {batch.pk}: {len(trial_ids)} trial{'s' if len(trial_ids) != 1 else ''}{versions}")
+            versions = (
+                f", {new_versions} new case version{'s' if new_versions != 1 else ''}"
+                if new_versions
+                else ""
+            )
+            err.print(
+                f"Batch {batch.pk}: {len(trial_ids)} trial{'s' if len(trial_ids) != 1 else ''}{versions}"
+            )
         futures = dispatch.enqueue(trial_ids)
         if options["no_wait"]:
             if options["json"]:
@@ -94,7 +149,9 @@ class Command(BaseCommand):
         rate = overall_pass_rate(batch)
         if options["fail_under"] is not None and rate < options["fail_under"]:
             if not options["json"]:
-                err.print(f"[red]Pass rate {rate:.0%} is under --fail-under {options['fail_under']:.0%}.[/red]")
+                err.print(
+                    f"[red]Pass rate {rate:.0%} is under --fail-under {options['fail_under']:.0%}.[/red]"
+                )
             sys.exit(1)
 
     def _invalid(self, err: Console, problems) -> None:
@@ -107,7 +164,12 @@ class Command(BaseCommand):
             return Organization.embedded_default()
         organization = Organization.objects.filter(slug=slug).first()
         if organization is None:
-            self._invalid(err, [f"--org {slug}: no such organization (create it with `proctor createuser --org {slug}`)"])
+            self._invalid(
+                err,
+                [
+                    f"--org {slug}: no such organization (create it with `proctor createuser --org {slug}`)"
+                ],
+            )
         assert organization is not None  # _invalid exits
         return organization
 
@@ -119,17 +181,23 @@ class Command(BaseCommand):
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
-                       "[yellow]{task.fields[timed_out]} timed out[/] [magenta]{task.fields[errored]} errored[/]"),
+            TextColumn(
+                "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
+                "[yellow]{task.fields[timed_out]} timed out[/] [magenta]{task.fields[errored]} errored[/]"
+            ),
             TimeElapsedColumn(),
             console=err,
             disable=quiet,
             transient=False,
         ) as progress:
-            task = progress.add_task("trials", total=total, passed=0, failed=0, timed_out=0, errored=0)
+            task = progress.add_task(
+                "trials", total=total, passed=0, failed=0, timed_out=0, errored=0
+            )
             while True:
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
-                for status in trials.filter(status__in=Trial.FINAL_STATUSES).values_list("status", flat=True):
+                for status in trials.filter(status__in=Trial.FINAL_STATUSES).values_list(
+                    "status", flat=True
+                ):
                     counts[status] += 1
                 done = sum(counts.values())
                 progress.update(task, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
@@ -138,7 +206,9 @@ class Command(BaseCommand):
                 if futures is not None and all(f.done() for f in futures):
                     # Every local task returned, yet a trial is not final: say so, don't hang.
                     failures = [f"{type(e).__name__}: {e}" for f in futures if (e := f.exception())]
-                    if abandon_unfinished(batch, "; ".join(failures) or "the local worker returned without running it"):
+                    if abandon_unfinished(
+                        batch, "; ".join(failures) or "the local worker returned without running it"
+                    ):
                         continue  # counted as errored on the next pass
                 time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.
@@ -162,7 +232,9 @@ class Command(BaseCommand):
                 for s in sorted({t["status"] for t in trials} & {"timed_out", "errored"})
             )
             style = "green" if passed == len(trials) else "red" if passed == 0 else "yellow"
-            rows.setdefault((run["suite"], run["case"]), {})[run["variant"]] = f"[{style}]{passed}/{len(trials)}[/]{marks}"
+            rows.setdefault((run["suite"], run["case"]), {})[run["variant"]] = (
+                f"[{style}]{passed}/{len(trials)}[/]{marks}"
+            )
         for (suite, case), cells in rows.items():
             table.add_row(escape(f"{suite} / {case}"), *[cells.get(v, "—") for v in variants])
         out.print(table)
@@ -172,6 +244,11 @@ class Command(BaseCommand):
         for run in report["runs"]:
             for trial in run["trials"]:
                 if trial["status"] == "errored":
-                    where = escape(f"{run['case']} × {run['variant']} #{trial['index']}: {trial['error']}")
+                    where = escape(
+                        f"{run['case']} × {run['variant']} #{trial['index']}: {trial['error']}"
+                    )
                     out.print(f"[magenta]errored[/] {where}")
-        out.print(f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`", markup=False)
+        out.print(
+            f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`",
+            markup=False,
+        )

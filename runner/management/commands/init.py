@@ -21,11 +21,19 @@ class Command(BaseCommand):
     help = "Write a starter eval file (--multi-turn: simulated callers against a chat agent)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--multi-turn", action="store_true",
-                            help="four simulated-user scenarios with weighted assertions")
-        parser.add_argument("-o", "--output", metavar="DIR", default=".",
-                            help=f"folder to write {STARTER_FILE} into (default: the current folder), "
-                                 f"or a file name ending in {EVAL_SUFFIX}")
+        parser.add_argument(
+            "--multi-turn",
+            action="store_true",
+            help="four simulated-user scenarios with weighted assertions",
+        )
+        parser.add_argument(
+            "-o",
+            "--output",
+            metavar="DIR",
+            default=".",
+            help=f"folder to write {STARTER_FILE} into (default: the current folder), "
+            f"or a file name ending in {EVAL_SUFFIX}",
+        )
 
     def handle(self, *args, **options) -> None:
         if not options["multi_turn"]:
@@ -34,10 +42,15 @@ class Command(BaseCommand):
         target = Path(options["output"])
         path = target if target.name.endswith(EVAL_SUFFIX) else target / STARTER_FILE
         try:
-            write_new_file(path, starter_source(resolve_config().model or PLACEHOLDER_MODEL),
-                           hint="remove it first or write elsewhere with -o")
+            write_new_file(
+                path,
+                starter_source(resolve_config().model or PLACEHOLDER_MODEL),
+                hint="remove it first or write elsewhere with -o",
+            )
         except ImportFailed as exc:
             self.stderr.write(str(exc))
             sys.exit(2)
-        self.stdout.write(f"Wrote {path}: four simulated callers against a chat agent with a booking tool.")
+        self.stdout.write(
+            f"Wrote {path}: four simulated callers against a chat agent with a booking tool."
+        )
         self.stdout.write(f"Run it with: proctor eval {path}")

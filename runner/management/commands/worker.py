@@ -14,20 +14,36 @@ class Command(BaseCommand):
     help = "Run queued trials from the broker (needs REDIS_URL)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("-c", "--concurrency", type=int, default=dispatch.default_concurrency(),
-                            help="trials run at once (default: the CPU count)")
+        parser.add_argument(
+            "-c",
+            "--concurrency",
+            type=int,
+            default=dispatch.default_concurrency(),
+            help="trials run at once (default: the CPU count)",
+        )
         parser.add_argument("--loglevel", default="info")
 
     def handle(self, *args, **options) -> None:
         if settings.EMBEDDED:
-            self.stderr.write("proctor worker needs REDIS_URL; with nothing configured `proctor serve` and "
-                              "`proctor eval` run trials themselves.")
+            self.stderr.write(
+                "proctor worker needs REDIS_URL; with nothing configured `proctor serve` and "
+                "`proctor eval` run trials themselves."
+            )
             sys.exit(2)
         from proctor.celery import app
 
         # Threads, not forks: a trial is mostly waiting on its agent's process, and threads keep
         # one database connection each without fork-safety concerns.
-        app.worker_main([
-            "worker", "--pool", "threads", "--concurrency", str(options["concurrency"]),
-            "--loglevel", options["loglevel"], "--without-gossip", "--without-mingle",
-        ])
+        app.worker_main(
+            [
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(options["concurrency"]),
+                "--loglevel",
+                options["loglevel"],
+                "--without-gossip",
+                "--without-mingle",
+            ]
+        )

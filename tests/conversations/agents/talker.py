@@ -46,8 +46,13 @@ def do_the_work() -> None:
 if run.mode == "plan":
     plan_turns = sum(1 for p in state["prompts"] if p["mode"] == "plan")
     # Trying to edit while planning: the mode refuses it.
-    emit.tool_call("write_file", {"path": "cache.py"}, error="refused: plan mode is read-only", status="denied",
-                   call_id=f"deny-{plan_turns}")
+    emit.tool_call(
+        "write_file",
+        {"path": "cache.py"},
+        error="refused: plan mode is read-only",
+        status="denied",
+        call_id=f"deny-{plan_turns}",
+    )
     if "[never-plan]" in opening:
         say("Still reading the code.")
     elif "[ask-in-plan]" in opening and plan_turns == 1:
@@ -77,8 +82,17 @@ else:
 
 received = home / "received.log"
 with received.open("a") as log:
-    log.write(json.dumps({"session": session, "prompt": run.prompt, "mode": run.mode,
-                          "resumed": bool(os.environ.get("PROCTOR_SESSION_ID"))}) + "\n")
+    log.write(
+        json.dumps(
+            {
+                "session": session,
+                "prompt": run.prompt,
+                "mode": run.mode,
+                "resumed": bool(os.environ.get("PROCTOR_SESSION_ID")),
+            }
+        )
+        + "\n"
+    )
 state_file.parent.mkdir(parents=True, exist_ok=True)
 state_file.write_text(json.dumps(state))
 emit.finished("done")
