@@ -183,7 +183,7 @@ def _printed_to_stderr() -> Iterator[None]:
     with capture_output() as printed:
         yield
     if printed.getvalue():
-        sys.__stderr__.write(printed.getvalue())
+        (sys.__stderr__ or sys.stderr).write(printed.getvalue())
 
 
 def _forget_local_modules(names: set[str], folder: Path) -> None:

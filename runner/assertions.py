@@ -37,17 +37,13 @@ def _as_list(value: Any) -> list[str]:
 
 
 def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, str]:
-    if kind == "icontains":
-        return (
-            str(value).lower() in said.lower(),
-            f"the agent {'said' if str(value).lower() in said.lower() else 'never said'} {value!r}",
-        )
-    if kind == "not-icontains":
-        found = str(value).lower() in said.lower()
-        return not found, f"the agent {'said' if found else 'never said'} {value!r}"
+    if kind in ("icontains", "not-icontains"):
+        said_it = str(value).lower() in said.lower()
+        message = f"the agent {'said' if said_it else 'never said'} {value!r}"
+        return (said_it if kind == "icontains" else not said_it), message
     if kind == "contains-any":
-        found = [v for v in _as_list(value) if v in said]
-        return bool(found), f"found {found}" if found else f"none of {_as_list(value)} found"
+        present = [v for v in _as_list(value) if v in said]
+        return bool(present), f"found {present}" if present else f"none of {_as_list(value)} found"
     if kind == "contains-all":
         missing = [v for v in _as_list(value) if v not in said]
         return not missing, f"missing {missing}" if missing else "all found"
@@ -58,15 +54,12 @@ def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, 
             f"matched {match.group(0)!r}" if match else f"no match for /{value}/",
         )
     if kind == "equals":
-        return answer.strip() == str(
-            value
-        ).strip(), "the final answer equals the value" if answer.strip() == str(
-            value
-        ).strip() else "the final answer differs"
+        same = answer.strip() == str(value).strip()
+        return same, "the final answer equals the value" if same else "the final answer differs"
     if kind == "is-json":
         try:
             json.loads(answer)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return False, f"the final answer is not JSON ({exc.msg})"
         return True, "the final answer is JSON"
     raise ValueError(kind)

@@ -84,7 +84,7 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
 def capability_problems(suite: Suite, file: str) -> list[Problem]:
     """Conversation and plan-mode cases on harnesses that cannot run them, found before any
     sandbox is built."""
-    problems = []
+    problems: list[Problem] = []
     for variant in suite.variants:
         harness = HARNESSES.get(variant.harness)
         if harness is None:
