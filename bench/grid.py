@@ -78,7 +78,7 @@ def main() -> None:
     from django.test import Client
 
     from evals_app.models import Organization
-    from runner.schema import ensure_database
+    from runner.jobs.database import ensure_database
 
     ensure_database()
     print(

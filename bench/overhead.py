@@ -79,7 +79,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from runner.schema import ensure_database
+    from runner.jobs.database import ensure_database
 
     ensure_database()
     proctor_batch(folder, 2, 1)  # warm up: imports, first queries

@@ -21,7 +21,7 @@ from dashboard import fragments
 from dashboard.access import batches_for, runs_for, trials_for
 from evals_app.models import Batch, Run, Trial
 from evals_app.stats import changed_run_ids
-from runner.publishing import batch_group
+from runner.jobs.publishing import batch_group
 
 
 @dataclass
@@ -82,7 +82,7 @@ class BatchConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Pages only listen; anything they send is ignored."""
 
-    # --- messages from runner.publishing, one handler per type ------------------------------
+    # --- messages from runner.jobs.publishing, one handler per type ------------------------------
 
     async def trial_changed(self, message: dict) -> None:
         await self._send(await database_sync_to_async(self._trial_changed)(message))

@@ -10,4 +10,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
 
 app = Celery("proctor")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["runner"])
+app.autodiscover_tasks(["runner.jobs"])

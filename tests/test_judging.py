@@ -9,10 +9,10 @@ import pytest
 from fakes.openai_server import FakeModelServer, Reply, fake_model_server_fixture  # noqa: F401
 
 from proctor import judge
-from runner.checks import CheckContext
-from runner.judging import judge_config, run_judge
+from runner.core.transcript import Transcript
+from runner.grading.checks import CheckContext
+from runner.grading.judges import judge_config, run_judge
 from runner.llm import LLMConfig
-from runner.transcript import Transcript
 
 RUBRIC = "The agent explains why the cache key must include the currency."
 ANSWER = "Done: prices are cached per (product, currency) for 60 seconds."

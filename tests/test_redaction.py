@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner.redaction import Redactor, secret_values
+from runner.core.redaction import Redactor, secret_values
 
 # Built from pieces so this file itself never holds a whole key-shaped string.
 OPENAI_KEY = "sk-" + "proj-" + "Xy7" * 10

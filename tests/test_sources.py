@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from proctor.definitions import Files, Repo
-from runner import sources
-from runner.sources import SourceError, materialize, resolve_repo_url
+from runner.workspace import sources
+from runner.workspace.sources import SourceError, materialize, resolve_repo_url
 
 GIT_HOST = "https://github.com"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.workspace_diff import LARGE_FILE_BYTES, WorkspaceSnapshot
+from runner.workspace.diff import LARGE_FILE_BYTES, WorkspaceSnapshot
 
 
 @pytest.fixture

@@ -217,7 +217,7 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
             raise ValidationError(
                 {"scope": f"Batch {batch.pk} has no failed, errored or timed-out trials to rerun."}
             )
-        from runner import reruns  # the runner brings Celery and the harnesses: load on use
+        from runner.batches import reruns  # the runner brings Celery and the harnesses: load on use
 
         if body.validated_data["scope"] == "failed":
             new_batch = reruns.rerun_failed(batch, user=request.user)
@@ -243,7 +243,7 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         )
         if case is None or not batch.runs.filter(case_version__case=case).exists():
             raise ValidationError({"case": f"Batch {batch.pk} has no runs of case {slug!r}."})
-        from runner import reruns
+        from runner.batches import reruns
 
         return _created_batch(request, reruns.rerun_case(batch, case, user=request.user))
 
@@ -289,7 +289,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
-        from runner import reruns
+        from runner.batches import reruns
 
         return _created_batch(request, reruns.rerun_run(run, user=request.user))
 

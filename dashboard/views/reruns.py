@@ -13,7 +13,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from dashboard.access import batches_for, cases_for, get_or_404, runs_for
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import Batch, Trial
-from runner.reruns import RETRYABLE, rerun_batch, rerun_case, rerun_failed, rerun_run
+from runner.batches.reruns import RETRYABLE, rerun_batch, rerun_case, rerun_failed, rerun_run
 
 
 def _follow(request: HtmxHttpRequest, url: str) -> HttpResponse:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proctor.definitions import Variant
-from runner.harnesses.aider import AiderHarness
+from runner.harnesses.aider.harness import AiderHarness
 from runner.harnesses.base import (
     CONVERSATION_RESUME,
     PLAN_MODE,
@@ -13,12 +13,12 @@ from runner.harnesses.base import (
     TurnRequest,
     TurnResult,
 )
-from runner.harnesses.chat import ChatHarness
-from runner.harnesses.claude_code import ClaudeCodeHarness
-from runner.harnesses.codex import CodexHarness
-from runner.harnesses.command import CommandHarness
-from runner.harnesses.gemini import GeminiHarness
-from runner.harnesses.opencode import OpenCodeHarness
+from runner.harnesses.chat.harness import ChatHarness
+from runner.harnesses.claude_code.harness import ClaudeCodeHarness
+from runner.harnesses.codex.harness import CodexHarness
+from runner.harnesses.command.harness import CommandHarness
+from runner.harnesses.gemini.harness import GeminiHarness
+from runner.harnesses.opencode.harness import OpenCodeHarness
 
 HARNESSES: dict[str, type[Harness]] = {
     "command": CommandHarness,

@@ -84,7 +84,8 @@ def test_it_refuses_to_rerun_the_failures_of_a_batch_without_any(api_as, alice, 
 @pytest.fixture
 def reruns():
     return pytest.importorskip(
-        "runner.reruns", reason="runner/reruns.py (the lead's rerun functions) has not landed yet"
+        "runner.batches.reruns",
+        reason="runner/batches/reruns.py (the lead's rerun functions) has not landed yet",
     )
 
 

@@ -20,7 +20,7 @@ from factories import add_events, make_batch_with_grid, make_cast, make_checks
 
 from dashboard.routing import websocket_urlpatterns
 from evals_app.models import Trial, Turn
-from runner import publishing
+from runner.jobs import publishing
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ S = Trial.Status
 def queued(monkeypatch) -> list[int]:
     """Trial ids handed to the queue, instead of running them in this test's process."""
     ids: list[int] = []
-    monkeypatch.setattr("runner.reruns.enqueue", lambda trial_ids: ids.extend(trial_ids))
+    monkeypatch.setattr("runner.batches.reruns.enqueue", lambda trial_ids: ids.extend(trial_ids))
     return ids
 
 

@@ -138,10 +138,10 @@ class SlowToType(type(app)):
 
 
 app.__class__ = SlowToType
-import runner.execution
+import runner.jobs.execution
 
-runner.execution.run_trial_by_id = lambda trial_id: "passed"
-from runner import dispatch
+runner.jobs.execution.run_trial_by_id = lambda trial_id: "passed"
+from runner.jobs import dispatch
 
 dispatch.configure_local_workers(4)
 futures = dispatch.enqueue([1, 2, 3, 4])

@@ -276,7 +276,7 @@ def test_the_shell_recorder_records_traced_commands_once(harness_batch: HarnessB
     strict=True,
     reason="BUG: a profile run that names its script relative to the profile folder ('python3 "
     "kit_agent.py', the form proctor/runner.py's docstring documents and the seed's 'bun run "
-    "agent.ts' uses) cannot find it: runner/harnesses/command.py starts run from the workspace and "
+    "agent.ts' uses) cannot find it: runner/harnesses/command/harness.py starts run from the workspace and "
     "only puts $HOME/profile on PATH, which python does not search",
 )
 def test_a_profile_run_names_its_script_relative_to_the_profile_folder(

@@ -16,7 +16,7 @@ from fakes.openai_server import Reply
 
 from harnesses.agent_cli_runs import FIXTURES, RECORDING, CliTrial
 from proctor import profile, variant
-from runner.harnesses.aider import ANALYTICS, CHAT_HISTORY, LLM_HISTORY, STATE_DIR
+from runner.harnesses.aider.harness import ANALYTICS, CHAT_HISTORY, LLM_HISTORY, STATE_DIR
 
 MODEL = "openai/fake-model"
 AIDER_BIN = REPO / ".proctor" / "agent-clis" / "aider-venv" / "bin"

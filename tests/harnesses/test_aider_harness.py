@@ -10,7 +10,7 @@ import pytest
 
 from proctor import variant
 from runner.harnesses import CONVERSATION_RESUME, TurnRequest, create_harness
-from runner.harnesses.aider import AiderHarness
+from runner.harnesses.aider.harness import AiderHarness
 from runner.sandboxes.local import LocalSandbox
 
 

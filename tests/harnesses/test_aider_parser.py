@@ -7,7 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from runner.harnesses.aider import (
+from runner.core.transcript import TurnTranscript
+from runner.harnesses.aider.harness import (
     ANALYTICS,
     CHAT_HISTORY,
     LLM_HISTORY,
@@ -18,7 +19,6 @@ from runner.harnesses.aider import (
     usage_in_analytics,
     workspace_state,
 )
-from runner.transcript import TurnTranscript
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -20,7 +20,7 @@ from runner.harnesses import (
     TurnResult,
     create_harness,
 )
-from runner.harnesses.chat import MAX_TOOL_ROUNDS, ChatHarness
+from runner.harnesses.chat.harness import MAX_TOOL_ROUNDS, ChatHarness
 from runner.llm import LLMConfig, LLMError, complete
 
 KEY = "sk-chat-test-5c1e"

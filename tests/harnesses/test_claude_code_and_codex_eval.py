@@ -15,7 +15,7 @@ from fakes.anthropic_api import FakeAnthropicServer, tool_use, write_plan_where_
 from fakes.openai_responses import FakeResponsesServer, shell
 
 from harnesses.agent_cli_runs import require_cli
-from runner.conversation import PLAN_APPROVAL
+from runner.conversation.driver import PLAN_APPROVAL
 
 WORKER_KEY = "anthropic-key-held-by-the-worker"
 

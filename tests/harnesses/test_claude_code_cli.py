@@ -18,7 +18,7 @@ from fakes.openai_server import Reply
 
 from harnesses.agent_cli_runs import CliTrial, commands, require_cli
 from proctor import profile, variant
-from runner.conversation import PLAN_APPROVAL, drive_conversation
+from runner.conversation.driver import PLAN_APPROVAL, drive_conversation
 
 MODEL = "claude-fake-1"
 PLAN = "# Plan\n\n1. Create hello.txt.\n"

@@ -14,7 +14,7 @@ from runner.harnesses import (
     TurnRequest,
     create_harness,
 )
-from runner.harnesses.claude_code import ClaudeCodeHarness
+from runner.harnesses.claude_code.harness import ClaudeCodeHarness
 from runner.sandboxes.local import LocalSandbox
 
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from proctor.protocol import AgentEvent
-from runner.harnesses.parsing.claude_stream import ClaudeStreamParser, exit_code_of_error
-from runner.transcript import TurnTranscript
+from runner.core.transcript import TurnTranscript
+from runner.harnesses.claude_code.stream import ClaudeStreamParser, exit_code_of_error
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -7,7 +7,7 @@ import pytest
 
 from proctor import profile, variant
 from runner.harnesses import CONVERSATION_RESUME, HarnessError, TurnRequest, create_harness
-from runner.harnesses.codex import CodexHarness
+from runner.harnesses.codex.harness import CodexHarness
 
 
 def overrides(argv: list[str]) -> list[str]:

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from proctor.protocol import AgentEvent
-from runner.harnesses.parsing.codex_stream import CodexStreamParser, unwrap_shell
-from runner.transcript import TurnTranscript
+from runner.core.transcript import TurnTranscript
+from runner.harnesses.codex.stream import CodexStreamParser, unwrap_shell
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -16,7 +16,7 @@ from runner.harnesses import (
     TurnRequest,
     create_harness,
 )
-from runner.harnesses.gemini import GeminiHarness
+from runner.harnesses.gemini.harness import GeminiHarness
 from runner.sandboxes.local import LocalSandbox
 
 SESSION = "11111111-2222-3333-4444-555555555555"

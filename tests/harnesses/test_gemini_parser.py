@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 
 from proctor.protocol import AgentEvent
-from runner.harnesses.gemini import (
+from runner.core.transcript import TurnTranscript
+from runner.harnesses.gemini.harness import (
     GeminiStreamParser,
     api_error_message,
     session_tool_outputs,
     shell_exit_code,
     workspace_hook_names,
 )
-from runner.transcript import TurnTranscript
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -15,7 +15,7 @@ from fakes.openai_server import Reply
 
 from harnesses.agent_cli_runs import CliTrial, commands, require_cli
 from proctor import profile, variant
-from runner.conversation import PLAN_APPROVAL, drive_conversation
+from runner.conversation.driver import PLAN_APPROVAL, drive_conversation
 
 MODEL = "fake/fake-model"
 # A project setting that is not under test: loaded, it would refuse every echo command.

@@ -10,7 +10,7 @@ import pytest
 
 from proctor import variant
 from runner.harnesses import CONVERSATION_RESUME, PLAN_MODE, TurnRequest, create_harness
-from runner.harnesses.opencode import OpenCodeHarness
+from runner.harnesses.opencode.harness import OpenCodeHarness
 from runner.sandboxes.local import LocalSandbox
 
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from proctor.protocol import AgentEvent
-from runner.harnesses.opencode import OpenCodeStreamParser, changed_paths
-from runner.transcript import TurnTranscript
+from runner.core.transcript import TurnTranscript
+from runner.harnesses.opencode.harness import OpenCodeStreamParser, changed_paths
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

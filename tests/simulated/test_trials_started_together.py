@@ -21,10 +21,10 @@ import os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
 import django
 django.setup()
-from runner import dispatch
+from runner.jobs import dispatch
 dispatch.configure_local_workers(4)
 dispatch.enqueue([])
-from runner.tasks import run_trial
+from runner.jobs.tasks import run_trial
 print("ready" if run_trial.__evaluated__() else "lazy")
 """
 

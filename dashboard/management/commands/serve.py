@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from runner.requeue import requeue_unfinished
-from runner.schema import ensure_database
+from runner.jobs.database import ensure_database
+from runner.jobs.requeue import requeue_unfinished
 
 
 class Command(BaseCommand):

@@ -14,11 +14,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evals_app.models import Batch, Organization, Trial
-from runner import artifacts, benchmark, dispatch
-from runner.batch_report import batch_report, overall_pass_rate
-from runner.eval_command import InvalidInput, Selection, load_suites, plan_batch, record_batch
-from runner.execution import abandon_unfinished
-from runner.schema import ensure_database
+from runner.batches import benchmark
+from runner.batches.planning import InvalidInput, Selection, load_suites, plan_batch, record_batch
+from runner.batches.report import batch_report, overall_pass_rate
+from runner.jobs import artifacts, dispatch
+from runner.jobs.database import ensure_database
+from runner.jobs.execution import abandon_unfinished
 
 POLL_S = 0.2
 

@@ -7,7 +7,7 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from runner import dispatch
+from runner.jobs import dispatch
 
 
 class Command(BaseCommand):

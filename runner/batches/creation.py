@@ -1,0 +1,76 @@
+"""Creating a batch: its runs (case version x variant) and their queued trials, in one
+transaction, so a batch is never half written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, Variant
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    case_version: CaseVersion
+    variant: Variant
+    trials: int
+
+
+def run_spec(case_version: CaseVersion, variant: Variant) -> dict[str, Any]:
+    """What the run ran with, so any result can be explained and repeated."""
+    return {
+        "variant": variant.spec,
+        "limits": case_version.definition.get("limits", {}),
+        "case_version": case_version.number,
+        "definition_hash": case_version.definition_hash,
+    }
+
+
+def create_batch(
+    organization: Organization,
+    requests: Sequence[RunRequest],
+    *,
+    options: dict[str, Any] | None = None,
+    parent: Batch | None = None,
+    user=None,
+    label: str = "",
+) -> tuple[Batch, list[int]]:
+    """The new batch and the ids of its queued trials (enqueue them after the commit)."""
+    with transaction.atomic():
+        batch = Batch.objects.create(
+            organization=organization,
+            parent=parent,
+            options=options or {},
+            created_by=user,
+            label=label,
+        )
+        runs = Run.objects.bulk_create(
+            [
+                Run(
+                    batch=batch,
+                    case_version=r.case_version,
+                    variant=r.variant,
+                    spec=run_spec(r.case_version, r.variant),
+                )
+                for r in requests
+            ]
+        )
+        trials = Trial.objects.bulk_create(
+            [
+                Trial(run=run, index=i)
+                for run, r in zip(runs, requests, strict=True)
+                for i in range(r.trials)
+            ]
+        )
+    if not trials:
+        finish_empty(batch)
+    return batch, [t.pk for t in trials]
+
+
+def finish_empty(batch: Batch) -> None:
+    from runner.jobs.execution import finish_batch_if_done
+
+    finish_batch_if_done(batch.pk)

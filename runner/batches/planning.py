@@ -1,0 +1,240 @@
+"""What ``proctor eval`` does, apart from parsing arguments and printing: load, validate,
+record versions and a batch, and wait for it. Kept separate from the management command so it
+reads top to bottom and is tested directly."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from evals_app.catalog import ownership_problems, record_cases, record_variant
+from evals_app.loading import LoadError, discover, display_path, load_file
+from evals_app.models import Batch, Organization
+from evals_app.resolution import ResolvedCase, resolve_case
+from proctor.assertions import Assertion
+from proctor.conversations import Responder, SimulatedUser
+from proctor.definitions import Suite, Variant
+from proctor.judges import Judge
+from proctor.validation import Problem, duplicate_problems, suite_problems
+from runner.batches.creation import RunRequest, create_batch
+from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
+from runner.llm import resolve_config
+from runner.sandboxes import SANDBOXES
+
+
+class InvalidInput(Exception):
+    def __init__(self, problems: Sequence[Problem | str]) -> None:
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = [str(p) for p in problems]
+
+
+@dataclass
+class Selection:
+    cases: list[str] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)
+    trials: int | None = None
+
+
+@dataclass
+class Planned:
+    resolved: ResolvedCase
+    variants: list[Variant]
+    trials: int
+
+
+def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
+    files, problems = discover(paths)
+    loaded: list[tuple[Path, Suite]] = []
+    for path in files:
+        try:
+            loaded.extend((path, suite) for suite in load_file(path).suites)
+        except LoadError as exc:
+            problems.extend(exc.problems)
+    if not files and not problems:
+        problems.append(
+            Problem(
+                file=display_path(Path(paths[0]) if paths else Path.cwd()),
+                message="holds no *.eval.py files",
+            )
+        )
+    for path, suite in loaded:
+        problems.extend(
+            suite_problems(
+                suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES
+            )
+        )
+        problems.extend(capability_problems(suite, display_path(path)))
+        problems.extend(model_endpoint_problems(suite, display_path(path)))
+    problems.extend(duplicate_problems([(display_path(p), s) for p, s in loaded]))
+    if files and not loaded and not problems:
+        problems.append(
+            Problem(
+                file=", ".join(display_path(f) for f in files),
+                message="defines no suite at module level",
+            )
+        )
+    if problems:
+        raise InvalidInput(problems)
+    return loaded
+
+
+def capability_problems(suite: Suite, file: str) -> list[Problem]:
+    """Conversation and plan-mode cases on harnesses that cannot run them, found before any
+    sandbox is built."""
+    problems: list[Problem] = []
+    for variant in suite.variants:
+        harness = HARNESSES.get(variant.harness)
+        if harness is None:
+            continue
+        option_problems = getattr(harness, "option_problems", None)
+        if callable(option_problems):
+            problems.extend(
+                Problem(file=file, suite=suite.id, message=m) for m in option_problems(variant)
+            )
+        capabilities = harness.capabilities_for(variant)
+        for case in suite.cases:
+            needs = []
+            if (
+                case.user is not None or case.plan_mode
+            ) and CONVERSATION_RESUME not in capabilities:
+                needs.append(CONVERSATION_RESUME)
+            if case.plan_mode and PLAN_MODE not in capabilities:
+                needs.append(PLAN_MODE)
+            if (
+                isinstance(case.user, SimulatedUser)
+                and case.user.initial_messages
+                and SEEDED_CONVERSATION not in capabilities
+            ):
+                needs.append(SEEDED_CONVERSATION)
+            if needs:
+                why = (
+                    "plan mode"
+                    if case.plan_mode
+                    else "initial messages"
+                    if SEEDED_CONVERSATION in needs
+                    else "a conversation"
+                )
+                problems.append(
+                    Problem(
+                        file=file,
+                        suite=suite.id,
+                        case=case.id,
+                        message=(
+                            f"needs {' and '.join(needs)} for {why}, which harness {variant.harness} "
+                            f"does not have under variant {variant.name} (see `proctor harness list`)"
+                        ),
+                    )
+                )
+            elif (
+                case.plan_mode
+                and not isinstance(case.user, Responder)
+                and not harness.declares_plan_file(variant)
+            ):
+                problems.append(
+                    Problem(
+                        file=file,
+                        suite=suite.id,
+                        case=case.id,
+                        message=(
+                            f"plan mode under variant {variant.name} needs a responder: harness {variant.harness} "
+                            "writes no plan file, so only a responder can say when the plan is presented"
+                        ),
+                    )
+                )
+    return problems
+
+
+def model_endpoint_problems(suite: Suite, file: str) -> list[Problem]:
+    """Responders and judges need a model endpoint; without one every such trial would run the
+    agent only to stop, so refuse up front."""
+    if resolve_config().kind != "unconfigured":
+        return []
+    problems = []
+    for case in suite.cases:
+        users = ["a responder"] if isinstance(case.user, Responder) else []
+        users += ["a simulated user"] if isinstance(case.user, SimulatedUser) else []
+        judges = (
+            ["a judge"]
+            if any(
+                isinstance(c, Judge) or (isinstance(c, Assertion) and c.type == "llm-rubric")
+                for c in case.checks
+            )
+            else []
+        )
+        needs = users + judges
+        if needs:
+            problems.append(
+                Problem(
+                    file=file,
+                    suite=suite.id,
+                    case=case.id,
+                    message=(
+                        f"uses {' and '.join(needs)}, which needs a model endpoint: set PROCTOR_LLM_BASE_URL "
+                        "(and PROCTOR_LLM_MODEL, PROCTOR_LLM_API_KEY) or PROCTOR_LLM_COMMAND"
+                    ),
+                )
+            )
+    return problems
+
+
+def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[Planned]:
+    """Resolve every selected case (capturing sources) and pick its variants."""
+    planned = []
+    known_cases = {c.id for _, s in loaded for c in s.cases}
+    known_variants = {v.name for _, s in loaded for v in s.variants}
+    problems = [
+        f"--case {c}: no loaded suite has a case with this id"
+        for c in selection.cases
+        if c not in known_cases
+    ]
+    problems += [
+        f"--variant {v}: no loaded suite has a variant with this name (known: {', '.join(sorted(known_variants))})"
+        for v in selection.variants
+        if v not in known_variants
+    ]
+    if problems:
+        raise InvalidInput(problems)
+    for path, suite in loaded:
+        variants = [
+            v for v in suite.variants if not selection.variants or v.name in selection.variants
+        ]
+        if not variants:
+            continue
+        for case in suite.cases:
+            if selection.cases and case.id not in selection.cases:
+                continue
+            planned.append(
+                Planned(resolve_case(suite, case, path), variants, selection.trials or suite.trials)
+            )
+    if not planned:
+        raise InvalidInput(
+            ["nothing to run: the --case and --variant filters select no case and variant together"]
+        )
+    return planned
+
+
+def record_batch(
+    organization: Organization, planned: list[Planned], options: dict
+) -> tuple[Batch, list[int], int]:
+    """Versions, variants, the batch, its runs and trials, all or nothing.
+
+    Returns the batch, its trial ids and how many new case versions were made."""
+    resolved = [p.resolved for p in planned]
+    problems = ownership_problems(organization, resolved, lambda r: display_path(r.module_path))
+    if problems:
+        raise InvalidInput(problems)
+    with transaction.atomic():
+        recorded = record_cases(organization, resolved)
+        variant_rows = {}
+        requests = []
+        for plan, rec in zip(planned, recorded, strict=True):
+            for variant in plan.variants:
+                key = (plan.resolved.suite.id, variant.name)
+                if key not in variant_rows:
+                    variant_rows[key] = record_variant(organization, variant)
+                requests.append(RunRequest(rec.version, variant_rows[key], plan.trials))
+        batch, trial_ids = create_batch(organization, requests, options=options)
+    return batch, trial_ids, sum(1 for r in recorded if r.created)

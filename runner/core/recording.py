@@ -1,0 +1,173 @@
+"""The recorder interface: how the runner's core reports a trial without knowing the database.
+
+``runner.jobs.recorder.DatabaseRecorder`` persists and publishes in production; ``MemoryRecorder``
+keeps everything in lists for tests of the core. ``RedactingRecorder`` wraps either and is the
+one place secrets are removed from what a trial reports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from proctor.protocol import AgentEvent
+from runner.core.redaction import Redactor
+from runner.grading.checks import CheckResult
+from runner.llm import ConsultationRecord
+
+
+@dataclass
+class TrialOutcome:
+    status: str  # passed | failed | timed_out | errored
+    finish_reason: str = ""
+    error: str = ""
+    answer: str = ""
+    session_id: str = ""
+    conversation_outcome: str = ""
+    stop_cause: str = ""
+    responder_cause: str = ""
+    plan_state: str = ""
+    plan_signal: str = ""
+    outside_writes: list[str] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    score: float | None = None
+    threshold: float | None = None
+    duration_ms: int = 0
+
+
+class TrialRecorder(Protocol):
+    def trial_started(self) -> None: ...
+
+    def turn_started(
+        self, index: int, prompt: str, *, origin: dict[str, Any], mode: str
+    ) -> None: ...
+
+    def event(self, turn_index: int, event: AgentEvent) -> None: ...
+
+    def raw_line(self, stream: str, line: str) -> None: ...
+
+    def log(self, text: str) -> None: ...
+
+    def turn_finished(self, index: int, *, answer: str, usage: dict[str, int]) -> None: ...
+
+    def check(self, index: int, result: CheckResult) -> None: ...
+
+    def artifact(self, relative_path: str, text: str) -> None: ...
+
+    def consultation(self, record: ConsultationRecord) -> None: ...
+
+    def trial_finished(self, outcome: TrialOutcome) -> None: ...
+
+
+class MemoryRecorder:
+    """Keeps what a trial reported, in order; for tests and for callers with no database."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self.turns: list[dict[str, Any]] = []
+        self.events: list[tuple[int, AgentEvent]] = []
+        self.raw: list[tuple[str, str]] = []
+        self.logs: list[str] = []
+        self.checks: list[CheckResult] = []
+        self.artifacts: dict[str, str] = {}
+        self.consultations: list[ConsultationRecord] = []
+        self.outcome: TrialOutcome | None = None
+
+    def trial_started(self) -> None:
+        self.started = True
+
+    def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
+        self.turns.append({"index": index, "prompt": prompt, "origin": origin, "mode": mode})
+
+    def event(self, turn_index: int, event: AgentEvent) -> None:
+        self.events.append((turn_index, event))
+
+    def raw_line(self, stream: str, line: str) -> None:
+        self.raw.append((stream, line))
+
+    def log(self, text: str) -> None:
+        self.logs.append(text)
+
+    def turn_finished(self, index: int, *, answer: str, usage: dict[str, int]) -> None:
+        self.turns[index].update(answer=answer, usage=usage)
+
+    def check(self, index: int, result: CheckResult) -> None:
+        self.checks.append(result)
+
+    def artifact(self, relative_path: str, text: str) -> None:
+        self.artifacts[relative_path] = text
+
+    def consultation(self, record: ConsultationRecord) -> None:
+        self.consultations.append(record)
+
+    def trial_finished(self, outcome: TrialOutcome) -> None:
+        self.outcome = outcome
+
+    def everything_said(self) -> str:
+        """All text the trial reported, for tests that prove a secret appears nowhere."""
+        parts = [repr(self.turns), repr(self.events), repr(self.raw), repr(self.logs)]
+        parts += (
+            [repr(c) for c in self.checks] + list(self.artifacts.values()) + [repr(self.outcome)]
+        )
+        parts += [repr(c) for c in self.consultations]
+        return "\n".join(parts)
+
+
+class RedactingRecorder:
+    """Passes everything to ``inner`` after removing secrets; ``redactor`` may grow mid-trial
+    (prepare's return value becomes known only after prepare ran)."""
+
+    def __init__(self, inner: TrialRecorder, redactor: Redactor) -> None:
+        self.inner = inner
+        self.redactor = redactor
+
+    def add_secrets(self, values: list[str]) -> None:
+        self.redactor = self.redactor.with_secrets(values)
+
+    def trial_started(self) -> None:
+        self.inner.trial_started()
+
+    def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
+        r = self.redactor
+        self.inner.turn_started(index, r.redact(prompt), origin=r.redact_obj(origin), mode=mode)
+
+    def event(self, turn_index: int, event: AgentEvent) -> None:
+        self.inner.event(
+            turn_index, AgentEvent(event.kind, self.redactor.redact_obj(event.data), event.at_ms)
+        )
+
+    def raw_line(self, stream: str, line: str) -> None:
+        self.inner.raw_line(stream, self.redactor.redact(line))
+
+    def log(self, text: str) -> None:
+        self.inner.log(self.redactor.redact(text))
+
+    def turn_finished(self, index: int, *, answer: str, usage: dict[str, int]) -> None:
+        self.inner.turn_finished(index, answer=self.redactor.redact(answer), usage=usage)
+
+    def check(self, index: int, result: CheckResult) -> None:
+        r = self.redactor
+        result.name, result.message, result.output = (
+            r.redact(result.name),
+            r.redact(result.message),
+            r.redact(result.output),
+        )
+        self.inner.check(index, result)
+
+    def artifact(self, relative_path: str, text: str) -> None:
+        self.inner.artifact(relative_path, self.redactor.redact(text))
+
+    def consultation(self, record: ConsultationRecord) -> None:
+        r = self.redactor
+        record.prompt = r.redact_obj(record.prompt)
+        record.answer, record.reason = r.redact(record.answer), r.redact(record.reason)
+        self.inner.consultation(record)
+
+    def trial_finished(self, outcome: TrialOutcome) -> None:
+        r = self.redactor
+        outcome.answer, outcome.error = r.redact(outcome.answer), r.redact(outcome.error)
+        outcome.finish_reason, outcome.session_id = (
+            r.redact(outcome.finish_reason),
+            r.redact(outcome.session_id),
+        )
+        self.inner.trial_finished(outcome)

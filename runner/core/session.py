@@ -1,0 +1,124 @@
+"""An agent session: sends the person's messages to the agent through its harness, one turn at
+a time, recording everything and keeping the trial's agent-time budget.
+
+The budget (``timeout_ms``) counts only the agent's time: time spent producing the person's
+next message (a responder, a simulated user) is not charged to the agent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from proctor.protocol import AgentEvent
+from runner.core.recording import TrialRecorder
+from runner.core.transcript import Transcript
+from runner.harnesses import Harness, HarnessError, TurnRequest, TurnResult
+from runner.sandboxes import Sandbox
+
+DENIED_STATUSES = {"denied", "refused", "rejected", "blocked", "permission_denied"}
+
+
+@dataclass
+class AgentClock:
+    budget_ms: int
+    spent_ms: int = 0
+
+    @property
+    def remaining_s(self) -> float:
+        return max(0.0, (self.budget_ms - self.spent_ms) / 1000)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.spent_ms >= self.budget_ms
+
+
+class AgentSession:
+    def __init__(
+        self,
+        *,
+        harness: Harness,
+        sandbox: Sandbox,
+        recorder: TrialRecorder,
+        model: str | None,
+        system_prompt: str | None,
+        timeout_ms: int,
+    ) -> None:
+        self.harness = harness
+        self.sandbox = sandbox
+        self.recorder = recorder
+        self.model = model
+        self.system_prompt = system_prompt
+        self.clock = AgentClock(budget_ms=timeout_ms)
+        self.transcript = Transcript()
+        self.session_id: str | None = None
+        self.timed_out = False
+        self.last_result: TurnResult | None = None
+        # Actions refused to the agent (by its harness or its mode), for permission-denials.json.
+        self.denials: list[dict[str, Any]] = []
+
+    def seed(self, messages: list[dict[str, str]]) -> None:
+        """Start the agent's session from a recorded conversation (harnesses that can)."""
+        seed = getattr(self.harness, "seed", None)
+        if seed is None:
+            raise HarnessError(f"harness {self.harness.name} cannot start from initial messages")
+        seed(messages)
+
+    def send(
+        self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = ""
+    ) -> TurnResult:
+        """Deliver one user message and run the agent until it answers (or time runs out)."""
+        turn = self.transcript.start_turn(prompt, origin=origin, mode=mode)
+        self.recorder.turn_started(turn.index, prompt, origin=turn.origin, mode=mode)
+
+        def emit(event: AgentEvent) -> None:
+            turn.add(event)
+            self.recorder.event(turn.index, event)
+
+        request = TurnRequest(
+            prompt=prompt,
+            index=turn.index,
+            model=self.model,
+            system_prompt=self.system_prompt
+            if turn.index == 0 or self.session_id is None
+            else None,
+            session_id=self.session_id,
+            mode=mode,
+        )
+        started = time.monotonic()
+        result = self.harness.run_turn(
+            self.sandbox,
+            request,
+            emit=emit,
+            raw=self.recorder.raw_line,
+            timeout_s=self.clock.remaining_s,
+        )
+        self.clock.spent_ms += int((time.monotonic() - started) * 1000)
+        self.timed_out = self.timed_out or result.timed_out
+        self.session_id = result.session_id or self.session_id
+        turn.finish_reason = turn.finish_reason or result.finish_reason
+        self.recorder.turn_finished(turn.index, answer=turn.answer, usage=turn.usage)
+        self._note_denials(turn.index, mode, turn.tool_calls, result.permission_denials)
+        self.last_result = result
+        return result
+
+    def _note_denials(
+        self, index: int, mode: str, tool_calls: list[dict[str, Any]], refused: list[dict[str, Any]]
+    ) -> None:
+        """A refusal while planning is the mode working: attributed to plan mode, not a warning."""
+        found = [
+            {"tool": call.get("name"), "input": call.get("input"), "status": call.get("status")}
+            for call in tool_calls
+            if (call.get("status") or "").lower() in DENIED_STATUSES
+        ]
+        found.extend(refused)
+        for denial in found:
+            self.denials.append(
+                {
+                    **denial,
+                    "turn": index,
+                    "mode": mode or None,
+                    "plan_mode_attributed": mode == "plan",
+                }
+            )

@@ -1,0 +1,243 @@
+"""Running one trial, start to finish, without the database.
+
+create sandbox -> materialize source -> harness setup -> cache + prepare -> conversation
+-> checks -> outcome. Everything is reported through a TrialRecorder wrapped in redaction.
+Infrastructure failures (sandbox, source, install, prepare) end the trial ``errored``, kept
+apart from the agent's own failures.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals_app.resolution import ResolvedCase
+from proctor.conversations import Responder, SimulatedUser
+from proctor.definitions import Variant
+from runner.conversation.driver import drive_conversation
+from runner.core.recording import RedactingRecorder, TrialOutcome, TrialRecorder
+from runner.core.redaction import Redactor, secret_values
+from runner.core.session import AgentSession
+from runner.grading.assertions import TrialMeasures
+from runner.grading.checks import CheckContext
+from runner.grading.grade import grade
+from runner.harnesses import HarnessError, create_harness
+from runner.harnesses.profile_env import worker_secrets
+from runner.llm import resolve_config
+from runner.sandboxes import Sandbox, SandboxError, create_sandbox
+from runner.sandboxes.audit import audit_writes
+from runner.workspace.diff import WorkspaceSnapshot
+from runner.workspace.prepare import PrepareError, run_prepare
+from runner.workspace.sources import SourceError, materialize
+
+
+@dataclass
+class TrialPlan:
+    resolved: ResolvedCase
+    variant: Variant
+    index: int
+    cache_root: Path
+    git_host: str
+    # Proctor's own folders (database, artifacts, caches): never an agent's outside write.
+    own_folders: tuple[str, ...] = ()
+    # Model overrides from the command line (--responder-model, --judge-model).
+    responder_model: str | None = None
+    judge_model: str | None = None
+
+
+def responder_config(plan: TrialPlan, user: object):
+    """The model endpoint the responder or the simulated user consults, when the case has one."""
+    if isinstance(user, Responder):
+        return resolve_config(model_override=plan.responder_model or user.model)
+    if isinstance(user, SimulatedUser):
+        return resolve_config(model_override=user.model)
+    return None
+
+
+def _record_outside_writes(outside: list[str], recorder: RedactingRecorder) -> list[str]:
+    if outside:
+        recorder.artifact("outside-writes.json", json.dumps(outside, indent=2))
+        shown = ", ".join(outside[:5])
+        recorder.log(
+            f"the agent changed {len(outside)} file(s) outside its workspace and home: {shown}"
+        )
+    return outside
+
+
+def trial_cost(transcript, variant: Variant) -> float | None:
+    """USD the agent's tokens cost at the variant's ``prices`` option ({"input_per_mtok",
+    "output_per_mtok"}), else what the harness reported (Usage ``cost_usd``); None when unknown."""
+    reported = transcript.cost_usd()
+    prices = variant.options.get("prices")
+    if isinstance(prices, dict):
+        usage = transcript.usage()
+        return (
+            usage["input_tokens"] * float(prices.get("input_per_mtok", 0))
+            + usage["output_tokens"] * float(prices.get("output_per_mtok", 0))
+        ) / 1_000_000
+    return reported
+
+
+class InfrastructureError(Exception):
+    """Something other than the agent broke; the message is the one sentence to show."""
+
+
+def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
+    """Run the trial and report it; returns the outcome it reported. Never raises for a
+    failure of the agent, the eval's code or the infrastructure."""
+    guarded = RedactingRecorder(recorder, Redactor())
+    started = time.monotonic()
+    guarded.trial_started()
+    sandbox: Sandbox | None = None
+    try:
+        sandbox = create_sandbox(plan.variant)
+        outcome = _run_in(sandbox, plan, guarded)
+    except (InfrastructureError, SandboxError, SourceError, HarnessError, PrepareError) as exc:
+        outcome = TrialOutcome(status="errored", finish_reason="infrastructure", error=str(exc))
+    except Exception as exc:  # a bug of ours must still end the trial with a readable record
+        outcome = TrialOutcome(
+            status="errored", finish_reason="internal error", error=f"{type(exc).__name__}: {exc}"
+        )
+    finally:
+        if sandbox is not None:
+            sandbox.destroy()
+    outcome.duration_ms = int((time.monotonic() - started) * 1000)
+    guarded.trial_finished(outcome)
+    return outcome
+
+
+def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> TrialOutcome:
+    resolved = plan.resolved
+    case = resolved.case
+    definition = resolved.definition
+    materialize(
+        case.source if case.source is not None else resolved.suite.source,
+        sandbox.host_workspace,
+        cache_dir=plan.cache_root,
+        git_host=plan.git_host,
+    )
+    harness = create_harness(plan.variant)
+    # Keys a profile takes from the worker's environment are secrets from the start.
+    if plan.variant.profile is not None:
+        recorder.add_secrets(worker_secrets(plan.variant.profile.env))
+    harness.setup(sandbox, lambda _stream, line: recorder.log(line))
+    harness_secrets = getattr(harness, "secrets", None)
+    if callable(harness_secrets):
+        recorder.add_secrets(list(harness_secrets()))
+
+    try:
+        prepared = run_prepare(case.prepare, case.cache, sandbox, cache_root=plan.cache_root)
+    except PrepareError as exc:
+        for line in exc.log_lines:
+            recorder.log(line)
+        raise
+    # From here on, what prepare returned is a secret: redact it from everything reported.
+    recorder.add_secrets(secret_values(prepared.value))
+    for line in prepared.log_lines:
+        recorder.log(line)
+    if prepared.log_lines:
+        recorder.artifact("prepare.log", "\n".join(prepared.log_lines) + "\n")
+
+    snapshot = WorkspaceSnapshot.take(
+        sandbox.host_workspace, exclude=[case.cache.path] if case.cache else []
+    )
+    session = AgentSession(
+        harness=harness,
+        sandbox=sandbox,
+        recorder=recorder,
+        model=plan.variant.model,
+        system_prompt=definition["system_prompt"],
+        timeout_ms=definition["limits"]["timeout_ms"],
+    )
+    agent_started = time.time()
+    conversation = drive_conversation(
+        session,
+        opening_prompt=definition["prompt"],
+        user=case.user,
+        max_turns=case.max_turns,
+        plan_mode=case.plan_mode,
+        plan_file=harness.plan_file(sandbox),
+        responder_config=responder_config(plan, case.user),
+    )
+    transcript = session.transcript
+    # The write audit walks system folders (a subprocess); it runs while the checks do, and
+    # counts only what changed before the agent finished.
+    auditor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proctor-audit")
+    audit = auditor.submit(
+        audit_writes,
+        sandbox,
+        agent_started,
+        ignore=[*plan.own_folders, str(plan.cache_root)],
+        until=time.time(),
+    )
+    auditor.shutdown(wait=False)  # its one thread ends with the audit
+    if conversation.plan is not None:
+        recorder.artifact("outputs/plan.md", conversation.plan)
+    if session.denials:
+        recorder.artifact(
+            "permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False)
+        )
+
+    recorder.artifact("workspace.diff", snapshot.diff(sandbox.host_workspace))
+    snapshot.discard()
+    recorder.artifact(
+        "conversation.json",
+        json.dumps(
+            {
+                "outcome": conversation.outcome,
+                "stop_cause": conversation.stop_cause or None,
+                "responder_outcome": {"cause": conversation.responder_cause}
+                if conversation.responder_cause
+                else None,
+                "plan": conversation.plan_record(),
+                "session_id": session.session_id,
+                "initial_messages": transcript.seeded or None,
+                "turns": [turn.to_json() for turn in transcript.turns],
+            },
+            indent=2,
+            ensure_ascii=False,
+        ),
+    )
+    last = session.last_result
+    usage = transcript.usage()
+    common: dict[str, Any] = dict(
+        answer=transcript.answer,
+        session_id=session.session_id or "",
+        conversation_outcome=conversation.outcome,
+        stop_cause=conversation.stop_cause,
+        responder_cause=conversation.responder_cause,
+        plan_state=conversation.plan_state,
+        plan_signal=conversation.plan_signal,
+        usage=usage,
+    )
+    if session.timed_out:
+        common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
+        # A trial that ran out of time never passes or fails: its checks are not run.
+        return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
+
+    ctx = CheckContext(sandbox=sandbox, transcript=transcript, prepared=prepared.value)
+    measures = TrialMeasures(
+        agent_ms=session.clock.spent_ms,
+        cost_usd=trial_cost(transcript, plan.variant),
+        user_turns=len(transcript.turns),
+    )
+    verdict = grade(
+        resolved,
+        ctx,
+        recorder,
+        measures=measures,
+        judge_model=plan.judge_model,
+        approved_plan=conversation.plan,
+    )
+    common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
+    return TrialOutcome(
+        status="passed" if verdict.passed else "failed",
+        finish_reason=last.finish_reason if last else "",
+        score=verdict.score,
+        threshold=verdict.threshold,
+        **common,
+    )

@@ -1,0 +1,154 @@
+"""Grading a finished trial: command checks and Python validators.
+
+Every check runs, even after one fails, so each keeps its own result and pass rate; the trial
+passes only when all pass. A validator that raises is a failed check carrying the exception's
+message, never a crashed trial.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from proctor.capture import capture_output
+from proctor.definitions import Command, Verdict
+from runner.core.awaiting import resolved
+from runner.core.transcript import Transcript, TurnTranscript
+from runner.sandboxes import Sandbox
+
+# Output kept per command check; long test logs are cut in the middle.
+MAX_OUTPUT_CHARS = 64_000
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass
+class CheckResult:
+    name: str
+    kind: str
+    passed: bool
+    message: str = ""
+    score: float | None = None
+    output: str = ""
+    source_ref: dict[str, Any] = field(default_factory=dict)
+    duration_ms: int = 0
+    weight: float | None = None  # assertions only
+    metric: str = ""
+
+
+def clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n… [{len(text) - limit} characters cut] …\n{text[-half:]}"
+
+
+class CheckContext:
+    """What every check of a trial receives; the same object for all of them, so checks can
+    share work by setting attributes on it (``ctx.response = ...``)."""
+
+    def __init__(
+        self,
+        *,
+        sandbox: Sandbox,
+        transcript: Transcript,
+        prepared: Any,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self._sandbox = sandbox
+        self._transcript = transcript
+        self._env = env or {}
+        self.prepared = prepared
+        self.workspace = sandbox.workspace
+
+    def answer(self) -> str:
+        """The agent's last message."""
+        return self._transcript.answer
+
+    def transcript(self) -> str:
+        """Every agent message, joined."""
+        return self._transcript.text()
+
+    def turns(self) -> list[TurnTranscript]:
+        """The conversation turn by turn: prompt, messages, commands, tool calls, file changes."""
+        return list(self._transcript.turns)
+
+    def seeded_messages(self) -> list[dict[str, str]]:
+        """The recorded conversation the agent continued from, if the case seeded one."""
+        return list(self._transcript.seeded)
+
+    def read_text(self, path: str) -> str:
+        """A workspace file's text. Raises for paths outside the workspace or missing files."""
+        return self._sandbox.read_text(path)
+
+    def exists(self, path: str) -> bool:
+        return self._sandbox.exists(path)
+
+    def exec(self, cmd: str, *, timeout_ms: int = 10 * 60 * 1000) -> ExecResult:
+        """Run a shell command in the workspace (a subprocess inside the sandbox)."""
+        result = self._sandbox.run(["bash", "-c", cmd], env=self._env, timeout_s=timeout_ms / 1000)
+        return ExecResult(result.exit_code, clip(result.output), result.timed_out)
+
+
+def run_command_check(check: Command, ctx: CheckContext) -> CheckResult:
+    started = time.monotonic()
+    result = ctx.exec(check.command, timeout_ms=check.timeout_ms)
+    if result.timed_out:
+        message = f"timed out after {check.timeout_ms // 1000}s"
+    else:
+        message = f"exited {result.exit_code}"
+    return CheckResult(
+        name=check.label,
+        kind="command",
+        passed=result.ok,
+        message=message,
+        output=result.output,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _verdict_of(value: Any) -> Verdict:
+    if isinstance(value, Verdict):
+        return value
+    if isinstance(value, bool):
+        return Verdict(passed=value)
+    if isinstance(value, dict) and isinstance(value.get("passed"), bool):
+        return Verdict(
+            passed=value["passed"], message=str(value.get("message", "")), score=value.get("score")
+        )
+    raise TypeError(f"returned {type(value).__name__}; a validator returns a bool or a Verdict")
+
+
+def run_validator(
+    validator: Any, ctx: CheckContext, *, name: str, source_ref: dict[str, Any]
+) -> CheckResult:
+    started = time.monotonic()
+    output = ""
+    try:
+        with capture_output() as printed:
+            value = resolved(validator(ctx))
+        output = printed.getvalue()
+        verdict = _verdict_of(value)
+        passed, message, score = verdict.passed, verdict.message, verdict.score
+    except Exception as exc:  # a validator's bug is that check's failure, not the trial's crash
+        passed, message, score = False, f"{type(exc).__name__}: {exc}", None
+    return CheckResult(
+        name=name,
+        kind="validator",
+        passed=passed,
+        message=message,
+        score=score,
+        output=clip(output),
+        source_ref=source_ref,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )

@@ -1,0 +1,65 @@
+"""Grading a finished trial: every check of the case, in order, then the verdict.
+
+Every check runs even after one fails, so each keeps its own result and pass rate. Judges and
+``llm-rubric`` assertions consult a model outside the sandbox; what they were shown is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evals_app.resolution import ResolvedCase
+from proctor.assertions import Assertion
+from proctor.definitions import Command
+from proctor.judges import Judge
+from runner.core.recording import RedactingRecorder
+from runner.grading.assertions import TrialMeasures, run_assertion, trial_passes, weighted_score
+from runner.grading.checks import CheckContext, CheckResult, run_command_check, run_validator
+from runner.grading.judges import judge_config, run_judge
+
+
+@dataclass
+class Grade:
+    results: list[CheckResult]
+    passed: bool
+    score: float | None  # the weighted score of the assertions, when there are any
+    threshold: float | None
+
+
+def grade(
+    resolved: ResolvedCase,
+    ctx: CheckContext,
+    recorder: RedactingRecorder,
+    *,
+    measures: TrialMeasures,
+    judge_model: str | None,
+    approved_plan: str | None,
+) -> Grade:
+    results: list[CheckResult] = []
+    for index, check in enumerate(resolved.checks):
+        target = check.check
+        consultation = None
+        if isinstance(target, Command):
+            result = run_command_check(target, ctx)
+        elif isinstance(target, Judge):
+            config = judge_config(target, cli_model=judge_model)
+            result, consultation = run_judge(
+                target, ctx, config=config, index=index, plan=approved_plan
+            )
+        elif isinstance(target, Assertion):
+            result, consultation = run_assertion(
+                target,
+                ctx,
+                index=index,
+                measures=measures,
+                judge_model=judge_model,
+                plan=approved_plan,
+            )
+        else:
+            result = run_validator(target, ctx, name=check.name, source_ref=check.source_ref)
+        if consultation is not None:
+            recorder.consultation(consultation)
+        results.append(result)
+        recorder.check(index, result)
+    threshold = resolved.case.threshold
+    return Grade(results, trial_passes(results, threshold), weighted_score(results), threshold)

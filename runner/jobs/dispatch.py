@@ -1,0 +1,79 @@
+"""The one way work starts: ``enqueue``.
+
+With ``REDIS_URL`` each trial is a Celery task on the broker, for ``proctor worker`` processes
+anywhere. Without it (the embedded default) the same task runs in this process's thread pool,
+so nothing external is needed and queued work still goes through the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def default_concurrency() -> int:
+    return os.cpu_count() or 2
+
+
+def configure_local_workers(size: int) -> None:
+    """Size the embedded pool (``proctor eval -j N``); takes effect for work queued after."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is not None and _pool_size == size:
+            return
+        if _pool is not None:
+            _pool.shutdown(wait=False)
+        _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="proctor-trial")
+        _pool_size = size
+
+
+def _local_pool() -> ThreadPoolExecutor:
+    if _pool is None:
+        configure_local_workers(default_concurrency())
+    assert _pool is not None
+    return _pool
+
+
+def _finalize_tasks() -> None:
+    """Set Celery's tasks up in this thread: left to its lazy first use, pool threads starting
+    together race it and some fail ("'NoneType' object has no attribute 'push'")."""
+    from proctor.celery import app
+    from runner.jobs.tasks import run_trial
+
+    app.finalize(auto=True)
+    _ = run_trial.name, run_trial.request  # resolves the task's proxy and request stack
+
+
+def _run_locally(trial_id: int) -> None:
+    from runner.jobs.tasks import run_trial
+
+    close_old_connections()
+    try:
+        run_trial.apply(args=[trial_id])
+    finally:
+        # Each pool thread holds its own connection; close it so SQLite locks and PostgreSQL
+        # connections do not outlive the task.
+        connections.close_all()
+
+
+def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
+    """Start these trials: on the broker in scaled mode, in the local pool otherwise."""
+    ids = list(trial_ids)
+    if not settings.EMBEDDED:
+        from runner.jobs.tasks import run_trial
+
+        for trial_id in ids:
+            run_trial.apply_async(args=[trial_id])
+        return None
+    _finalize_tasks()
+    pool = _local_pool()
+    return [pool.submit(_run_locally, trial_id) for trial_id in ids]
