@@ -1,114 +1,113 @@
-"""The catalog: turns loaded definitions into database rows, making a new CaseVersion exactly
-when a case's resolved definition changes.
+"""The catalog: turns a submission's cases and variants into database rows, making a new
+CaseVersion exactly when a case's resolved definition changes.
+
+It reads plain entries (``runner.batches.submission``), so a batch recorded by ``proctor eval``
+on this machine and one sent to a server with ``--server`` go through the same code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
 
 from evals_app.models import Case, CaseVersion, Organization, Suite, Variant
-from evals_app.resolution import ResolvedCase, canonical_hash, variant_spec
-from proctor.definitions import Suite as SuiteDefinition
-from proctor.definitions import Variant as VariantDefinition
 from proctor.validation import Problem
 
 
 @dataclass
 class RecordedCase:
-    resolved: ResolvedCase
+    entry: dict[str, Any]
     version: CaseVersion
     created: bool
 
 
-def ownership_problems(
-    organization: Organization, resolved: Sequence[ResolvedCase], file_of
-) -> list[Problem]:
+def ownership_problems(organization: Organization, entries: Sequence[dict[str, Any]]) -> list[str]:
     """Case ids that already belong to another suite of the organization (ids are unique
     within an organization, and a case's history must not silently change suites)."""
-    slugs = {r.case.id: r for r in resolved}
+    by_slug = {e["case"]: e for e in entries}
     problems = []
     for case_slug, suite_slug in Case.objects.filter(
-        organization=organization, slug__in=slugs
+        organization=organization, slug__in=by_slug
     ).values_list("slug", "suite__slug"):
-        r = slugs[case_slug]
-        if suite_slug != r.suite.id:
+        entry = by_slug[case_slug]
+        if suite_slug != entry["suite"]:
             problems.append(
-                Problem(
-                    file=file_of(r),
-                    suite=r.suite.id,
-                    case=case_slug,
-                    message=f"id already belongs to suite {suite_slug} in this organization; case ids are unique within an organization",
+                str(
+                    Problem(
+                        file=entry["module_path"],
+                        suite=entry["suite"],
+                        case=case_slug,
+                        message=f"id already belongs to suite {suite_slug} in this organization; case ids are unique within an organization",
+                    )
                 )
             )
     return problems
 
 
 def record_cases(
-    organization: Organization, resolved: Sequence[ResolvedCase]
+    organization: Organization, entries: Sequence[dict[str, Any]]
 ) -> list[RecordedCase]:
-    """Suites, cases and (when new) case versions for ``resolved``, in one transaction."""
+    """Suites, cases and (when new) case versions for ``entries``, in one transaction."""
     recorded = []
     with transaction.atomic():
         suites: dict[str, Suite] = {}
-        for item in resolved:
-            definition: SuiteDefinition = item.suite
-            if definition.id not in suites:
+        for entry in entries:
+            slug = entry["suite"]
+            if slug not in suites:
                 suite, _ = Suite.objects.get_or_create(
-                    organization=organization,
-                    slug=definition.id,
-                    defaults={"name": definition.label},
+                    organization=organization, slug=slug, defaults={"name": entry["suite_name"]}
                 )
-                if suite.name != definition.label:
-                    suite.name = definition.label
+                if suite.name != entry["suite_name"]:
+                    suite.name = entry["suite_name"]
                     suite.save(update_fields=["name"])
-                suites[definition.id] = suite
-            recorded.append(_record_case(organization, suites[definition.id], item))
+                suites[slug] = suite
+            recorded.append(_record_case(organization, suites[slug], entry))
     return recorded
 
 
-def _record_case(organization: Organization, suite: Suite, item: ResolvedCase) -> RecordedCase:
+def _record_case(organization: Organization, suite: Suite, entry: dict[str, Any]) -> RecordedCase:
     case, _ = Case.objects.select_for_update().get_or_create(
         organization=organization,
-        slug=item.case.id,
-        defaults={"suite": suite, "name": item.case.label, "tags": list(item.case.tags)},
+        slug=entry["case"],
+        defaults={"suite": suite, "name": entry["name"], "tags": list(entry["tags"])},
     )
-    if case.name != item.case.label or case.tags != list(item.case.tags):
+    if case.name != entry["name"] or case.tags != list(entry["tags"]):
         # Name and tags label the case; they are not part of its definition.
-        case.name, case.tags = item.case.label, list(item.case.tags)
+        case.name, case.tags = entry["name"], list(entry["tags"])
         case.save(update_fields=["name", "tags"])
-    existing = case.versions.filter(definition_hash=item.definition_hash).first()
+    existing = case.versions.filter(definition_hash=entry["definition_hash"]).first()
     if existing is not None:
-        if existing.module_path != str(item.module_path):
-            CaseVersion.objects.filter(pk=existing.pk).update(module_path=str(item.module_path))
-            existing.module_path = str(item.module_path)
-        return RecordedCase(item, existing, created=False)
+        if existing.module_path != entry["module_path"]:
+            CaseVersion.objects.filter(pk=existing.pk).update(module_path=entry["module_path"])
+            existing.module_path = entry["module_path"]
+        return RecordedCase(entry, existing, created=False)
     number = (case.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = CaseVersion.objects.create(
         case=case,
         number=number,
-        definition=item.definition,
-        definition_hash=item.definition_hash,
-        sources=item.sources,
-        module_path=str(item.module_path),
+        definition=entry["definition"],
+        definition_hash=entry["definition_hash"],
+        sources=entry["sources"],
+        module_path=entry["module_path"],
     )
-    return RecordedCase(item, version, created=True)
+    return RecordedCase(entry, version, created=True)
 
 
-def record_variant(organization: Organization, variant: VariantDefinition) -> Variant:
-    spec = variant_spec(variant)
+def record_variant(organization: Organization, entry: dict[str, Any]) -> Variant:
     row, _ = Variant.objects.get_or_create(
         organization=organization,
-        spec_hash=canonical_hash(spec),
+        spec_hash=entry["spec_hash"],
         defaults={
-            "name": variant.name,
-            "harness": variant.harness,
-            "model": variant.model or "",
-            "sandbox": variant.sandbox,
-            "spec": spec,
+            "name": entry["name"],
+            "harness": entry["harness"],
+            "model": entry["model"],
+            "sandbox": entry["sandbox"],
+            "spec": entry["spec"],
+            "profile_digest": entry.get("profile_bundle") or "",
         },
     )
     return row

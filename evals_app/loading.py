@@ -12,11 +12,12 @@ import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
+from evals_app.source_capture import BUNDLE_ROOT_MARKER, project_root
 from proctor.capture import capture_output
 from proctor.definitions import Suite
 from proctor.validation import Problem
@@ -47,6 +48,9 @@ SKIPPED_FOLDERS = {
 class LoadedFile:
     path: Path
     suites: list[Suite]
+    # Every file the import read from under the project root: the modules it imported and the
+    # data files it opened (what a bundle of this eval must hold besides its folder).
+    read_files: tuple[Path, ...] = ()
 
 
 class LoadError(Exception):
@@ -87,7 +91,9 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
                 subfolders[:] = sorted(
                     name
                     for name in subfolders
-                    if name not in SKIPPED_FOLDERS and not _is_virtualenv(Path(folder) / name)
+                    if name not in SKIPPED_FOLDERS
+                    and not _is_virtualenv(Path(folder) / name)
+                    and not (Path(folder) / name / BUNDLE_ROOT_MARKER).is_file()
                 )
                 found.extend(
                     Path(folder, name).resolve()
@@ -99,7 +105,7 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
     return list(dict.fromkeys(found)), problems
 
 
-_modules: dict[tuple[Path, int, int], list[Suite]] = {}
+_modules: dict[tuple[Path, int, int], LoadedFile] = {}
 _modules_lock = threading.Lock()
 
 
@@ -116,10 +122,48 @@ def load_file(path: Path) -> LoadedFile:
     key = (path, stat.st_mtime_ns, stat.st_size)
     with _modules_lock:
         if key not in _modules:
-            _modules[key] = (
-                _json_suites(path) if path.name.endswith(EVAL_JSON_SUFFIX) else _import_suites(path)
-            )
-        return LoadedFile(path=path, suites=_modules[key])
+            with _recording_reads() as read:
+                suites = (
+                    _json_suites(path)
+                    if path.name.endswith(EVAL_JSON_SUFFIX)
+                    else _import_suites(path)
+                )
+            root = project_root(path)
+            inside = sorted({p for p in read if p != path and root in p.parents})
+            _modules[key] = LoadedFile(path=path, suites=suites, read_files=tuple(inside))
+        return _modules[key]
+
+
+# Files opened while an eval file imports, per thread (only while recording): data files it
+# reads at import time (tool schemas, file:// messages, fixtures) belong in its bundle.
+_reads = threading.local()
+_hook_installed = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event != "open":
+        return
+    recording = getattr(_reads, "paths", None)
+    if recording is None or not isinstance(args[0], str | bytes | os.PathLike):
+        return
+    mode = args[1] if len(args) > 1 and isinstance(args[1], str) else "r"
+    if "r" in mode or "+" in mode:
+        with suppress(OSError, ValueError):
+            recording.add(Path(os.fsdecode(args[0])).resolve())
+
+
+@contextmanager
+def _recording_reads() -> Iterator[set[Path]]:
+    global _hook_installed
+    if not _hook_installed:
+        sys.addaudithook(_audit)  # hooks cannot be removed: it does nothing unless recording
+        _hook_installed = True
+    paths: set[Path] = set()
+    _reads.paths = paths
+    try:
+        yield paths
+    finally:
+        _reads.paths = None
 
 
 def _json_suites(path: Path) -> list[Suite]:
@@ -171,7 +215,14 @@ def _import_suites(path: Path) -> list[Suite]:
     finally:
         if sys.path and sys.path[0] == str(path.parent):
             sys.path.pop(0)
-        _forget_local_modules(set(sys.modules) - before, path.parent)
+        imported = set(sys.modules) - before
+        _note_imported_files(imported)
+        # In a worker's unpacked bundle the whole bundle is the eval's own; elsewhere its folder
+        # (the project root may hold installed packages that must stay imported).
+        root = project_root(path)
+        _forget_local_modules(
+            imported, root if (root / BUNDLE_ROOT_MARKER).is_file() else path.parent
+        )
     suites = {id(value): value for value in vars(module).values() if isinstance(value, Suite)}
     return list(suites.values())
 
@@ -186,9 +237,20 @@ def _printed_to_stderr() -> Iterator[None]:
         (sys.__stderr__ or sys.stderr).write(printed.getvalue())
 
 
+def _note_imported_files(names: set[str]) -> None:
+    recording = getattr(_reads, "paths", None)
+    if recording is None:
+        return
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file:
+            recording.add(Path(file).resolve())
+
+
 def _forget_local_modules(names: set[str], folder: Path) -> None:
-    """Drop the helper modules an eval file imported from its own folder, so another folder's
-    eval importing a helper of the same name (``shared.py``) gets its own, not this one."""
+    """Drop the helper modules an eval file imported from its project, so another project's
+    eval (or another bundle in a worker) importing a helper of the same name (``shared.py``,
+    ``variants.py``) gets its own, not this one."""
     for name in names:
         file = getattr(sys.modules.get(name), "__file__", None)
         if file and folder in Path(file).resolve().parents:

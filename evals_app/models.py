@@ -8,7 +8,7 @@ they ran, so history survives every edit of an eval file.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 from django.utils import timezone
 
 
@@ -112,6 +112,36 @@ class CaseVersion(models.Model):
         super().save(*args, **kwargs)
 
 
+class Bundle(models.Model):
+    """The code a case version or a variant ran, content-addressed and stored once per
+    organization: the eval module with its local imports and data files (``tree``), a profile
+    folder (``tree``), or a local repository at the commit it resolved to (``git``).
+
+    ``data`` is empty when the bundle lives in the folder store (``PROCTOR_BUNDLE_STORE``).
+    """
+
+    class Kind(models.TextChoices):
+        TREE = "tree"
+        GIT = "git"
+
+    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="bundles")
+    digest = models.CharField(max_length=64)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.TREE)
+    size = models.PositiveBigIntegerField(default=0)
+    data = models.BinaryField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "digest"], name="bundle_digest_unique_in_org"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} bundle {self.digest[:12]}"
+
+
 class Variant(models.Model):
     """One condition: harness, model, profile and sandbox, as the spec that was run.
 
@@ -128,6 +158,8 @@ class Variant(models.Model):
     sandbox = models.CharField(max_length=50, default="local")
     spec = models.JSONField()
     spec_hash = models.CharField(max_length=64)
+    # sha256 of the profile folder the agent ran from: a changed byte is a new variant.
+    profile_digest = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -173,6 +205,25 @@ class Batch(models.Model):
 
     def __str__(self) -> str:
         return f"batch {self.pk}"
+
+    def close_if_done(self) -> bool:
+        """Mark the batch finished once none of its trials is left to run; True when this call
+        closed it. Two trials ending together both ask; the row lock lets exactly one close it."""
+        with transaction.atomic():
+            batch = Batch.objects.select_for_update().get(pk=self.pk)
+            if batch.status == Batch.Status.FINISHED:
+                return False
+            if (
+                Trial.objects.filter(run__batch_id=self.pk)
+                .exclude(status__in=Trial.FINAL_STATUSES)
+                .exists()
+            ):
+                return False
+            batch.status = Batch.Status.FINISHED
+            batch.finished_at = timezone.now()
+            batch.save(update_fields=["status", "finished_at"])
+        self.status, self.finished_at = batch.status, batch.finished_at
+        return True
 
 
 class Run(models.Model):
@@ -254,6 +305,84 @@ class Trial(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL_STATUSES
+
+    # What a run leaves on a trial row, and the value that means "not run yet".
+    RECORD_DEFAULTS: dict = {
+        "started_at": None,
+        "finished_at": None,
+        "error": "",
+        "answer": "",
+        "finish_reason": "",
+        "session_id": "",
+        "conversation_outcome": "",
+        "stop_cause": "",
+        "responder_cause": "",
+        "plan_state": "",
+        "plan_signal": "",
+        "outside_writes": [],
+        "score": None,
+        "threshold": None,
+        "duration_ms": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
+
+    @classmethod
+    def claim(cls, trial_id: int) -> Trial | None:
+        """Take a queued trial to run it (and start its batch); None when it is not queued
+        (already taken or finished), so a task delivered twice runs the trial once."""
+        with transaction.atomic():
+            trial = cls.objects.select_for_update().filter(pk=trial_id).first()
+            if trial is None or trial.status != cls.Status.QUEUED:
+                return None
+            trial.status = cls.Status.RUNNING
+            trial.started_at = timezone.now()
+            trial.save(update_fields=["status", "started_at"])
+            Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(
+                status=Batch.Status.RUNNING
+            )
+        return cls.objects.select_related(
+            "run__case_version__case", "run__variant", "run__batch"
+        ).get(pk=trial_id)
+
+    def finish(self, status: str, **record) -> None:
+        """Record the trial's end: its final status and what the run left (``RECORD_DEFAULTS``
+        names the fields; ``usage`` may give the token counts as one dict)."""
+        usage = record.pop("usage", None) or {}
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            record.setdefault(key, usage.get(key, 0))
+        unknown = set(record) - set(self.RECORD_DEFAULTS)
+        if unknown:
+            raise TypeError(f"Trial.finish got unknown fields: {', '.join(sorted(unknown))}")
+        record["finish_reason"] = (record.get("finish_reason") or "")[:200]
+        record["session_id"] = (record.get("session_id") or "")[:200]
+        record["finished_at"] = timezone.now()
+        Trial.objects.filter(pk=self.pk).update(status=status, **record)
+        self.status = status
+        for key, value in record.items():
+            setattr(self, key, value)
+
+    @classmethod
+    def end_unfinished(cls, trials: models.QuerySet, *, reason: str, error: str) -> int:
+        """End every trial of ``trials`` that is not final as errored, saying why."""
+        return trials.exclude(status__in=cls.FINAL_STATUSES).update(
+            status=cls.Status.ERRORED, finish_reason=reason, error=error, finished_at=timezone.now()
+        )
+
+    def reset(self) -> None:
+        """Forget the trial's partial record so it can run again from the start (after a crash):
+        queued, with no events, turns, checks or consultations."""
+        with transaction.atomic():
+            self.events.all().delete()
+            self.turns.all().delete()
+            self.checks.all().delete()
+            self.consultations.all().delete()
+            Trial.objects.filter(pk=self.pk).update(
+                status=Trial.Status.QUEUED, **self.RECORD_DEFAULTS
+            )
+        self.status = Trial.Status.QUEUED
 
     @property
     def total_tokens(self) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evals_app.bundle_archive import folder_files, pack_tree
 from evals_app.source_capture import capture_callable, project_root, relative_to_root
 from proctor.assertions import Assertion
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
@@ -35,14 +36,24 @@ def fill_template(template: str, variables: dict[str, Any]) -> str:
     )
 
 
-def source_definition(source: Source | None) -> dict[str, Any]:
+def source_definition(source: Source | None, root: Path | None = None) -> dict[str, Any]:
+    """The source as defined. A local repository inside the project is named by its path from
+    the project root, so moving the project (or a worker's copy of it) keeps the definition."""
     if source is None:
         return {"kind": "empty"}
     if isinstance(source, Files):
         return {"kind": "files", "files": dict(sorted(source.files.items()))}
     if isinstance(source, Repo):
+        if is_local_repo(source):
+            inside = relative_to_root(Path(source.url), root) if root is not None else None
+            return {"kind": "repo", "local": inside or source.url, "ref": source.ref}
         return {"kind": "repo", "url": source.url, "ref": source.ref}
     raise TypeError(f"unknown source {source!r}")
+
+
+def is_local_repo(source: Source | None) -> bool:
+    """A repo() naming a folder on this machine (``repo()`` made a relative path absolute)."""
+    return isinstance(source, Repo) and source.url.startswith("/")
 
 
 @dataclass
@@ -76,8 +87,13 @@ def canonical_hash(obj: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
-    """The case's resolved definition, its hash, its captured sources and its checks."""
+def resolve_case(
+    suite: Suite, case: Case, module_path: Path, *, recorded_source: dict[str, Any] | None = None
+) -> ResolvedCase:
+    """The case's resolved definition, its hash, its captured sources and its checks.
+
+    ``recorded_source`` stands in for the source's definition where the source itself is not
+    here: a worker running a local repository from its commit bundle."""
     root = project_root(module_path)
     sources: dict[str, str] = {}
     module_relative = relative_to_root(module_path, root)
@@ -144,7 +160,8 @@ def resolve_case(suite: Suite, case: Case, module_path: Path) -> ResolvedCase:
         "case": case.id,
         "prompt": fill_template(suite.prompt, variables),
         "system_prompt": suite.system_prompt,
-        "source": source_definition(case.source if case.source is not None else suite.source),
+        "source": recorded_source
+        or source_definition(case.source if case.source is not None else suite.source, root),
         "prepare": captured(case.prepare) if case.prepare is not None else None,
         "cache": {"key": case.cache.key, "path": case.cache.path} if case.cache else None,
         "limits": {"max_turns": case.max_turns, "timeout_ms": case.timeout_ms},
@@ -195,15 +212,31 @@ def conversation_definition(user: Any) -> Any:
     return describe() if callable(describe) else repr(user)
 
 
-def variant_spec(variant: Variant) -> dict[str, Any]:
+def profile_folder_digest(variant: Variant) -> str | None:
+    """The digest of the variant's profile folder (reads every file in it), None without one."""
+    if variant.profile is None or variant.profile.dir is None:
+        return None
+    folder = Path(variant.profile.dir)
+    if not folder.is_dir():
+        return None
+    return pack_tree(folder_files(folder)).digest
+
+
+def variant_spec(variant: Variant, profile_digest: str | None = None) -> dict[str, Any]:
     """The variant as run: everything that explains a result, with profile env values hidden
-    (they may hold keys; a changed value still changes the spec hash)."""
+    (they may hold keys; a changed value still changes the spec hash).
+
+    The profile folder is identified by its content's digest, not its path: editing the agent
+    makes a new variant, moving the folder does not. Pass ``profile_digest`` when it is known
+    (hashing the folder reads every file in it)."""
     profile = variant.profile
     profile_spec = None
     if profile is not None:
+        digest = profile_digest or profile_folder_digest(variant)
         profile_spec = {
             "name": profile.name,
-            "dir": profile.dir,
+            "dir": Path(profile.dir).name if profile.dir else None,
+            "digest": digest,
             "run": profile.run,
             "install": profile.install,
             "env": {k: _hidden(v) for k, v in sorted(profile.env.items())},

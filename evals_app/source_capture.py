@@ -29,10 +29,15 @@ class CapturedCallable:
         return {"qualname": self.qualname, "path": self.path, "start": self.start, "end": self.end}
 
 
+# Written at the root of every unpacked bundle: a worker's copy of a project is its own root,
+# whatever folder above the cache holds a pyproject.toml.
+BUNDLE_ROOT_MARKER = ".proctor-bundle-root"
+
+
 @lru_cache(maxsize=256)
 def project_root(eval_file: Path) -> Path:
     for folder in eval_file.resolve().parents:
-        if (folder / "pyproject.toml").is_file():
+        if (folder / BUNDLE_ROOT_MARKER).is_file() or (folder / "pyproject.toml").is_file():
             return folder
     return eval_file.resolve().parent
 

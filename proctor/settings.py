@@ -42,6 +42,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
 PROCTOR_HOME = Path(env_str("PROCTOR_HOME", str(Path.cwd() / ".proctor"))).resolve()
 ARTIFACTS_DIR = Path(env_str("PROCTOR_ARTIFACTS_DIR", str(PROCTOR_HOME / "artifacts"))).resolve()
 CACHE_DIR = Path(env_str("PROCTOR_CACHE_DIR", str(PROCTOR_HOME / "cache"))).resolve()
+# Bundles (the code a case version and a variant ran) are kept in the database unless this
+# names a folder (an object store mount that every worker shares).
+BUNDLE_STORE = env_str("PROCTOR_BUNDLE_STORE", "database")
+# The largest bundle `proctor eval` records; a larger project folder is refused in one line
+# naming its largest files (trim it with a .proctorignore).
+BUNDLE_MAX_BYTES = int(float(env_str("PROCTOR_BUNDLE_MAX_MB", "50")) * 1024 * 1024)
 # `owner/name` sources resolve against this host.
 GIT_HOST = env_str("PROCTOR_GIT_HOST", "https://github.com")
 

@@ -17,15 +17,21 @@ class RunRequest:
     case_version: CaseVersion
     variant: Variant
     trials: int
+    # Where the run's code lives (runner.core.spec.RunCode as JSON): the bundles a worker
+    # unpacks. A rerun passes its source run's, so it runs exactly the code that run ran.
+    code: dict[str, Any] | None = None
 
 
-def run_spec(case_version: CaseVersion, variant: Variant) -> dict[str, Any]:
+def run_spec(
+    case_version: CaseVersion, variant: Variant, code: dict[str, Any] | None
+) -> dict[str, Any]:
     """What the run ran with, so any result can be explained and repeated."""
     return {
         "variant": variant.spec,
         "limits": case_version.definition.get("limits", {}),
         "case_version": case_version.number,
         "definition_hash": case_version.definition_hash,
+        "code": code,
     }
 
 
@@ -53,7 +59,7 @@ def create_batch(
                     batch=batch,
                     case_version=r.case_version,
                     variant=r.variant,
-                    spec=run_spec(r.case_version, r.variant),
+                    spec=run_spec(r.case_version, r.variant, r.code),
                 )
                 for r in requests
             ]

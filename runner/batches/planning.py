@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 
+from evals_app.bundle_store import missing_bundles, save_bundle
 from evals_app.catalog import ownership_problems, record_cases, record_variant
 from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
@@ -20,6 +22,8 @@ from proctor.definitions import Suite, Variant
 from proctor.judges import Judge
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches.creation import RunRequest, create_batch
+from runner.batches.submission import Submission
+from runner.core.spec import RunCode
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.llm import resolve_config
 from runner.sandboxes import SANDBOXES
@@ -216,25 +220,63 @@ def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[P
     return planned
 
 
-def record_batch(
-    organization: Organization, planned: list[Planned], options: dict
+def record_submission(
+    organization: Organization, submission: dict[str, Any], *, user=None
 ) -> tuple[Batch, list[int], int]:
-    """Versions, variants, the batch, its runs and trials, all or nothing.
+    """Versions, variants, the batch, its runs and trials, all or nothing, from a submission
+    (``runner.batches.submission``) whose bundles the organization already stores.
 
-    Returns the batch, its trial ids and how many new case versions were made."""
-    resolved = [p.resolved for p in planned]
-    problems = ownership_problems(organization, resolved, lambda r: display_path(r.module_path))
+    Returns the batch, its trial ids (enqueue them after the commit) and how many new case
+    versions were made. Raises InvalidInput naming every problem, having written nothing."""
+    cases, variants = submission["cases"], submission["variants"]
+    problems = ownership_problems(organization, cases)
+    referenced = [c["bundle"] for c in cases]
+    referenced += [c["source"]["bundle"] for c in cases if c.get("source")]
+    referenced += [v["profile_bundle"] for v in variants if v.get("profile_bundle")]
+    problems += [
+        f"bundle {digest} was not uploaded; send the bundles before the batch"
+        for digest in missing_bundles(organization, referenced)
+    ]
     if problems:
         raise InvalidInput(problems)
+    options = dict(submission.get("options") or {})
     with transaction.atomic():
-        recorded = record_cases(organization, resolved)
-        variant_rows = {}
+        recorded = record_cases(organization, cases)
+        variant_rows = [record_variant(organization, v) for v in variants]
         requests = []
-        for plan, rec in zip(planned, recorded, strict=True):
-            for variant in plan.variants:
-                key = (plan.resolved.suite.id, variant.name)
-                if key not in variant_rows:
-                    variant_rows[key] = record_variant(organization, variant)
-                requests.append(RunRequest(rec.version, variant_rows[key], plan.trials))
-        batch, trial_ids = create_batch(organization, requests, options=options)
+        for run in submission["runs"]:
+            case, variant = cases[run["case"]], variants[run["variant"]]
+            code = RunCode(
+                suite=case["suite"],
+                case=case["case"],
+                bundle=case["bundle"],
+                eval_module=case["eval_module"],
+                variant=variant["name"],
+                variant_hash=variant["spec_hash"],
+                profile_bundle=variant.get("profile_bundle"),
+                source=case.get("source"),
+            )
+            requests.append(
+                RunRequest(
+                    recorded[run["case"]].version,
+                    variant_rows[run["variant"]],
+                    run["trials"],
+                    code=code.to_json(),
+                )
+            )
+        batch, trial_ids = create_batch(
+            organization, requests, options=options, user=user, label=options.get("label") or ""
+        )
     return batch, trial_ids, sum(1 for r in recorded if r.created)
+
+
+def record_locally(
+    organization: Organization, submission: Submission, *, user=None
+) -> tuple[Batch, list[int], int]:
+    """Store the submission's bundles in this installation and record its batch, in one
+    transaction: a refused batch leaves no bundle behind either."""
+    with transaction.atomic():
+        for digest in missing_bundles(organization, submission.bundles):
+            packed = submission.bundles[digest]
+            save_bundle(organization, digest, packed.kind, packed.data)
+        return record_submission(organization, submission.value, user=user)

@@ -16,7 +16,7 @@ RETRYABLE = (Trial.Status.FAILED, Trial.Status.ERRORED, Trial.Status.TIMED_OUT)
 
 def _rerun(source: Batch, runs_and_counts: list[tuple[Run, int]], *, user, label: str) -> Batch:
     requests = [
-        RunRequest(run.case_version, run.variant, count)
+        RunRequest(run.case_version, run.variant, count, code=(run.spec or {}).get("code"))
         for run, count in runs_and_counts
         if count > 0
     ]

@@ -17,7 +17,7 @@ from typing import Any
 
 from evals_app.resolution import ResolvedCase
 from proctor.conversations import Responder, SimulatedUser
-from proctor.definitions import Variant
+from proctor.definitions import Source, Variant
 from runner.conversation.driver import drive_conversation
 from runner.core.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.core.redaction import Redactor, secret_values
@@ -47,6 +47,9 @@ class TrialPlan:
     # Model overrides from the command line (--responder-model, --judge-model).
     responder_model: str | None = None
     judge_model: str | None = None
+    # The workspace's source when it is not the case's own: a local repository's commit,
+    # unpacked from its bundle on this worker.
+    source: Source | None = None
 
 
 def responder_config(plan: TrialPlan, user: object):
@@ -115,7 +118,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     case = resolved.case
     definition = resolved.definition
     materialize(
-        case.source if case.source is not None else resolved.suite.source,
+        plan.source or (case.source if case.source is not None else resolved.suite.source),
         sandbox.host_workspace,
         cache_dir=plan.cache_root,
         git_host=plan.git_host,

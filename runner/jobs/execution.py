@@ -1,5 +1,5 @@
-"""Running a queued trial from the database: claim it, rebuild its plan from the eval file
-its case version came from, execute it, and close the batch when its last trial ends.
+"""Running a queued trial from the database: claim it, build its plan from its trial spec and
+the bundles it names, execute it, and close the batch when its last trial ends.
 
 Idempotent: a trial that is not queued (already taken, or finished) is left alone, so a task
 delivered twice runs the trial once.
@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
-from django.db import OperationalError, transaction
-from django.utils import timezone
+from django.db import OperationalError
 
+from evals_app.bundle_store import MissingBundle
 from evals_app.loading import LoadError, load_file
 from evals_app.models import Batch, Trial
 from evals_app.resolution import canonical_hash, resolve_case, variant_spec
+from proctor.definitions import Repo
 from runner.batches import benchmark
 from runner.core.recording import TrialOutcome
+from runner.core.spec import TrialSpec
 from runner.core.trial import TrialPlan, execute_trial
-from runner.jobs import publishing
+from runner.jobs import bundle_cache, publishing
 from runner.jobs.recorder import DatabaseRecorder
 
 log = logging.getLogger(__name__)
@@ -31,37 +34,75 @@ class PlanError(Exception):
     """The trial's definition can no longer be run as recorded; one sentence says why."""
 
 
-def claim(trial_id: int) -> Trial | None:
-    with transaction.atomic():
-        trial = Trial.objects.select_for_update().filter(pk=trial_id).first()
-        if trial is None or trial.status != Trial.Status.QUEUED:
-            return None
-        trial.status = Trial.Status.RUNNING
-        trial.started_at = timezone.now()
-        trial.save(update_fields=["status", "started_at"])
-        Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(
-            status=Batch.Status.RUNNING
-        )
-    return Trial.objects.select_related(
-        "run__case_version__case", "run__variant", "run__batch"
-    ).get(pk=trial_id)
-
-
 def build_plan(trial: Trial) -> TrialPlan:
-    """Import the eval file again and find the exact case and variant this trial pinned."""
+    """The trial's plan, from its spec and the bundles the spec names (never from the files of
+    whoever submitted it). Raises PlanError with one sentence."""
+    spec = TrialSpec.for_trial(
+        trial_id=trial.pk,
+        index=trial.index,
+        organization_id=trial.run.batch.organization_id,
+        run_spec=trial.run.spec or {},
+        batch_options=trial.run.batch.options or {},
+    )
+    if spec.code is None:
+        return _plan_from_recorded_path(trial, spec)
+    code = spec.code
+    org = spec.organization_id
+    try:
+        root = bundle_cache.unpacked(org, code.bundle, project=True)
+        profile_dir = (
+            bundle_cache.unpacked(org, code.profile_bundle) if code.profile_bundle else None
+        )
+        source = None
+        if code.source:
+            folder = bundle_cache.unpacked(org, code.source["bundle"])
+            source = Repo(url=str(folder / "commit.bundle"), ref=code.source["commit"])
+    except MissingBundle as exc:
+        raise PlanError(str(exc)) from None
+    where = f"the bundle of case {code.case} (v{spec.case_version})"
+    recorded_source = trial.run.case_version.definition.get("source") if code.source else None
+    suite, case, resolved = _find_case(
+        root / code.eval_module, code.suite, code.case, where, recorded_source
+    )
+    if resolved.definition_hash != spec.definition_hash:
+        # The safety net: a bundle that does not give back the version it was recorded with.
+        raise PlanError(
+            f"{where} no longer gives the definition version {spec.case_version} was recorded "
+            "with; run `proctor eval` to record it again"
+        )
+    variant = next((v for v in suite.variants if v.name == code.variant), None)
+    # The spec as recorded: the profile is named by its digest, its folder by its name.
+    if variant is None or (
+        canonical_hash(variant_spec(variant, profile_digest=code.profile_bundle))
+        != code.variant_hash
+    ):
+        raise PlanError(f"{where} does not define variant {code.variant} as it was recorded")
+    if profile_dir is not None and variant.profile is not None:
+        variant = replace(variant, profile=replace(variant.profile, dir=str(profile_dir)))
+    return _plan(trial, spec, resolved, variant, source)
+
+
+def _find_case(
+    module: Path, suite_id: str, case_id: str, where: str, recorded_source: dict | None = None
+):
+    try:
+        loaded = load_file(module)
+    except LoadError as exc:
+        raise PlanError(f"{where}: {exc.problems[0]}") from None
+    suite = next((s for s in loaded.suites if s.id == suite_id), None)
+    case = next((c for c in suite.cases if c.id == case_id), None) if suite else None
+    if suite is None or case is None:
+        raise PlanError(f"{where} no longer defines case {case_id} of suite {suite_id}")
+    return suite, case, resolve_case(suite, case, loaded.path, recorded_source=recorded_source)
+
+
+def _plan_from_recorded_path(trial: Trial, spec: TrialSpec) -> TrialPlan:
+    """Runs recorded before bundles existed: import the eval file again from where it was."""
     version = trial.run.case_version
     definition = version.definition
-    try:
-        loaded = load_file(Path(version.module_path))
-    except LoadError as exc:
-        raise PlanError(str(exc.problems[0])) from None
-    suite = next((s for s in loaded.suites if s.id == definition["suite"]), None)
-    case = next((c for c in suite.cases if c.id == definition["case"]), None) if suite else None
-    if suite is None or case is None:
-        raise PlanError(
-            f"{version.module_path} no longer defines case {definition['case']} of suite {definition['suite']}"
-        )
-    resolved = resolve_case(suite, case, loaded.path)
+    suite, case, resolved = _find_case(
+        Path(version.module_path), definition["suite"], definition["case"], version.module_path
+    )
     if resolved.definition_hash != version.definition_hash:
         raise PlanError(
             f"case {case.id} changed in {version.module_path} since version {version.number} was recorded; "
@@ -73,15 +114,20 @@ def build_plan(trial: Trial) -> TrialPlan:
         raise PlanError(
             f"variant {trial.run.variant.name} is no longer defined by suite {suite.id} in {version.module_path}"
         )
+    return _plan(trial, spec, resolved, variant, None)
+
+
+def _plan(trial: Trial, spec: TrialSpec, resolved, variant, source) -> TrialPlan:
     return TrialPlan(
         resolved=resolved,
         variant=variant,
-        index=trial.index,
+        index=spec.index,
         cache_root=Path(settings.CACHE_DIR),
         git_host=settings.GIT_HOST,
         own_folders=(str(settings.PROCTOR_HOME), str(settings.ARTIFACTS_DIR)),
-        responder_model=trial.run.batch.options.get("responder_model"),
-        judge_model=trial.run.batch.options.get("judge_model"),
+        responder_model=spec.responder_model,
+        judge_model=spec.judge_model,
+        source=source,
     )
 
 
@@ -91,7 +137,7 @@ def run_trial_by_id(trial_id: int) -> str | None:
     Whatever breaks on the way (the database included), the trial ends with a final status, so
     nobody waits forever on a trial left ``running``.
     """
-    trial = claim(trial_id)
+    trial = Trial.claim(trial_id)
     if trial is None:
         return None
     try:
@@ -109,11 +155,10 @@ def run_trial_by_id(trial_id: int) -> str | None:
     except Exception as exc:
         log.exception("trial %s broke outside the runner's own error handling", trial_id)
         status = Trial.Status.ERRORED
-        Trial.objects.filter(pk=trial_id).exclude(status__in=Trial.FINAL_STATUSES).update(
-            status=status,
-            finish_reason="internal error",
+        Trial.end_unfinished(
+            Trial.objects.filter(pk=trial_id),
+            reason="internal error",
             error=f"{type(exc).__name__}: {exc}",
-            finished_at=timezone.now(),
         )
         publishing.trial_changed(
             trial_id=trial_id, run_id=trial.run_id, batch_id=trial.run.batch_id, status=status
@@ -125,12 +170,10 @@ def run_trial_by_id(trial_id: int) -> str | None:
 def abandon_unfinished(batch: Batch, reason: str) -> int:
     """End the batch's trials that nobody will run any more as errored, saying why, and close
     the batch: no trial is left queued forever and the record stays readable."""
-    left = Trial.objects.filter(run__batch=batch).exclude(status__in=Trial.FINAL_STATUSES)
-    count = left.update(
-        status=Trial.Status.ERRORED,
-        finish_reason="not run",
+    count = Trial.end_unfinished(
+        Trial.objects.filter(run__batch=batch),
+        reason="not run",
         error=f"the worker could not run this trial: {reason}",
-        finished_at=timezone.now(),
     )
     if count:
         finish_batch_if_done(batch.pk)
@@ -153,18 +196,10 @@ def finish_batch_if_done(batch_id: int) -> bool:
 
 
 def _finish_batch_if_done(batch_id: int) -> bool:
-    with transaction.atomic():
-        batch = Batch.objects.select_for_update().get(pk=batch_id)
-        if batch.status == Batch.Status.FINISHED:
-            return False
-        open_trials = Trial.objects.filter(run__batch_id=batch_id).exclude(
-            status__in=Trial.FINAL_STATUSES
-        )
-        if open_trials.exists():
-            return False
-        batch.status = Batch.Status.FINISHED
-        batch.finished_at = timezone.now()
-        batch.save(update_fields=["status", "finished_at"])
+    batch = Batch.objects.get(pk=batch_id)
+    if not batch.close_if_done():
+        return False
+    # Slow I/O after the commit: the report file and the live update.
     benchmark.write_benchmark(batch)
     publishing.batch_changed(batch_id=batch_id, status=batch.status)
     return True

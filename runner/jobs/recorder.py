@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from evals_app.models import Check, Consultation, Event, Trial, Turn
@@ -162,28 +161,23 @@ class DatabaseRecorder:
         self._events_file.close()
         self._raw_file.close()
         usage = outcome.usage or {}
-        with transaction.atomic():
-            Trial.objects.filter(pk=self.trial_id).update(
-                status=outcome.status,
-                finish_reason=outcome.finish_reason[:200],
-                error=outcome.error,
-                answer=outcome.answer,
-                session_id=outcome.session_id[:200],
-                conversation_outcome=outcome.conversation_outcome,
-                stop_cause=outcome.stop_cause,
-                responder_cause=outcome.responder_cause,
-                plan_state=outcome.plan_state,
-                plan_signal=outcome.plan_signal,
-                outside_writes=outcome.outside_writes,
-                input_tokens=usage.get("input_tokens", 0),
-                output_tokens=usage.get("output_tokens", 0),
-                cache_read_tokens=usage.get("cache_read_tokens", 0),
-                cache_write_tokens=usage.get("cache_write_tokens", 0),
-                score=outcome.score,
-                threshold=outcome.threshold,
-                finished_at=timezone.now(),
-                duration_ms=outcome.duration_ms,
-            )
+        Trial(pk=self.trial_id).finish(
+            outcome.status,
+            finish_reason=outcome.finish_reason,
+            error=outcome.error,
+            answer=outcome.answer,
+            session_id=outcome.session_id,
+            conversation_outcome=outcome.conversation_outcome,
+            stop_cause=outcome.stop_cause,
+            responder_cause=outcome.responder_cause,
+            plan_state=outcome.plan_state,
+            plan_signal=outcome.plan_signal,
+            outside_writes=outcome.outside_writes,
+            usage=usage,
+            score=outcome.score,
+            threshold=outcome.threshold,
+            duration_ms=outcome.duration_ms,
+        )
         self._announce(outcome.status)
 
     # --- internals -----------------------------------------------------------------------------
@@ -208,32 +202,6 @@ class DatabaseRecorder:
 
 
 def reset_for_retry(trial: Trial) -> None:
-    """Forget a trial's partial record so it can run again from the start (after a crash)."""
-    with transaction.atomic():
-        trial.events.all().delete()
-        trial.turns.all().delete()
-        trial.checks.all().delete()
-        trial.consultations.all().delete()
-        Trial.objects.filter(pk=trial.pk).update(
-            status=Trial.Status.QUEUED,
-            started_at=None,
-            finished_at=None,
-            error="",
-            answer="",
-            finish_reason="",
-            session_id="",
-            conversation_outcome="",
-            stop_cause="",
-            score=None,
-            responder_cause="",
-            plan_state="",
-            plan_signal="",
-            outside_writes=[],
-            threshold=None,
-            duration_ms=None,
-            input_tokens=0,
-            output_tokens=0,
-            cache_read_tokens=0,
-            cache_write_tokens=0,
-        )
+    """Forget a trial's partial record and its artifacts so it can run again from the start."""
+    trial.reset()
     shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)

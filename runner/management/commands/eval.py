@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -14,9 +15,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evals_app.models import Batch, Organization, Trial
-from runner.batches import benchmark
-from runner.batches.planning import InvalidInput, Selection, load_suites, plan_batch, record_batch
-from runner.batches.report import batch_report, overall_pass_rate
+from runner.batches.planning import (
+    InvalidInput,
+    Selection,
+    load_suites,
+    plan_batch,
+    record_locally,
+)
+from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError
+from runner.batches.report import batch_report, report_pass_rate
+from runner.batches.submission import SubmissionError, build_submission
 from runner.jobs import artifacts, dispatch
 from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished
@@ -77,9 +85,9 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--org",
-            default=Organization.EMBEDDED_SLUG,
             metavar="SLUG",
-            help="organization to record under (default: the embedded default)",
+            help="organization to record under (default: the embedded default; with --server, "
+            "your only organization there)",
         )
         parser.add_argument(
             "--responder-model",
@@ -93,6 +101,18 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--no-wait", action="store_true", help="queue the batch and exit (scaled mode)"
+        )
+        parser.add_argument(
+            "--server",
+            default=os.environ.get("PROCTOR_SERVER", "").strip() or None,
+            metavar="URL",
+            help="record and run the batch on this Proctor server (default: PROCTOR_SERVER)",
+        )
+        parser.add_argument(
+            "--token",
+            default=os.environ.get("PROCTOR_TOKEN", "").strip() or None,
+            metavar="KEY",
+            help="API token for --server, from `proctor createtoken` (default: PROCTOR_TOKEN)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -108,33 +128,32 @@ class Command(BaseCommand):
             planned = plan_batch(
                 loaded, Selection(options["case"], options["variant"], options["trials"])
             )
-        except InvalidInput as exc:
-            self._invalid(err, exc.problems)
-        ensure_database()
-        organization = self._organization(err, options["org"])
-        dispatch.configure_local_workers(options["jobs"])
-        try:
-            batch, trial_ids, new_versions = record_batch(
-                organization,
+            submission = build_submission(
                 planned,
-                options={
+                {
                     "paths": options["paths"],
                     "jobs": options["jobs"],
                     "responder_model": options["responder_model"],
                     "judge_model": options["judge_model"],
                 },
+                max_bytes=settings.BUNDLE_MAX_BYTES,
+                own_folders=(settings.PROCTOR_HOME, settings.CACHE_DIR, settings.ARTIFACTS_DIR),
             )
+        except (InvalidInput, SubmissionError) as exc:
+            self._invalid(err, exc.problems)
+        # --- the seam: from here the batch is recorded and run here (or on a server) ---
+        if options["server"]:
+            self._run_on_server(out, err, submission, options)
+            return
+        ensure_database()
+        organization = self._organization(err, options["org"] or Organization.EMBEDDED_SLUG)
+        dispatch.configure_local_workers(options["jobs"])
+        try:
+            batch, trial_ids, new_versions = record_locally(organization, submission)
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
         if not options["json"]:
-            versions = (
-                f", {new_versions} new case version{'s' if new_versions != 1 else ''}"
-                if new_versions
-                else ""
-            )
-            err.print(
-                f"Batch {batch.pk}: {len(trial_ids)} trial{'s' if len(trial_ids) != 1 else ''}{versions}"
-            )
+            self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
         futures = dispatch.enqueue(trial_ids)
         if options["no_wait"]:
             if options["json"]:
@@ -142,12 +161,74 @@ class Command(BaseCommand):
             return
         self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
         batch.refresh_from_db()
-        report = batch_report(batch)
+        footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
+        self._finish(out, err, batch_report(batch), footer, options)
+
+    def _run_on_server(self, out: Console, err: Console, submission, options) -> None:
+        """Upload the bundles the server lacks, record the batch there, follow its workers'
+        progress and print its report like a local run's. Any refusal exits 2 in one line (or
+        the server's problems, one per line) with no batch recorded."""
+        if not options["token"]:
+            self._invalid(
+                err,
+                [
+                    "--server needs a token: pass --token or set PROCTOR_TOKEN "
+                    "(make one with `proctor createtoken USERNAME` on the server)"
+                ],
+            )
+        quiet = options["json"]
+        try:
+            with ProctorServer(
+                options["server"], options["token"], organization=options["org"]
+            ) as server:
+                uploaded = server.upload_bundles(submission.bundles)
+                batch = server.submit(submission.value)
+                if not quiet:
+                    err.print(
+                        f"Uploaded {uploaded.new} new bundle{'s' if uploaded.new != 1 else ''} "
+                        f"({uploaded.bytes / 1024:.1f} KB) to {server.url}, "
+                        f"{uploaded.present} already there",
+                        markup=False,
+                    )
+                    self._print_batch_line(err, batch.id, batch.trials, batch.new_versions)
+                    err.print(f"Dashboard: {batch.url}", markup=False)
+                if options["no_wait"]:
+                    if quiet:
+                        out.print_json(json.dumps({"batch": batch.id, "queued": batch.trials}))
+                    return
+                if not quiet:
+                    err.print("Queued on the server; waiting for its workers to run it.")
+                with self._progress(err, quiet=quiet) as progress:
+                    task = progress.add_task(
+                        "trials", total=batch.trials, passed=0, failed=0, timed_out=0, errored=0
+                    )
+
+                    def show(counts: dict[str, int]) -> None:
+                        final = {status: counts.get(status, 0) for status in FINAL_STATUSES}
+                        progress.update(task, completed=sum(final.values()), **final)  # type: ignore[arg-type]  # extra fields
+
+                    server.wait(batch.id, show)
+                report = server.report(batch.id)
+        except RemoteError as exc:
+            self._invalid(err, exc.lines)
+        self._finish(out, err, report, f"Dashboard: {batch.url}", options)
+
+    def _print_batch_line(self, err: Console, batch: int, trials: int, new_versions: int) -> None:
+        versions = (
+            f", {new_versions} new case version{'s' if new_versions != 1 else ''}"
+            if new_versions
+            else ""
+        )
+        err.print(f"Batch {batch}: {trials} trial{'s' if trials != 1 else ''}{versions}")
+
+    def _finish(self, out: Console, err: Console, report: dict, footer: str, options) -> None:
+        """Print the results (a table, or --json) and exit by --fail-under: the same for a
+        batch run here and one run by a server."""
         if options["json"]:
             sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
         else:
-            self._print_table(out, batch, report)
-        rate = overall_pass_rate(batch)
+            self._print_table(out, report, footer)
+        rate = report_pass_rate(report)
         if options["fail_under"] is not None and rate < options["fail_under"]:
             if not options["json"]:
                 err.print(
@@ -178,19 +259,7 @@ class Command(BaseCommand):
         trials = Trial.objects.filter(run__batch=batch)
         if not settings.EMBEDDED and not quiet:
             err.print("Queued on the broker; waiting for `proctor worker` processes to run it.")
-        with Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn(
-                "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
-                "[yellow]{task.fields[timed_out]} timed out[/] [magenta]{task.fields[errored]} errored[/]"
-            ),
-            TimeElapsedColumn(),
-            console=err,
-            disable=quiet,
-            transient=False,
-        ) as progress:
+        with self._progress(err, quiet=quiet) as progress:
             task = progress.add_task(
                 "trials", total=total, passed=0, failed=0, timed_out=0, errored=0
             )
@@ -218,9 +287,25 @@ class Command(BaseCommand):
                 break
             time.sleep(0.05)
 
-    def _print_table(self, out: Console, batch: Batch, report: dict) -> None:
+    def _progress(self, err: Console, *, quiet: bool) -> Progress:
+        """The trials bar, fed from the database here or from a server's API."""
+        return Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn(
+                "[green]{task.fields[passed]} passed[/] [red]{task.fields[failed]} failed[/] "
+                "[yellow]{task.fields[timed_out]} timed out[/] [magenta]{task.fields[errored]} errored[/]"
+            ),
+            TimeElapsedColumn(),
+            console=err,
+            disable=quiet,
+            transient=False,
+        )
+
+    def _print_table(self, out: Console, report: dict, footer: str) -> None:
         variants = list(dict.fromkeys(run["variant"] for run in report["runs"]))
-        table = Table(title=f"Batch {batch.pk}", title_justify="left")
+        table = Table(title=f"Batch {report['batch']}", title_justify="left")
         table.add_column("case")
         for name in variants:
             table.add_column(escape(name), justify="center")
@@ -239,7 +324,7 @@ class Command(BaseCommand):
         for (suite, case), cells in rows.items():
             table.add_row(escape(f"{suite} / {case}"), *[cells.get(v, "—") for v in variants])
         out.print(table)
-        for variant, warnings in benchmark.summarize(batch)["validity_warnings"].items():
+        for variant, warnings in report["validity_warnings"].items():
             listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
         for run in report["runs"]:
@@ -249,7 +334,4 @@ class Command(BaseCommand):
                         f"{run['case']} × {run['variant']} #{trial['index']}: {trial['error']}"
                     )
                     out.print(f"[magenta]errored[/] {where}")
-        out.print(
-            f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`",
-            markup=False,
-        )
+        out.print(footer, markup=False)
