@@ -21,7 +21,7 @@ demo: $(STAMP)
 
 ## Serves the dashboard on http://127.0.0.1:8000 (the demo's results included).
 serve: $(STAMP)
-	cd examples && ../$(BIN)/proctor serve
+	PROCTOR_HOME="$(CURDIR)/.proctor/demo" $(BIN)/proctor serve
 
 ## Installs what the tests need (browser, services), then runs every test.
 test: $(STAMP)
@@ -32,6 +32,7 @@ check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy proctor evals_app runner dashboard
+	$(BIN)/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) .proctor examples/.proctor test-artifacts

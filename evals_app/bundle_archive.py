@@ -63,15 +63,15 @@ class PackedBundle:
     size: int  # bytes before compression
 
 
-def ignore_rules(root: Path) -> pathspec.PathSpec:
+def ignore_rules(root: Path) -> pathspec.GitIgnoreSpec:
     lines = list(DEFAULT_IGNORES)
     ignore_file = root / IGNORE_FILE
     if ignore_file.is_file():
         lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def walk_files(folder: Path, root: Path, rules: pathspec.PathSpec) -> Iterator[Path]:
+def walk_files(folder: Path, root: Path, rules: pathspec.GitIgnoreSpec) -> Iterator[Path]:
     """Every file under ``folder`` that ``rules`` (relative to ``root``) keep, virtual
     environments skipped wherever they are."""
     for current, subfolders, filenames in os.walk(folder):

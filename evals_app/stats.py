@@ -18,8 +18,10 @@ from typing import Any
 from django.db.models import (
     Count,
     F,
+    OuterRef,
     Q,
     QuerySet,
+    Subquery,
     Sum,
 )
 
@@ -227,6 +229,8 @@ def batch_grid(
         .select_related("case__suite")
         # The definition and captured sources can be large and the grid shows neither.
         .defer("definition", "sources")
+        # A rerun reruns the version shown; the row says when a newer one was recorded since.
+        .annotate(latest_number=latest_version_number())
         .order_by("case__suite__slug", "case__slug")
     )
     variants = list(Variant.objects.filter(pk__in=runs.values("variant_id")).order_by("name", "pk"))
@@ -393,3 +397,9 @@ def validity_warnings(batch: Batch, variant_id: int | None = None) -> dict[int, 
         variant: dict(sorted(bucket.items(), key=lambda item: (-item[1], item[0])))
         for variant, bucket in counts.items()
     }
+
+
+def latest_version_number() -> Subquery:
+    """The newest version number of the row's case, as a subquery (no extra query)."""
+    newest = CaseVersion.objects.filter(case_id=OuterRef("case_id")).order_by("-number")
+    return Subquery(newest.values("number")[:1])

@@ -3,7 +3,9 @@
 set -u
 cd "$(dirname "$0")"
 PROCTOR=../.venv/bin/proctor
-export PROCTOR_HOME="${PROCTOR_HOME:-$PWD/.proctor}"
+# Outside examples/: the demo's history (and its bundles) outlives any edit, move or deletion
+# of the eval files, so its batches can be rerun from the dashboard after all of those.
+export PROCTOR_HOME="${PROCTOR_HOME:-$(cd .. && pwd)/.proctor/demo}"
 
 echo "== Running the examples (SQLite and artifacts under $PROCTOR_HOME) =="
 $PROCTOR eval
@@ -24,5 +26,5 @@ cat <<MSG
   Results per batch:  $PROCTOR_HOME/artifacts/batches/<id>/benchmark.json
   Each trial:         $PROCTOR_HOME/artifacts/batches/<id>/trials/<id>/ (events.jsonl, conversation.json, workspace.diff)
   The dashboard:      make serve, then open http://127.0.0.1:8000/  $signin
-  Again, as JSON:     cd examples && ../.venv/bin/proctor eval --json
+  Again, as JSON:     cd examples && PROCTOR_HOME=$PROCTOR_HOME ../.venv/bin/proctor eval --json
 MSG

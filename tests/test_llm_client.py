@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +266,25 @@ def test_a_command_that_outruns_its_timeout_is_dispatch_timed_out() -> None:
     assert "did not finish within 0.3s" in str(raised.value)
 
 
+def test_a_command_that_ignores_its_stdin_still_answers() -> None:
+    long_prompt = [{"role": "user", "content": "x" * 500_000}]
+    config = LLMConfig(command="echo 'No need to read.'", timeout_s=10)
+
+    completion = complete(config, long_prompt)
+
+    assert completion.text == "No need to read."
+
+
+def test_a_child_left_in_the_background_does_not_hold_the_answer_back() -> None:
+    config = LLMConfig(command="sleep 30 & echo 'Answered.'", timeout_s=20)
+    started = time.monotonic()
+
+    completion = complete(config, MESSAGES)
+
+    assert completion.text == "Answered."
+    assert time.monotonic() - started < 10
+
+
 def test_the_command_runs_in_a_fresh_directory_outside_the_workspace(
     tmp_path: Path, monkeypatch
 ) -> None:
@@ -371,3 +391,40 @@ def test_nothing_configured_is_unconfigured(settings) -> None:
 
     assert config.kind == "unconfigured"
     assert config.describe() == "no model endpoint configured"
+
+
+def test_the_django_side_reads_the_settings_once_into_a_value(endpoint_settings) -> None:
+    from runner.jobs.llm_settings import config_from_settings
+
+    read = config_from_settings()
+    endpoint_settings.PROCTOR_LLM_MODEL = "changed-later"
+
+    assert read.model == "settings-model"
+    assert read.base_url == "http://models.internal:8000/v1"
+    assert read.timeout_s == 45.0
+
+
+def test_an_endpoint_the_caller_resolved_wins_over_the_installed_one(endpoint_settings) -> None:
+    given = LLMConfig(command="resolved-before-the-core --print", model="given-model")
+
+    config = resolve_config(project=given, model_override="judge-model")
+
+    assert config.command == "resolved-before-the-core --print"
+    assert config.base_url is None
+    assert config.model == "judge-model"
+
+
+def test_without_django_the_environment_names_the_endpoint(monkeypatch) -> None:
+    from runner.llm import settings as llm_settings
+
+    monkeypatch.setattr(llm_settings, "_project_config", None)  # as in a plain script
+    monkeypatch.setenv("PROCTOR_LLM_BASE_URL", " http://env.internal/v1 ")
+    monkeypatch.setenv("PROCTOR_LLM_MODEL", "env-model")
+    monkeypatch.setenv("PROCTOR_LLM_TIMEOUT_S", "30")
+    monkeypatch.delenv("PROCTOR_LLM_COMMAND", raising=False)
+
+    config = resolve_config()
+
+    assert config.base_url == "http://env.internal/v1"
+    assert config.model == "env-model"
+    assert config.timeout_s == 30.0

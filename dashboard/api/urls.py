@@ -5,7 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
-from dashboard.api import views
+from dashboard.api import submissions, views
 
 router = DefaultRouter()
 router.register("suites", views.SuiteViewSet, basename="api-suite")
@@ -24,5 +24,10 @@ urlpatterns = [
         login_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
         name="api-docs",
     ),
+    # What `proctor eval --server` uses (before the router: batches/<id>/report/ is not a viewset route).
+    path("bundles/missing/", submissions.missing_bundles_view, name="api-bundles-missing"),
+    path("bundles/<str:digest>/", submissions.upload_bundle_view, name="api-bundle"),
+    path("submissions/", submissions.create_submission_view, name="api-submissions"),
+    path("batches/<int:pk>/report/", submissions.batch_report_view, name="api-batch-report"),
     path("", include(router.urls)),
 ]

@@ -43,6 +43,15 @@ def trial_row(trial: Trial) -> TrialRow:
     return TrialRow(trial, list(names))
 
 
+def newer_version(run: Run) -> int | None:
+    """The latest version number of the run's case when it is newer than the run's (a rerun
+    reruns the run's own version, which the page then says); one query."""
+    latest = (
+        run.case_version.case.versions.order_by("-number").values_list("number", flat=True).first()
+    )
+    return latest if latest and latest > run.case_version.number else None
+
+
 def run_for_page(user, run_id: int) -> Run:
     return get_or_404(
         runs_for(user).select_related("batch", "case_version__case__suite", "variant"), pk=run_id
@@ -60,6 +69,7 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
         "rows": trial_rows(trials, reports),
         "tally": trials_tally(run.trials.all()),
         "reports": reports,
+        "newer_version": newer_version(run),
         "rendered_at_ms": int(timezone.now().timestamp() * 1000),
     }
     return render(request, "dashboard/run.html", context)

@@ -12,6 +12,7 @@ from dashboard.highlighting import highlight_code
 from dashboard.markdown import render_markdown
 from dashboard.transcript import last_seq, last_turn, transcript_page
 from dashboard.validation import trial_check_reports
+from dashboard.views.runs import newer_version
 from dashboard.views import HtmxHttpRequest, int_param
 from evals_app.models import Trial
 
@@ -55,6 +56,7 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         "trial": trial,
         "run": trial.run,
         "batch": trial.run.batch,
+        "newer_version": newer_version(trial.run),
         "page": page,
         "turns": list(trial.turns.order_by("index")),
         "reports": trial_check_reports(trial),

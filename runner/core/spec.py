@@ -55,13 +55,9 @@ class TrialSpec:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> TrialSpec:
-        code = value.get("code")
-        return cls(
-            **{
-                **{k: value.get(k) for k in cls.__dataclass_fields__},
-                "code": RunCode.from_json(code) if code else None,
-            }
-        )
+        fields: dict[str, Any] = {k: value.get(k) for k in cls.__dataclass_fields__}
+        fields["code"] = RunCode.from_json(value["code"]) if value.get("code") else None
+        return cls(**fields)
 
     @classmethod
     def for_trial(

@@ -20,7 +20,7 @@ from proctor.judges import Judge
 from runner.core.awaiting import resolved
 from runner.grading.checks import CheckContext, CheckResult
 from runner.grading.judges import judge_config, run_judge
-from runner.llm import ConsultationRecord
+from runner.llm import ConsultationRecord, LLMConfig
 
 
 @dataclass
@@ -99,8 +99,11 @@ def run_assertion(
     measures: TrialMeasures,
     judge_model: str | None = None,
     plan: str | None = None,
+    project_llm: LLMConfig | None = None,
 ) -> tuple[CheckResult, ConsultationRecord | None]:
-    """Grade one assertion; an assertion that breaks is a failed check saying why."""
+    """Grade one assertion; an assertion that breaks is a failed check saying why.
+
+    ``project_llm`` is the project's model endpoint for ``llm-rubric`` (see ``judge_config``)."""
     started = time.monotonic()
     record = None
     try:
@@ -109,7 +112,7 @@ def run_assertion(
             result, record = run_judge(
                 rubric,
                 ctx,
-                config=judge_config(rubric, cli_model=judge_model),
+                config=judge_config(rubric, cli_model=judge_model, project_llm=project_llm),
                 index=index,
                 plan=plan,
             )

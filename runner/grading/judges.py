@@ -47,11 +47,17 @@ Reply with one JSON object and nothing else:
 
 
 def judge_config(
-    judge: Judge, *, base: LLMConfig | None = None, cli_model: str | None = None
+    judge: Judge,
+    *,
+    base: LLMConfig | None = None,
+    cli_model: str | None = None,
+    project_llm: LLMConfig | None = None,
 ) -> LLMConfig:
-    """The endpoint a judge consults: settings, then the suite's or variant's endpoint, then the
-    model chosen on the command line (``--judge-model``), else the judge's own ``model=``."""
-    return resolve_config(model_override=cli_model or judge.model, base=base)
+    """The endpoint a judge consults: the project's (``project_llm``, as resolved from settings
+    before the trial started; None takes the one installed at start-up), then the suite's or
+    variant's endpoint, then the model chosen on the command line (``--judge-model``), else the
+    judge's own ``model=``."""
+    return resolve_config(model_override=cli_model or judge.model, base=base, project=project_llm)
 
 
 def judge_prompt(

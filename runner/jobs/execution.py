@@ -108,8 +108,10 @@ def _plan_from_recorded_path(trial: Trial, spec: TrialSpec) -> TrialPlan:
             f"case {case.id} changed in {version.module_path} since version {version.number} was recorded; "
             "run `proctor eval` to record and run the new version"
         )
-    wanted = trial.run.variant.spec_hash
-    variant = next((v for v in suite.variants if canonical_hash(variant_spec(v)) == wanted), None)
+    # Such variants were identified by their profile's path, which no longer makes their hash:
+    # the name within the suite finds them.
+    wanted = trial.run.variant.name
+    variant = next((v for v in suite.variants if v.name == wanted), None)
     if variant is None:
         raise PlanError(
             f"variant {trial.run.variant.name} is no longer defined by suite {suite.id} in {version.module_path}"

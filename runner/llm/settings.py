@@ -3,6 +3,12 @@
 Settings (``PROCTOR_LLM_*``) give the default; a suite or variant may name its own endpoint;
 the ``model=`` of a judge or responder, or ``--judge-model`` / ``--responder-model``, picks the
 model last. The key travels in the config but is never part of how it describes itself.
+
+Nothing here imports Django: runner/core, which consults models through this package, must run
+from values alone (the import-linter contracts in pyproject.toml). The Django side reads the
+settings once, before any trial starts, and installs the result with ``use_project_config``
+(runner/jobs/llm_settings.py, from ``RunnerConfig.ready()``). A plain script that never set up
+Django gets the same ``PROCTOR_LLM_*`` variables from the environment.
 """
 
 from __future__ import annotations
@@ -55,28 +61,40 @@ def scrub_key(text: str, api_key: str | None) -> str:
     return text
 
 
-def settings_config() -> LLMConfig:
-    """The endpoint named by Django settings, or by the environment when Django is not set up
-    (a consultation run from a plain script)."""
-    from django.conf import settings
+# The project's endpoint as the Django side resolved it at start-up. A module-level value,
+# not a parameter of every caller, because the callers that need it (the chat harness's option
+# checks, planning, the management commands) run long after start-up and far from it; passing
+# ``project=`` to ``resolve_config`` overrides it where a caller has the value at hand.
+_project_config: LLMConfig | None = None
 
-    # ``configured`` stays False until something reads a setting, so a named settings module
-    # counts as set up too.
-    use_django = settings.configured or bool(os.environ.get("DJANGO_SETTINGS_MODULE"))
 
-    def setting(name: str) -> str | None:
-        if use_django:
-            value = getattr(settings, f"PROCTOR_LLM_{name}", None)
-        else:
-            value = os.environ.get(f"PROCTOR_LLM_{name}", "").strip()
-        return str(value) if value else None
+def use_project_config(config: LLMConfig | None) -> None:
+    """Make ``config`` the project's endpoint (None goes back to reading the environment).
+    Called by the Django side at start-up and whenever a ``PROCTOR_LLM_*`` setting changes."""
+    global _project_config
+    _project_config = config
+
+
+def project_config() -> LLMConfig:
+    """The project's endpoint: the one installed at start-up, else the environment's."""
+    if _project_config is not None:
+        return _project_config
+    return environment_config()
+
+
+def environment_config() -> LLMConfig:
+    """The endpoint the ``PROCTOR_LLM_*`` environment variables name (a consultation run from a
+    plain script, with no Django settings to read)."""
+
+    def variable(name: str) -> str | None:
+        return os.environ.get(f"PROCTOR_LLM_{name}", "").strip() or None
 
     return LLMConfig(
-        base_url=setting("BASE_URL"),
-        api_key=setting("API_KEY"),
-        model=setting("MODEL"),
-        command=setting("COMMAND"),
-        timeout_s=float(setting("TIMEOUT_S") or DEFAULT_TIMEOUT_S),
+        base_url=variable("BASE_URL"),
+        api_key=variable("API_KEY"),
+        model=variable("MODEL"),
+        command=variable("COMMAND"),
+        timeout_s=float(variable("TIMEOUT_S") or DEFAULT_TIMEOUT_S),
     )
 
 
@@ -107,10 +125,14 @@ def overlay(under: LLMConfig, over: LLMConfig) -> LLMConfig:
 
 
 def resolve_config(
-    *, model_override: str | None = None, base: LLMConfig | None = None
+    *,
+    model_override: str | None = None,
+    base: LLMConfig | None = None,
+    project: LLMConfig | None = None,
 ) -> LLMConfig:
-    """Settings, then the suite's or variant's endpoint (``base``), then ``model_override``."""
-    config = settings_config()
+    """The project's endpoint (``project``, else ``project_config()``), then the suite's or
+    variant's endpoint (``base``), then ``model_override``."""
+    config = project if project is not None else project_config()
     if base is not None:
         config = overlay(config, base)
     if model_override:

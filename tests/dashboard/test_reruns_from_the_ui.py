@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from factories import make_batch_with_grid, make_cast
 
-from evals_app.models import Batch, Trial
+from evals_app.models import Batch, CaseVersion, Trial, Variant
 
 pytestmark = pytest.mark.django_db
 
@@ -123,3 +123,41 @@ def test_it_answers_404_to_a_rerun_of_another_organizations_batch(client, cast, 
     ):
         assert client.post(url).status_code == 404, url
     assert newest_batch() == batch
+
+
+def test_a_rerun_of_an_old_version_says_which_version_it_reruns(
+    client, cast, batch, queued, django_capture_on_commit_callbacks
+):
+    run = batch.runs.order_by("id").first()
+    case = run.case_version.case
+    client.force_login(cast.alice)
+    assert "Reruns v1" not in client.get(f"/runs/{run.pk}/").content.decode()
+    # The eval file was edited twice since: versions 2 and 3 of the case are recorded.
+    for number in (2, 3):
+        CaseVersion.objects.create(
+            case=case,
+            number=number,
+            definition={**run.case_version.definition, "prompt": f"edit {number}"},
+            definition_hash=f"{number:064d}",
+            module_path=run.case_version.module_path,
+        )
+
+    run_page = client.get(f"/runs/{run.pk}/").content.decode()
+    trial_page = client.get(f"/trials/{run.trials.first().pk}/").content.decode()
+    grid = client.get(f"/batches/{batch.pk}/").content.decode()
+
+    for page in (run_page, trial_page):
+        assert "Reruns v1, the version shown; the latest recorded version is v3." in page
+    assert "latest v3" in grid
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/runs/{run.pk}/rerun/")
+    rerun = newest_batch().runs.get()
+    assert rerun.case_version_id == run.case_version_id  # v1, not the latest
+
+
+def test_the_grid_shows_each_variants_agent_digest(client, cast, batch):
+    variant = batch.runs.order_by("id").first().variant
+    Variant.objects.filter(pk=variant.pk).update(profile_digest="ab12cd34" + "0" * 56)
+    client.force_login(cast.alice)
+    grid = client.get(f"/batches/{batch.pk}/").content.decode()
+    assert "agent ab12cd34" in grid

@@ -22,7 +22,7 @@ from runner.batches.planning import (
     plan_batch,
     record_locally,
 )
-from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError
+from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError, bundle_names
 from runner.batches.report import batch_report, report_pass_rate
 from runner.batches.submission import SubmissionError, build_submission
 from runner.jobs import artifacts, dispatch
@@ -181,7 +181,7 @@ class Command(BaseCommand):
             with ProctorServer(
                 options["server"], options["token"], organization=options["org"]
             ) as server:
-                uploaded = server.upload_bundles(submission.bundles)
+                uploaded = server.upload_bundles(submission.bundles, bundle_names(submission.value))
                 batch = server.submit(submission.value)
                 if not quiet:
                     err.print(
