@@ -12,8 +12,8 @@ from dashboard.highlighting import highlight_code
 from dashboard.markdown import render_markdown
 from dashboard.transcript import last_seq, last_turn, transcript_page
 from dashboard.validation import trial_check_reports
-from dashboard.views.runs import newer_version
 from dashboard.views import HtmxHttpRequest, int_param
+from dashboard.views.runs import newer_version
 from evals_app.models import Trial
 
 PLAN_PATH = "outputs/plan.md"

@@ -93,11 +93,9 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
         harness = HARNESSES.get(variant.harness)
         if harness is None:
             continue
-        option_problems = getattr(harness, "option_problems", None)
-        if callable(option_problems):
-            problems.extend(
-                Problem(file=file, suite=suite.id, message=m) for m in option_problems(variant)
-            )
+        problems.extend(
+            Problem(file=file, suite=suite.id, message=m) for m in harness.option_problems(variant)
+        )
         capabilities = harness.capabilities_for(variant)
         for case in suite.cases:
             needs = []

@@ -14,7 +14,7 @@ from typing import Any
 from proctor.protocol import AgentEvent
 from runner.core.recording import TrialRecorder
 from runner.core.transcript import Transcript
-from runner.harnesses import Harness, HarnessError, TurnRequest, TurnResult
+from runner.harnesses import Harness, TurnRequest, TurnResult
 from runner.sandboxes import Sandbox
 
 DENIED_STATUSES = {"denied", "refused", "rejected", "blocked", "permission_denied"}
@@ -60,10 +60,7 @@ class AgentSession:
 
     def seed(self, messages: list[dict[str, str]]) -> None:
         """Start the agent's session from a recorded conversation (harnesses that can)."""
-        seed = getattr(self.harness, "seed", None)
-        if seed is None:
-            raise HarnessError(f"harness {self.harness.name} cannot start from initial messages")
-        seed(messages)
+        self.harness.seed(messages)
 
     def send(
         self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = ""

@@ -128,9 +128,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     if plan.variant.profile is not None:
         recorder.add_secrets(worker_secrets(plan.variant.profile.env))
     harness.setup(sandbox, lambda _stream, line: recorder.log(line))
-    harness_secrets = getattr(harness, "secrets", None)
-    if callable(harness_secrets):
-        recorder.add_secrets(list(harness_secrets()))
+    recorder.add_secrets(harness.secrets())
 
     try:
         prepared = run_prepare(case.prepare, case.cache, sandbox, cache_root=plan.cache_root)

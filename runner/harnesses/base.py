@@ -7,9 +7,10 @@ and reports the session id a follow-up turn resumes.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
@@ -54,24 +55,50 @@ class TurnResult:
 
 
 class Harness(abc.ABC):
+    """One agent under one variant, for one trial. Only ``run_turn`` must be written; every
+    other hook has a default that suits a harness without that feature."""
+
     name: str = ""
     capabilities: frozenset[str] = frozenset()
 
     def __init__(self, variant: Variant) -> None:
         self.variant = variant
 
+    # --- known before any sandbox exists (called on the class while a batch is planned) -------
+
     @classmethod
     def capabilities_for(cls, variant: Variant) -> frozenset[str]:
-        """What this harness can do under ``variant`` (known before any sandbox exists)."""
+        """What this harness can do under ``variant``. Called while a batch is planned, to
+        refuse conversation and plan-mode cases the harness cannot run."""
         return cls.capabilities
+
+    @classmethod
+    def option_problems(cls, variant: Variant) -> list[str]:
+        """What is wrong with ``variant``'s options, one sentence each naming the variant;
+        empty when it can run. Called while a batch is planned, before any trial, so a bad
+        option is reported with the eval file instead of erroring every trial."""
+        return []
 
     @classmethod
     def declares_plan_file(cls, variant: Variant) -> bool:
         """Whether the harness writes its plan to a file under ``variant``."""
         return False
 
+    # --- one trial ----------------------------------------------------------------------------
+
     def setup(self, sandbox: Sandbox, log: RawSink) -> None:  # noqa: B027 (optional hook)
         """Install what the agent needs into the sandbox, once per trial."""
+
+    def secrets(self) -> list[str]:
+        """Values the trial must redact from everything it records (an endpoint's key the
+        harness resolved itself). Called once per trial, right after ``setup``."""
+        return []
+
+    def seed(self, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Start the next conversation from earlier messages (``{"role", "content"}``), for a
+        case whose simulated user has initial messages. Called before the first turn, only on
+        harnesses with the SEEDED_CONVERSATION capability; the others refuse."""
+        raise HarnessError(f"harness {self.name} cannot start from initial messages")
 
     @abc.abstractmethod
     def run_turn(

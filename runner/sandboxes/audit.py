@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import os
 import re
-import subprocess
 from collections.abc import Sequence
 
 from runner.sandboxes.base import Sandbox
+from runner.sandboxes.processes import run_process
 
 log = logging.getLogger(__name__)
 
@@ -85,19 +85,16 @@ def audit_writes(
         f"@{since - CLOCK_TICK_S:.6f}",
         "-print0",
     ]
-    try:
-        found = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout_s
-        ).stdout
-    except subprocess.TimeoutExpired as exc:
+    # find exits 1 when some folder is unreadable; what it printed is still right.
+    found = run_process(argv, timeout_s=timeout_s)
+    if found.timed_out:
         log.warning(
             "the write audit stopped after %.0f s; the list of writes may be incomplete", timeout_s
         )
-        found = exc.stdout or b""
-    except OSError as exc:
-        log.warning("the write audit could not run find: %s", exc)
+    elif found.exit_code == 127 and not found.stdout:
+        log.warning("the write audit could not run find: %s", found.stderr.strip())
         return []
-    paths = sorted({p.decode("utf-8", errors="replace") for p in found.split(b"\0") if p})
+    paths = sorted({p for p in found.stdout.split("\0") if p})
     if until is not None:
         paths = [p for p in paths if _changed_by(p, until)]
     return paths[:MAX_LISTED]

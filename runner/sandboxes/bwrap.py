@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -39,6 +38,7 @@ SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SANDBOX_TMP = "/tmp"
 # bwrap reports its own failures on stderr with this prefix and exit status 1.
 BWRAP_PREFIX = "bwrap: "
+PROBE_TIMEOUT_S = 30.0
 
 
 @functools.cache
@@ -47,7 +47,7 @@ def bwrap_problem() -> str | None:
     binary = shutil.which("bwrap")
     if binary is None:
         return "bubblewrap is not installed (Debian package bubblewrap)"
-    probe = subprocess.run(
+    probe = run_process(
         [
             binary,
             "--ro-bind",
@@ -59,13 +59,11 @@ def bwrap_problem() -> str | None:
             "--die-with-parent",
             "true",
         ],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=30,
+        timeout_s=PROBE_TIMEOUT_S,
     )
-    if probe.returncode != 0:
-        return f"bwrap cannot create namespaces here ({probe.stderr.strip() or f'exit {probe.returncode}'})"
+    if probe.exit_code != 0:
+        why = "timed out" if probe.timed_out else f"exit {probe.exit_code}"
+        return f"bwrap cannot create namespaces here ({probe.stderr.strip() or why})"
     return None
 
 

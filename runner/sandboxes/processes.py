@@ -1,4 +1,8 @@
-"""Running one host process in its own process group, streaming its output, with a deadline."""
+"""Running one host process in its own process group, streaming its output, with a deadline.
+
+The one way Proctor starts a child process and waits for it: the sandboxes' steps, a
+consultation command (``runner.llm.command_client``), the write audit's ``find``.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,14 @@ def _pump(stream: IO[bytes], name: str, kept: list[str], on_line: LineSink | Non
     stream.close()
 
 
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    # A process that never reads its stdin closes the pipe early; that is its business.
+    with contextlib.suppress(BrokenPipeError, OSError):
+        stream.write(data)
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
 def _kill_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -39,23 +51,29 @@ def _kill_group(pgid: int, sig: int) -> None:
 def run_process(
     argv: Sequence[str],
     *,
-    env: Mapping[str, str],
-    cwd: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
     timeout_s: float | None,
-    on_line: LineSink | None,
+    on_line: LineSink | None = None,
+    stdin: bytes | None = None,
 ) -> ProcessResult:
     """Run ``argv`` in a new session; on timeout, and after it exits, kill its whole group.
 
     Killing the group after a normal exit too means a backgrounded child (a dev server the agent
     started) cannot hold the output pipes open or outlive the step that started it.
+
+    ``env`` None inherits the worker's environment, ``cwd`` None its directory. ``stdin`` is
+    written to the process and then closed; without it stdin is closed from the start. Each
+    stream keeps its first MAX_KEPT_CHARS in the result. A program that cannot be started is
+    exit 127 with ``could not start <program>: <why>`` on stderr, as in every sandbox.
     """
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
             list(argv),
-            env=dict(env),
+            env=None if env is None else dict(env),
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -74,6 +92,8 @@ def run_process(
         threading.Thread(target=_pump, args=(proc.stdout, "stdout", out, on_line), daemon=True),
         threading.Thread(target=_pump, args=(proc.stderr, "stderr", err, on_line), daemon=True),
     ]
+    if stdin is not None:
+        pumps.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
     for pump in pumps:
         pump.start()
     timed_out = False

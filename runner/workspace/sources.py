@@ -13,8 +13,6 @@ import logging
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -24,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 
 from proctor.definitions import Files, Repo
+from runner.sandboxes.processes import run_process
 
 log = logging.getLogger(__name__)
 
@@ -284,27 +283,20 @@ def _git(
 ) -> str:
     """Run git and return its stdout; on failure raise ``SourceError("<failure>: <why>")``.
 
-    git runs in its own process group so a timeout also stops the helpers it started
-    (``git-remote-https``, ``ssh``), which would otherwise hold the pipes open.
+    Through the one process runner: git's helpers (``git-remote-https``, ``ssh``) are in its
+    process group, so a timeout stops them too instead of leaving them holding the pipes.
     """
-    process = subprocess.Popen(
+    result = run_process(
         ["git", *args],
-        cwd=cwd,
         env=_git_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+        cwd=None if cwd is None else str(cwd),
+        timeout_s=timeout,
     )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise SourceError(f"{failure}: git did not finish within {int(timeout)} seconds") from None
-    if process.returncode != 0 and check:
-        raise SourceError(f"{failure}: {_reason(stderr.decode('utf-8', 'replace'))}")
-    return stdout.decode("utf-8", "replace")
+    if result.timed_out:
+        raise SourceError(f"{failure}: git did not finish within {int(timeout)} seconds")
+    if result.exit_code != 0 and check:
+        raise SourceError(f"{failure}: {_reason(result.stderr)}")
+    return result.stdout
 
 
 def _reason(stderr: str) -> str:

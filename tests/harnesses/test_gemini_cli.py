@@ -21,7 +21,7 @@ from fakes.gemini_api import (  # noqa: F401
 from harnesses.agent_cli_runs import FIXTURES, RECORDING, CliTrial, commands, require_cli
 from proctor import profile, variant
 from runner.conversation.driver import PLAN_APPROVAL, drive_conversation
-from runner.harnesses.gemini.harness import find_session_logs
+from runner.harnesses.gemini.session_log import find_session_logs
 
 # A project hook that is not under test: it would leave a marker if it ran.
 PROJECT_HOOK = json.dumps(

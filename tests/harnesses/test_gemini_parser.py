@@ -9,12 +9,12 @@ from pathlib import Path
 
 from proctor.protocol import AgentEvent
 from runner.core.transcript import TurnTranscript
-from runner.harnesses.gemini.harness import (
+from runner.harnesses.gemini.session_log import session_tool_outputs
+from runner.harnesses.gemini.settings import workspace_hook_names
+from runner.harnesses.gemini.stream import (
     GeminiStreamParser,
     api_error_message,
-    session_tool_outputs,
     shell_exit_code,
-    workspace_hook_names,
 )
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

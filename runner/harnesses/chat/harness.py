@@ -29,7 +29,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proctor.definitions import Variant
@@ -92,8 +92,8 @@ class ChatHarness(Harness):
 
     @classmethod
     def option_problems(cls, variant: Variant) -> list[str]:
-        """What is wrong with a chat variant's options, one sentence each naming the variant;
-        empty when it can run. Reads the project's model settings, nothing else."""
+        """What is wrong with a chat variant's options (tools, endpoint, temperature). Reads
+        the project's model settings, nothing else."""
         where = f"variant {variant.name}"
         options = variant.options
         problems = []
@@ -142,7 +142,7 @@ class ChatHarness(Harness):
 
     # --- the conversation ---------------------------------------------------------------------
 
-    def seed(self, messages: list[Mapping[str, Any]]) -> None:
+    def seed(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Earlier messages the next conversation continues from: ``{"role", "content"}`` with
         role ``user`` (the person), ``assistant`` (the agent) or ``system``. They go after the
         system prompt and before the first turn's prompt."""
