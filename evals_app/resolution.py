@@ -227,7 +227,7 @@ def variant_spec(variant: Variant, profile_digest: str | None = None) -> dict[st
     (they may hold keys; a changed value still changes the spec hash).
 
     The profile folder is identified by its content's digest, not its path: editing the agent
-    makes a new variant, moving the folder does not. Pass ``profile_digest`` when it is known
+    makes a new variant, moving or renaming the folder does not. Pass ``profile_digest`` when it is known
     (hashing the folder reads every file in it)."""
     profile = variant.profile
     profile_spec = None
@@ -235,7 +235,8 @@ def variant_spec(variant: Variant, profile_digest: str | None = None) -> dict[st
         digest = profile_digest or profile_folder_digest(variant)
         profile_spec = {
             "name": profile.name,
-            "dir": Path(profile.dir).name if profile.dir else None,
+            # The folder by its content alone: renamed or moved, the same agent is the same
+            # variant; a changed byte is a new one.
             "digest": digest,
             "run": profile.run,
             "install": profile.install,

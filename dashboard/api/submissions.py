@@ -361,7 +361,7 @@ def create_submission_view(request: Request) -> Response:
     try:
         with transaction.atomic():
             batch, trial_ids, new_versions = record_submission(
-                organization, body.validated_data["submission"], user=request.user
+                organization, body.validated_data["submission"], user=request.user, on_server=True
             )
             transaction.on_commit(lambda: enqueue(trial_ids))
     except InvalidInput as exc:

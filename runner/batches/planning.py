@@ -16,10 +16,8 @@ from evals_app.catalog import ownership_problems, record_cases, record_variant
 from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, resolve_case
-from proctor.assertions import Assertion
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Suite, Variant
-from proctor.judges import Judge
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches.creation import RunRequest, create_batch
 from runner.batches.submission import Submission
@@ -71,7 +69,6 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
             )
         )
         problems.extend(capability_problems(suite, display_path(path)))
-        problems.extend(model_endpoint_problems(suite, display_path(path)))
     problems.extend(duplicate_problems([(display_path(p), s) for p, s in loaded]))
     if files and not loaded and not problems:
         problems.append(
@@ -149,34 +146,37 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
     return problems
 
 
-def model_endpoint_problems(suite: Suite, file: str) -> list[Problem]:
-    """Responders and judges need a model endpoint; without one every such trial would run the
-    agent only to stop, so refuse up front."""
+def endpoint_problems(cases: Sequence[dict[str, Any]], *, where: str = "") -> list[str]:
+    """Responders, simulated users and judges need a model endpoint; without one every such
+    trial would run the agent only to stop, so refuse the batch up front. Read from the
+    recorded definitions, so a server applies the rule to its own settings."""
     if resolve_config().kind != "unconfigured":
         return []
     problems = []
-    for case in suite.cases:
-        users = ["a responder"] if isinstance(case.user, Responder) else []
-        users += ["a simulated user"] if isinstance(case.user, SimulatedUser) else []
-        judges = (
-            ["a judge"]
-            if any(
-                isinstance(c, Judge) or (isinstance(c, Assertion) and c.type == "llm-rubric")
-                for c in case.checks
-            )
-            else []
+    for entry in cases:
+        definition = entry["definition"]
+        user = (definition.get("conversation") or {}).get("user") or {}
+        needs = {"llm": ["a responder"], "simulated_user": ["a simulated user"]}.get(
+            user.get("type") if isinstance(user, dict) else None, []
         )
-        needs = users + judges
+        if any(
+            c.get("kind") == "judge"
+            or (c.get("kind") == "assertion" and c.get("type") == "llm-rubric")
+            for c in definition.get("checks") or []
+        ):
+            needs.append("a judge")
         if needs:
             problems.append(
-                Problem(
-                    file=file,
-                    suite=suite.id,
-                    case=case.id,
-                    message=(
-                        f"uses {' and '.join(needs)}, which needs a model endpoint: set PROCTOR_LLM_BASE_URL "
-                        "(and PROCTOR_LLM_MODEL, PROCTOR_LLM_API_KEY) or PROCTOR_LLM_COMMAND"
-                    ),
+                str(
+                    Problem(
+                        file=entry["module_path"],
+                        suite=entry["suite"],
+                        case=entry["case"],
+                        message=(
+                            f"uses {' and '.join(needs)}, which needs a model endpoint{where}: set "
+                            "PROCTOR_LLM_BASE_URL (and PROCTOR_LLM_MODEL, PROCTOR_LLM_API_KEY) or PROCTOR_LLM_COMMAND"
+                        ),
+                    )
                 )
             )
     return problems
@@ -219,7 +219,7 @@ def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[P
 
 
 def record_submission(
-    organization: Organization, submission: dict[str, Any], *, user=None
+    organization: Organization, submission: dict[str, Any], *, user=None, on_server: bool = False
 ) -> tuple[Batch, list[int], int]:
     """Versions, variants, the batch, its runs and trials, all or nothing, from a submission
     (``runner.batches.submission``) whose bundles the organization already stores.
@@ -227,7 +227,8 @@ def record_submission(
     Returns the batch, its trial ids (enqueue them after the commit) and how many new case
     versions were made. Raises InvalidInput naming every problem, having written nothing."""
     cases, variants = submission["cases"], submission["variants"]
-    problems = ownership_problems(organization, cases)
+    problems = endpoint_problems(cases, where=" on the server" if on_server else "")
+    problems += ownership_problems(organization, cases)
     referenced = [c["bundle"] for c in cases]
     referenced += [c["source"]["bundle"] for c in cases if c.get("source")]
     referenced += [v["profile_bundle"] for v in variants if v.get("profile_bundle")]

@@ -133,7 +133,11 @@ class _Builder:
                 for rel, p in relative_files(load_file(path).read_files, root).items()
                 if p.is_file() and not rules.match_file(rel)
             )
-            files = {rel: p for rel, p in files.items() if not self._own(p)}
+            files = {
+                rel: p
+                for rel, p in files.items()
+                if not self._own(p) and not _in_virtualenv(p, root)
+            }
             files[path.relative_to(root).as_posix()] = path
             try:
                 check_size(files, self.max_bytes, f"the bundle of {display_path(path)}")
@@ -156,7 +160,7 @@ class _Builder:
                     f"{display_path(path)}: variant {variant.name}: profile folder {profile.dir} does not exist"
                 )
             else:
-                files = folder_files(folder)
+                files = {rel: p for rel, p in folder_files(folder).items() if not self._own(p)}
                 try:
                     check_size(files, self.max_bytes, f"profile folder {profile.dir}")
                     digest = self._keep(pack_tree(files))
@@ -215,6 +219,17 @@ class _Builder:
             )
             return None
         return {"kind": "bundled-repo", "bundle": digest, "commit": commit, "ref": source.ref}
+
+
+def _in_virtualenv(path: Path, root: Path) -> bool:
+    """A file of an installed package (a virtual environment inside the project): the worker
+    has its own packages, never the submitter's."""
+    for folder in path.parents:
+        if folder == root or root not in folder.parents:
+            return False
+        if folder.name == "site-packages" or (folder / "pyvenv.cfg").is_file():
+            return True
+    return False
 
 
 def _eval_folder_files(path: Path, root: Path) -> dict[str, Path]:

@@ -71,7 +71,7 @@ def build_plan(trial: Trial) -> TrialPlan:
             "with; run `proctor eval` to record it again"
         )
     variant = next((v for v in suite.variants if v.name == code.variant), None)
-    # The spec as recorded: the profile is named by its digest, its folder by its name.
+    # The spec as recorded: the profile is named by its digest.
     if variant is None or (
         canonical_hash(variant_spec(variant, profile_digest=code.profile_bundle))
         != code.variant_hash
