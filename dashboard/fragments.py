@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 
 from dashboard.grid_cells import render_grid_cell, render_total
-from dashboard.transcript import transcript_page
+from dashboard.transcript_paging import transcript_page
 from dashboard.validation import trial_check_reports
 from dashboard.views.runs import trial_row
 from evals_app.models import Batch, Run, Trial

@@ -10,7 +10,7 @@ from dashboard import artifacts
 from dashboard.access import get_or_404, trials_for
 from dashboard.highlighting import highlight_code
 from dashboard.markdown import render_markdown
-from dashboard.transcript import last_seq, last_turn, transcript_page
+from dashboard.transcript_paging import last_seq, last_turn, transcript_page
 from dashboard.validation import trial_check_reports
 from dashboard.views import HtmxHttpRequest, int_param
 from dashboard.views.runs import newer_version
