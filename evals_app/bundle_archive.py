@@ -73,8 +73,10 @@ def ignore_rules(root: Path) -> pathspec.GitIgnoreSpec:
 
 def walk_files(folder: Path, root: Path, rules: pathspec.GitIgnoreSpec) -> Iterator[Path]:
     """Every file under ``folder`` that ``rules`` (relative to ``root``) keep, virtual
-    environments skipped wherever they are."""
-    for current, subfolders, filenames in os.walk(folder):
+    environments skipped wherever they are. Linked folders are followed (their files are
+    bundled as files) unless they lead back into a folder already being walked."""
+    seen = {os.path.realpath(folder)}
+    for current, subfolders, filenames in os.walk(folder, followlinks=True):
         here = Path(current)
         kept = []
         for name in sorted(subfolders):
@@ -82,6 +84,10 @@ def walk_files(folder: Path, root: Path, rules: pathspec.GitIgnoreSpec) -> Itera
             relative = path.relative_to(root).as_posix() + "/"
             if rules.match_file(relative) or (path / "pyvenv.cfg").is_file():
                 continue
+            real = os.path.realpath(path)
+            if real in seen:  # a link cycle, or a second way into the same folder
+                continue
+            seen.add(real)
             kept.append(name)
         subfolders[:] = kept
         for name in sorted(filenames):
@@ -111,6 +117,8 @@ def check_size(files: dict[str, Path], limit: int, what: str) -> int:
 
 
 def _mb(size: int) -> str:
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
 
 
@@ -182,7 +190,13 @@ def unpack(kind: str, data: bytes, dest: Path) -> None:
         (dest / "commit.bundle").write_bytes(data)
         return
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data)), mode="r:") as tar:
-        # The "data" filter refuses absolute paths, links out of dest and device files.
+        # A bundle Proctor made holds only relative paths inside it: anything else was not
+        # made by Proctor, and is refused whole rather than quietly rewritten.
+        for member in tar.getmembers():
+            parts = Path(member.name).parts
+            if member.name.startswith("/") or ".." in parts:
+                raise tarfile.FilterError(f"the bundle holds an unsafe path: {member.name!r}")
+        # The "data" filter also refuses links out of dest and device files.
         tar.extractall(dest, filter="data")
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import posix
 import sys
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
 from evals_app.source_capture import BUNDLE_ROOT_MARKER, project_root
@@ -141,6 +143,17 @@ _hook_installed = False
 
 
 def _audit(event: str, args: tuple) -> None:
+    if event in ("os.listdir", "os.scandir"):
+        # A folder listed at import (cases made from a glob): its files define the suite.
+        listed = getattr(_reads, "listed", None)
+        if (
+            listed is not None
+            and isinstance(args[0], str | bytes | os.PathLike)
+            and not _listed_by_the_import_system()
+        ):
+            with suppress(OSError, ValueError):
+                listed.add(Path(os.fsdecode(args[0])).resolve())
+        return
     if event != "open":
         return
     recording = getattr(_reads, "paths", None)
@@ -152,6 +165,13 @@ def _audit(event: str, args: tuple) -> None:
             recording.add(Path(os.fsdecode(args[0])).resolve())
 
 
+def _listed_by_the_import_system() -> bool:
+    """True when importlib lists a folder to find a module (not the eval's own listing): the
+    frame that called os.listdir (this function's caller is the audit hook) is importlib's."""
+    caller = sys._getframe(2)
+    return caller.f_code.co_filename.startswith("<frozen importlib")
+
+
 @contextmanager
 def _recording_reads() -> Iterator[set[Path]]:
     global _hook_installed
@@ -159,11 +179,15 @@ def _recording_reads() -> Iterator[set[Path]]:
         sys.addaudithook(_audit)  # hooks cannot be removed: it does nothing unless recording
         _hook_installed = True
     paths: set[Path] = set()
-    _reads.paths = paths
+    listed: set[Path] = set()
+    _reads.paths, _reads.listed = paths, listed
     try:
         yield paths
     finally:
-        _reads.paths = None
+        _reads.paths = _reads.listed = None
+        for folder in listed:
+            with suppress(OSError):
+                paths.update(entry for entry in folder.iterdir() if entry.is_file())
 
 
 def _json_suites(path: Path) -> list[Suite]:
@@ -191,7 +215,7 @@ def _import_suites(path: Path) -> list[Suite]:
     sys.modules[name] = module
     before = set(sys.modules)
     try:
-        with _printed_to_stderr():
+        with _printed_to_stderr(), _exits_refused():
             spec.loader.exec_module(module)
     except SyntaxError as exc:
         raise LoadError(
@@ -201,7 +225,20 @@ def _import_suites(path: Path) -> list[Suite]:
                 )
             ]
         ) from None
-    except BaseException as exc:  # any error while importing the user's file, SystemExit included
+    except (SystemExit, EvalFileExited) as exc:
+        line = _error_line(exc, path)
+        where = f"line {line}: " if line else ""
+        how = exc.call if isinstance(exc, EvalFileExited) else f"SystemExit({exc.code!r})"
+        raise LoadError(
+            [
+                Problem(
+                    file=display_path(path),
+                    message=f"{where}exits the interpreter at import ({how}); an eval file "
+                    "defines suites and must not end the process that loads it",
+                )
+            ]
+        ) from None
+    except BaseException as exc:  # any other error while importing the user's file
         line = _error_line(exc, path)
         where = f"line {line}: " if line else ""
         raise LoadError(
@@ -225,6 +262,49 @@ def _import_suites(path: Path) -> list[Suite]:
         )
     suites = {id(value): value for value in vars(module).values() if isinstance(value, Suite)}
     return list(suites.values())
+
+
+class EvalFileExited(BaseException):
+    """An eval file called ``os._exit()`` while it was imported (raised instead of exiting)."""
+
+    def __init__(self, call: str) -> None:
+        super().__init__(call)
+        self.call = call
+
+
+# Why a guard and not a child process: ``sys.exit`` and ``raise SystemExit`` are exceptions,
+# caught like any other; ``os._exit`` ends the process at once, so an eval file calling it made
+# `proctor eval` exit 0 having run nothing. Importing every eval file first in a child process
+# would catch it too, but runs each file's import-time code twice and costs a process start per
+# run; a parent supervising the whole command would change how `proctor eval` dies with its
+# trials. Instead ``os._exit`` (and ``posix._exit``, the same function) is replaced, once, by a
+# wrapper that raises EvalFileExited in the thread importing an eval file and exits as before
+# everywhere else (other threads, forked children). What it cannot see: C code ending the
+# process (ctypes' libc ``_exit``); a signal or ``os.abort()`` exits non-zero anyway.
+_importing = threading.local()
+_real_exit = os._exit
+_exit_guard_installed = False
+
+
+def _guarded_exit(status: int) -> NoReturn:
+    if getattr(_importing, "pid", None) == os.getpid():
+        raise EvalFileExited(f"os._exit({status!r})")
+    _real_exit(status)
+
+
+@contextmanager
+def _exits_refused() -> Iterator[None]:
+    global _exit_guard_installed
+    if not _exit_guard_installed:
+        os._exit = _guarded_exit
+        posix._exit = _guarded_exit
+        _exit_guard_installed = True
+    outer = getattr(_importing, "pid", None)
+    _importing.pid = os.getpid()
+    try:
+        yield
+    finally:
+        _importing.pid = outer
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.db import transaction
@@ -15,12 +15,13 @@ from evals_app.bundle_store import missing_bundles, save_bundle
 from evals_app.catalog import ownership_problems, record_cases, record_variant
 from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
-from evals_app.resolution import ResolvedCase, resolve_case
+from evals_app.resolution import ResolvedCase, UndescribableValue, resolve_case
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Suite, Variant
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches.creation import RunRequest, create_batch
 from runner.batches.submission import Submission
+from runner.batches.variant_options import variant_option_problems
 from runner.core.spec import RunCode
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.llm import resolve_config
@@ -91,7 +92,8 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
         if harness is None:
             continue
         problems.extend(
-            Problem(file=file, suite=suite.id, message=m) for m in harness.option_problems(variant)
+            Problem(file=file, suite=suite.id, message=m)
+            for m in [*variant_option_problems(variant), *harness.option_problems(variant)]
         )
         capabilities = harness.capabilities_for(variant)
         for case in suite.cases:
@@ -208,9 +210,16 @@ def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[P
         for case in suite.cases:
             if selection.cases and case.id not in selection.cases:
                 continue
-            planned.append(
-                Planned(resolve_case(suite, case, path), variants, selection.trials or suite.trials)
-            )
+            try:
+                resolved = resolve_case(suite, case, path)
+            except UndescribableValue as exc:
+                problems.append(
+                    str(Problem(display_path(path), str(exc), suite=suite.id, case=case.id))
+                )
+                continue
+            planned.append(Planned(resolved, variants, selection.trials or suite.trials))
+    if problems:
+        raise InvalidInput(problems)
     if not planned:
         raise InvalidInput(
             ["nothing to run: the --case and --variant filters select no case and variant together"]
@@ -228,6 +237,12 @@ def record_submission(
     versions were made. Raises InvalidInput naming every problem, having written nothing."""
     cases, variants = submission["cases"], submission["variants"]
     problems = endpoint_problems(cases, where=" on the server" if on_server else "")
+    problems += [
+        f"{c['module_path']}: eval module {c['eval_module']!r} must be a relative path inside its bundle"
+        for c in cases
+        if PurePosixPath(c["eval_module"]).is_absolute()
+        or ".." in PurePosixPath(c["eval_module"]).parts
+    ]
     problems += ownership_problems(organization, cases)
     referenced = [c["bundle"] for c in cases]
     referenced += [c["source"]["bundle"] for c in cases if c.get("source")]

@@ -122,11 +122,7 @@ class _Builder:
         """The digest of the eval file's bundle and the file's path inside it."""
         if path not in self._projects:
             root = project_root(path)
-            files = {
-                rel: p
-                for rel, p in _eval_folder_files(path, root).items()
-                if not rel.startswith("../")
-            }
+            files = _eval_folder_files(path, root)
             rules = ignore_rules(root)
             files.update(
                 (rel, p)
@@ -140,7 +136,7 @@ class _Builder:
             }
             files[path.relative_to(root).as_posix()] = path
             try:
-                check_size(files, self.max_bytes, f"the bundle of {display_path(path)}")
+                check_size(files, self.max_bytes, "its bundle")
                 digest = self._keep(pack_tree(files))
             except BundleTooLarge as exc:
                 self.problems.append(f"{display_path(path)}: {exc}")

@@ -92,7 +92,11 @@ def _find_case(
     suite = next((s for s in loaded.suites if s.id == suite_id), None)
     case = next((c for c in suite.cases if c.id == case_id), None) if suite else None
     if suite is None or case is None:
-        raise PlanError(f"{where} no longer defines case {case_id} of suite {suite_id}")
+        raise PlanError(
+            f"{where} does not define case {case_id} of suite {suite_id}: the eval defines other "
+            "cases from its bundle than from its own folder (does it read files from outside "
+            "the project?)"
+        )
     return suite, case, resolve_case(suite, case, loaded.path, recorded_source=recorded_source)
 
 
