@@ -13,4 +13,6 @@ RUN pip install --no-cache-dir .
 ENV PROCTOR_HOME=/data
 VOLUME /data
 EXPOSE 8000
+# Serving beyond loopback needs DJANGO_SECRET_KEY set (compose.yaml sets one): `serve` refuses
+# the built-in key there.
 CMD ["proctor", "serve", "0.0.0.0:8000"]

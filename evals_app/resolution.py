@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from evals_app.bundle_archive import folder_files, pack_tree
@@ -30,7 +31,9 @@ def template_variables(template: str) -> list[str]:
 
 
 def fill_template(template: str, variables: dict[str, Any]) -> str:
-    """``{{name}}`` replaced by its value; a name with no value is left for validation to name."""
+    """``{{name}}`` replaced by its value (numbers and booleans through ``str()``, the only
+    non-text values validation lets through); a name with no value is left for validation to
+    name."""
     return VARIABLE.sub(
         lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), template
     )
@@ -104,7 +107,9 @@ def resolve_case(
         info = capture_callable(func, root)
         if suite.capture_source and info.path is not None and info.text is not None:
             sources.setdefault(info.path, info.text)
-        return {**info.reference(), "sha256": info.sha256}
+        reads = values_read(func, root)
+        # Only when it reads something, so a validator reading nothing keeps its hash.
+        return {**info.reference(), "sha256": info.sha256, **({"reads": reads} if reads else {})}
 
     checks = []
     for check in case.checks:
@@ -164,7 +169,19 @@ def resolve_case(
         or source_definition(case.source if case.source is not None else suite.source, root),
         "prepare": captured(case.prepare) if case.prepare is not None else None,
         "cache": {"key": case.cache.key, "path": case.cache.path} if case.cache else None,
-        "limits": {"max_turns": case.max_turns, "timeout_ms": case.timeout_ms},
+        "limits": {
+            "max_turns": case.max_turns,
+            "timeout_ms": case.timeout_ms,
+            # Only when set, so a case that keeps the worker's defaults keeps its version.
+            **{
+                key: value
+                for key, value in (
+                    ("check_timeout_ms", case.check_timeout_ms),
+                    ("prepare_timeout_ms", case.prepare_timeout_ms),
+                )
+                if value is not None
+            },
+        },
         "conversation": {
             "user": conversation_definition(case.user),
             "expected_output": case.expected_output,
@@ -184,6 +201,115 @@ def resolve_case(
         sources=sources,
         checks=checks,
     )
+
+
+class UndescribableValue(ValueError):
+    """A validator or prepare reads a value with no stable description (its repr holds a
+    memory address), so no case version could say what graded the trial."""
+
+
+# A memory address in a repr (``<Client object at 0x7f…>``) differs on every run.
+MEMORY_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+# A value whose description is longer than this is recorded by its hash alone.
+MAX_DESCRIBED_CHARS = 2_000
+
+
+def values_read(func: Any, root: Path | None = None) -> dict[str, Any]:
+    """What ``func`` closes over and the module globals it reads (its nested functions and
+    comprehensions included, and the same-module helpers it calls, followed), each described
+    stably: plain data by value, functions by their source's hash, modules and classes by name,
+    paths inside the project by their path from ``root`` (so a worker's copy gives the same),
+    other values by a repr without a memory address. Part of the case version: changing a
+    threshold a validator reads makes a new version.
+
+    Raises UndescribableValue naming the value when it has no stable description."""
+    reads: dict[str, Any] = {}
+    _collect_reads(inspect.unwrap(func), reads, set(), root)
+    return dict(sorted(reads.items()))
+
+
+def _collect_reads(func: Any, reads: dict[str, Any], seen: set[int], root: Path | None) -> None:
+    code = getattr(func, "__code__", None)
+    if code is None or id(func) in seen:
+        return
+    seen.add(id(func))
+    cells = dict(zip(code.co_freevars, func.__closure__ or (), strict=False))
+    for name, cell in cells.items():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # a cell not filled yet (a name assigned after the def)
+            continue
+        _read(func, name, value, reads, seen, root)
+    module_globals = getattr(func, "__globals__", {})
+    for name in _names(code):
+        # Dunders (__file__, __name__) say where the module was loaded from, not what grades.
+        if name in module_globals and name not in cells and not name.startswith("__"):
+            _read(func, name, module_globals[name], reads, seen, root)
+
+
+def _names(code: Any) -> list[str]:
+    """Global names ``code`` and the code nested in it (lambdas, inner functions) may read."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            names.extend(_names(const))
+    return list(dict.fromkeys(names))
+
+
+def _read(
+    func: Any, name: str, value: Any, reads: dict[str, Any], seen: set[int], root: Path | None
+) -> None:
+    if name in reads:
+        return
+    if inspect.isfunction(value):
+        reads[name] = describe_option(value)
+        if value.__module__ == func.__module__:
+            _collect_reads(
+                value, reads, seen, root
+            )  # a helper of the same file: what it reads counts
+        return
+    reads[name] = describe_value(value, f"{name} (read by {func.__qualname__})", root)
+
+
+def describe_value(value: Any, what: str, root: Path | None = None) -> Any:
+    """``value`` as stable JSON, or UndescribableValue naming ``what``."""
+    if isinstance(value, str) and root is not None and value.startswith(str(root) + os.sep):
+        # A path inside the project, read where a worker unpacked it too: the same value there.
+        described: Any = {"path": value[len(str(root)) + 1 :]}
+    elif isinstance(value, str | int | float | bool | type(None)):
+        described = value
+    elif isinstance(value, list | tuple):
+        described = [describe_value(v, what, root) for v in value]
+    elif isinstance(value, set | frozenset):
+        items = (describe_value(v, what, root) for v in value)
+        described = {"set": sorted(items, key=lambda item: json.dumps(item, sort_keys=True))}
+    elif isinstance(value, dict):
+        described = {
+            str(k): describe_value(v, what, root)
+            for k, v in sorted(value.items(), key=lambda item: str(item[0]))
+        }
+    elif isinstance(value, PurePath):
+        inside = relative_to_root(Path(value), root) if root is not None else None
+        return {"path": inside if inside is not None else str(value)}
+    elif inspect.ismodule(value):
+        return {"module": value.__name__}
+    elif inspect.isclass(value):
+        return {"class": f"{value.__module__}.{value.__qualname__}"}
+    elif callable(value):
+        return describe_option(value)
+    else:
+        text = repr(value)
+        if MEMORY_ADDRESS.search(text):
+            raise UndescribableValue(
+                f"{what} is a {type(value).__name__} whose repr holds a memory address, so the "
+                "case version cannot record it; read it from the ctx, build it inside the "
+                "validator, or give it a repr without an address"
+            )
+        described = {"repr": text}
+    encoded = json.dumps(described, sort_keys=True, default=str)
+    if len(encoded) > MAX_DESCRIBED_CHARS:
+        return {"sha256": hashlib.sha256(encoded.encode()).hexdigest()}
+    return described
 
 
 def _without_locations(definition: dict[str, Any]) -> dict[str, Any]:

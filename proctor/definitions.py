@@ -229,6 +229,10 @@ class Case:
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     expected_output: str | None = None
     plan_mode: bool = False
+    # Limits on the eval's own code: each Python validator, and prepare (None: the worker's
+    # defaults, PROCTOR_CHECK_TIMEOUT_S and PROCTOR_PREPARE_TIMEOUT_S).
+    check_timeout_ms: int | None = None
+    prepare_timeout_ms: int | None = None
     # With weighted assertions: the weighted score a trial needs to pass (0 to 1).
     threshold: float | None = None
 
@@ -262,6 +266,8 @@ def case(
     expected_output: str | None = None,
     plan_mode: bool = False,
     threshold: float | None = None,
+    check_timeout_ms: int | None = None,
+    prepare_timeout_ms: int | None = None,
 ) -> Case:
     """One eval. ``validate`` is required; the rules are checked when the file is loaded."""
     if isinstance(cache, Mapping):
@@ -283,6 +289,8 @@ def case(
         expected_output=expected_output,
         plan_mode=plan_mode,
         threshold=threshold,
+        check_timeout_ms=check_timeout_ms,
+        prepare_timeout_ms=prepare_timeout_ms,
     )
 
 

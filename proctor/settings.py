@@ -8,6 +8,7 @@ switches to the scaled mode. A bad value stops start-up with one sentence naming
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,10 @@ GIT_HOST = env_str("PROCTOR_GIT_HOST", "https://github.com")
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 EMBEDDED = not REDIS_URL
 
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "proctor-insecure-local-key-change-me-in-production")
+# The key a laptop runs with when nothing is configured; `proctor serve` refuses to listen
+# beyond loopback with it (anyone could forge sessions) and warns on loopback.
+DEFAULT_SECRET_KEY = "proctor-insecure-local-key-change-me-in-production"
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", DEFAULT_SECRET_KEY)
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
@@ -81,6 +85,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.content_security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -188,6 +193,20 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
+
+
+def _rate(name: str, default: str) -> str:
+    raw = os.environ.get(name, "").strip() or default
+    if not re.fullmatch(r"[1-9][0-9]*/(second|minute|hour|day|[smhd])", raw):
+        raise ImproperlyConfigured(
+            f"{name} must be a count per second, minute, hour or day like 30/minute, not {raw!r}."
+        )
+    return raw
+
+
+# How many reruns (dashboard buttons and API actions together) one user may start
+# (dashboard/throttling.py); more answer 429.
+PROCTOR_RERUN_RATE = _rate("PROCTOR_RERUN_RATE", "30/minute")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Proctor API",
     "DESCRIPTION": "Suites, cases, versions, batches, runs and trials; reruns.",
@@ -240,3 +259,26 @@ def _llm_timeout_s() -> float:
 
 PROCTOR_LLM_TIMEOUT_S = _llm_timeout_s()
 # --- end of model endpoint settings ---------------------------------------------------------------
+
+
+# --- time limits on the eval's own code (runner/core/limits.py) ----------------------------------
+# Each Python validator (sync or async), a case's prepare, and each call of a chat tool's stub.
+# A case overrides the first two with check_timeout_ms and prepare_timeout_ms.
+
+
+def _limit_s(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise ImproperlyConfigured(f"{name} must be a positive number of seconds, not {raw!r}.")
+    return value
+
+
+PROCTOR_CHECK_TIMEOUT_S = _limit_s("PROCTOR_CHECK_TIMEOUT_S", 60.0)
+PROCTOR_PREPARE_TIMEOUT_S = _limit_s("PROCTOR_PREPARE_TIMEOUT_S", 600.0)
+PROCTOR_TOOL_TIMEOUT_S = _limit_s("PROCTOR_TOOL_TIMEOUT_S", 60.0)

@@ -24,6 +24,9 @@ MAX_CHECKS = 20
 MAX_TURNS_RANGE = (1, 50)
 TIMEOUT_MS_RANGE = (1_000, 3_600_000)
 TRIALS_RANGE = (1, 1000)
+# What a prompt variable may hold: text as given, numbers and booleans through str() (what
+# evals_app.resolution.fill_template does); anything else (None, a dict, a list) is refused.
+TEMPLATE_VALUE_TYPES = (str, int, float, bool)
 VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
 
 
@@ -212,6 +215,14 @@ def case_problems(
         handle_problem("id", case.id),
         _in_range("max_turns", case.max_turns, MAX_TURNS_RANGE),
         _in_range("timeout_ms", case.timeout_ms, TIMEOUT_MS_RANGE, " milliseconds"),
+        *(
+            _in_range(field, value, TIMEOUT_MS_RANGE, " milliseconds")
+            for field, value in (
+                ("check_timeout_ms", case.check_timeout_ms),
+                ("prepare_timeout_ms", case.prepare_timeout_ms),
+            )
+            if value is not None
+        ),
         _cache_problem(case.cache),
         _source_problem("source", case.source),
     ):
@@ -240,6 +251,12 @@ def case_problems(
             isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1
         ):
             problems.append(f"judge {check.label!r}: threshold must be from 0 to 1")
+    for name, value in case.variables.items():
+        if not isinstance(value, TEMPLATE_VALUE_TYPES):
+            problems.append(
+                f"variable {name} is a {type(value).__name__}; a prompt variable is text, or a "
+                "number or True/False written with str() (pass json.dumps(...) for structured data)"
+            )
     if isinstance(suite.prompt, str):
         missing = [
             name

@@ -11,3 +11,18 @@ class RunnerConfig(AppConfig):
         from runner.jobs import llm_settings
 
         llm_settings.install()
+        self._install_user_code_limits()
+
+    @staticmethod
+    def _install_user_code_limits() -> None:
+        from django.conf import settings
+
+        from runner.core.limits import UserCodeLimits, use_limits
+
+        use_limits(
+            UserCodeLimits(
+                check_s=settings.PROCTOR_CHECK_TIMEOUT_S,
+                prepare_s=settings.PROCTOR_PREPARE_TIMEOUT_S,
+                tool_s=settings.PROCTOR_TOOL_TIMEOUT_S,
+            )
+        )

@@ -45,6 +45,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
             terminalreporter.write_line(f"{tier}: {reason}")
 
 
+@pytest.fixture(autouse=True)
+def fresh_rate_limits() -> Iterator[None]:
+    """Each test starts with no reruns counted against its users (the counts live in the
+    process's cache, and user ids repeat from test to test)."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 # --- PostgreSQL ----------------------------------------------------------------------------------
 
 

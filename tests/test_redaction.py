@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import urllib.parse
 
 import pytest
 
@@ -158,3 +160,61 @@ def test_prepared_secrets_are_hidden_but_a_port_stays_visible():
     redactor = Redactor(secret_values(prepared))
 
     assert redactor.redact("server 4173 with id 20240611") == "server 4173 with id [redacted]"
+
+
+PREPARED = {"api": {"token": "tok/3n+with spaces&\u00e9=42!"}}
+PREPARED_SECRET = PREPARED["api"]["token"]
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode()
+
+
+ENCODINGS = {
+    "quote": lambda s: urllib.parse.quote(s),
+    "quote-no-safe": lambda s: urllib.parse.quote(s, safe=""),
+    "quote-lowercase": lambda s: urllib.parse.quote(s, safe="").lower(),
+    "quote_plus": lambda s: urllib.parse.quote_plus(s),
+    "encodeURIComponent": lambda s: urllib.parse.quote(s, safe="!*'()"),
+    "base64": lambda s: _b64(s.encode()),
+    "base64-unpadded": lambda s: _b64(s.encode()).rstrip("="),
+    "base64-urlsafe": lambda s: _b64url(s.encode()),
+    "base64-urlsafe-unpadded": lambda s: _b64url(s.encode()).rstrip("="),
+    "json": lambda s: json.dumps(s)[1:-1],
+    "json-slash-escaped": lambda s: json.dumps(s)[1:-1].replace("/", "\\/"),
+    "json-in-json": lambda s: json.dumps(json.dumps(s)[1:-1])[1:-1],
+}
+
+
+@pytest.mark.parametrize("encode", list(ENCODINGS.values()), ids=list(ENCODINGS))
+def test_it_hides_an_encoded_prepare_secret(encode):
+    encoded = encode(PREPARED_SECRET)
+    redactor = Redactor(secret_values(PREPARED))
+
+    redacted = redactor.redact(f"curl https://example.test/?t={encoded} -> ok")
+
+    assert redacted == "curl https://example.test/?t=[redacted] -> ok"
+
+
+@pytest.mark.parametrize("prefix", ["", "a", "ab", "Authorization: "])
+@pytest.mark.parametrize("encode", [_b64, _b64url], ids=["standard", "urlsafe"])
+def test_it_hides_a_prepare_secret_inside_a_longer_base64_text(encode, prefix):
+    blob = encode(f"{prefix}{PREPARED_SECRET} and more".encode())
+    redactor = Redactor(secret_values(PREPARED))
+
+    redacted = redactor.redact(blob)
+
+    assert "[redacted]" in redacted
+    leftover = "".join(part for part in redacted.split("[redacted]"))
+    assert len(leftover) < len(blob) - len(PREPARED_SECRET)
+
+
+def test_it_leaves_other_base64_text_alone():
+    redactor = Redactor(["a-prepared-secret"])
+    blob = _b64(bytes(range(256)) * 4)
+
+    assert redactor.redact(blob) == blob

@@ -2,7 +2,7 @@
 
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
 from dashboard.api import submissions, views
@@ -19,9 +19,11 @@ router.register("trials", views.TrialViewSet, basename="api-trial")
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # A browser page: send a signed-out reader to the sign-in page rather than a bare 403.
+    # The split view serves its init script from ?script rather than inline, so the page runs
+    # under the same Content-Security-Policy as every other (dashboard/content_security.py).
     path(
         "docs/",
-        login_required(SpectacularSwaggerView.as_view(url_name="api-schema")),
+        login_required(SpectacularSwaggerSplitView.as_view(url_name="api-schema")),
         name="api-docs",
     ),
     # What `proctor eval --server` uses (before the router: batches/<id>/report/ is not a viewset route).

@@ -12,7 +12,12 @@ from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -20,9 +25,14 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from dashboard import access
+from dashboard import access, query_numbers
 from dashboard.api import serializers
+from dashboard.throttling import RerunRateThrottle, RerunThrottledMixin
 from evals_app.models import Batch, CaseVersion, Event, Trial
+
+TOO_MANY_RERUNS = OpenApiResponse(
+    description="More reruns than PROCTOR_RERUN_RATE allows this user; see Retry-After."
+)
 
 
 def _count_trials_by_status(queryset: QuerySet, trials_path: str) -> QuerySet:
@@ -42,9 +52,13 @@ def _whole_number(request: Request, name: str) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        return query_numbers.whole_number(name, raw)
+    except query_numbers.NumberOutOfRange as exc:
+        raise ValidationError({name: str(exc)}) from None
     except ValueError:
-        raise ValidationError({name: f"{name} must be a whole number, not {raw!r}."}) from None
+        raise ValidationError(
+            {name: f"{name} must be a whole number, not {query_numbers.shown(raw)}."}
+        ) from None
 
 
 def _trial_status(request: Request) -> str | None:
@@ -189,7 +203,7 @@ class VariantViewSet(viewsets.ReadOnlyModelViewSet):
         ],
     )
 )
-class BatchViewSet(viewsets.ReadOnlyModelViewSet):
+class BatchViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.BatchSerializer
 
     def get_queryset(self):
@@ -206,9 +220,9 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         summary="Rerun a batch: every run, or only its failed, errored and timed-out trials",
         request=serializers.RerunBatchRequestSerializer,
-        responses={201: serializers.BatchSerializer},
+        responses={201: serializers.BatchSerializer, 429: TOO_MANY_RERUNS},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], throttle_classes=[RerunRateThrottle])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         batch = self.get_object()
         body = serializers.RerunBatchRequestSerializer(data=request.data)
@@ -228,9 +242,14 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         summary="Rerun one case of a batch under every variant (one grid row)",
         request=serializers.RerunCaseRequestSerializer,
-        responses={201: serializers.BatchSerializer},
+        responses={201: serializers.BatchSerializer, 429: TOO_MANY_RERUNS},
     )
-    @action(detail=True, methods=["post"], url_path="rerun-case")
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="rerun-case",
+        throttle_classes=[RerunRateThrottle],
+    )
     def rerun_case(self, request: Request, pk: str | None = None) -> Response:
         batch = self.get_object()
         body = serializers.RerunCaseRequestSerializer(data=request.data)
@@ -258,7 +277,7 @@ class BatchViewSet(viewsets.ReadOnlyModelViewSet):
         ],
     )
 )
-class RunViewSet(viewsets.ReadOnlyModelViewSet):
+class RunViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.RunSerializer
 
     def get_queryset(self):
@@ -284,9 +303,9 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         summary="Rerun one run (one grid cell) as a new batch",
         request=None,
-        responses={201: serializers.BatchSerializer},
+        responses={201: serializers.BatchSerializer, 429: TOO_MANY_RERUNS},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], throttle_classes=[RerunRateThrottle])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
         from runner.batches import reruns

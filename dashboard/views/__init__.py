@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import overload
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django_htmx.middleware import HtmxDetails
+
+from dashboard.query_numbers import NumberOutOfRange, whole_number
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -23,9 +25,17 @@ def int_param(request: HttpRequest, name: str, default: None = None) -> int | No
 
 
 def int_param(request: HttpRequest, name: str, default: int | None = None) -> int | None:
-    """A whole-number query parameter; a missing or malformed one reads as ``default``."""
+    """A whole-number query parameter; a missing or malformed one reads as ``default``, one
+    beyond 64 bits raises NumberOutOfRange (a 400: no query could use it)."""
     raw = request.GET.get(name, "")
     try:
-        return int(raw)
+        return whole_number(name, raw)
     except ValueError:
         return default
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 400 page (``handler400``): the sentence of a bad query value, else a generic one
+    (other 400s, like a bad Host header, carry details not meant for the reader)."""
+    sentence = str(exception) if isinstance(exception, NumberOutOfRange) else "Bad request."
+    return HttpResponseBadRequest(sentence, content_type="text/plain; charset=utf-8")

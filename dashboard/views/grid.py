@@ -31,7 +31,8 @@ class SortLink:
 @login_required
 def grid(request: HtmxHttpRequest, batch_id: int | None = None) -> HttpResponse:
     batches = batches_for(request.user).order_by("-created_at", "-id")
-    chosen = batch_id or request.GET.get("batch")
+    # ?batch= beyond 64 bits is a 400; malformed text stays a 404 (no such batch).
+    chosen = batch_id or int_param(request, "batch") or request.GET.get("batch")
     batch = get_or_404(batches, pk=chosen) if chosen else batches.first()
     if batch is None:
         return render(request, "dashboard/no_batches.html")

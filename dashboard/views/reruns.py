@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from dashboard.access import batches_for, cases_for, get_or_404, runs_for
+from dashboard.throttling import rerun_rate_limited
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import Batch, Trial
 from runner.batches.reruns import RETRYABLE, rerun_batch, rerun_case, rerun_failed, rerun_run
@@ -28,6 +29,7 @@ def _to_new_batch(request: HtmxHttpRequest, batch: Batch) -> HttpResponse:
 
 @login_required
 @require_POST
+@rerun_rate_limited
 def rerun_batch_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     batch = get_or_404(batches_for(request.user), pk=batch_id)
     return _to_new_batch(request, rerun_batch(batch, user=request.user))
@@ -35,6 +37,7 @@ def rerun_batch_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@rerun_rate_limited
 def rerun_failed_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     batch = get_or_404(batches_for(request.user), pk=batch_id)
     if not Trial.objects.filter(run__batch=batch, status__in=RETRYABLE).exists():
@@ -48,6 +51,7 @@ def rerun_failed_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@rerun_rate_limited
 def rerun_run_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_or_404(
         runs_for(request.user).select_related("batch", "case_version__case", "variant"), pk=run_id
@@ -57,6 +61,7 @@ def rerun_run_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@rerun_rate_limited
 def rerun_case_view(request: HtmxHttpRequest, batch_id: int, case_id: int) -> HttpResponse:
     batch = get_or_404(batches_for(request.user), pk=batch_id)
     # Only a case this batch ran has a row to rerun.

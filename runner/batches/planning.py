@@ -158,9 +158,8 @@ def endpoint_problems(cases: Sequence[dict[str, Any]], *, where: str = "") -> li
     for entry in cases:
         definition = entry["definition"]
         user = (definition.get("conversation") or {}).get("user") or {}
-        needs = {"llm": ["a responder"], "simulated_user": ["a simulated user"]}.get(
-            user.get("type") if isinstance(user, dict) else None, []
-        )
+        kind = str(user.get("type", "")) if isinstance(user, dict) else ""
+        needs = {"llm": ["a responder"], "simulated_user": ["a simulated user"]}.get(kind, [])
         if any(
             c.get("kind") == "judge"
             or (c.get("kind") == "assertion" and c.get("type") == "llm-rubric")

@@ -7,8 +7,10 @@ credential (a provider key, a bearer token, ``password=...``) is removed by its 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +21,9 @@ MIN_SECRET_LENGTH = 4
 # A number returned by prepare is a secret only when it is long enough to be a token:
 # a port (4173) or a count stays readable.
 MIN_NUMERIC_SECRET_LENGTH = 6
+# A piece of a longer base64 text is matched only from this many characters (48 bits), so
+# ordinary base64 is never cut by chance.
+MIN_BASE64_CORE_LENGTH = 8
 
 # Each pattern either matches the credential itself or marks it with a group named "value";
 # text around that group (a header name, "Bearer ") stays, so the log still says what it was.
@@ -53,10 +58,7 @@ class Redactor:
         self._secrets = tuple(sorted(kept, key=lambda s: (-len(s), s)))
         forms: set[str] = set()
         for secret in self._secrets:
-            forms.add(secret)
-            # A secret inside JSON text (a logged payload, an event line) appears escaped.
-            forms.add(json.dumps(secret)[1:-1])
-            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+            forms.update(encoded_forms(secret))
         self._forms = tuple(sorted(forms, key=lambda s: (-len(s), s)))
 
     @property
@@ -100,6 +102,35 @@ class Redactor:
         if isinstance(obj, tuple):
             return tuple(self.redact_obj(value) for value in obj)
         return obj
+
+
+def encoded_forms(secret: str) -> set[str]:
+    """``secret`` and the ways an agent or a tool commonly re-encodes it: JSON-escaped (also
+    twice, and with ``\\/``), percent-encoded (Python's quote and quote_plus, JavaScript's
+    encodeURIComponent, upper- and lower-case hex) and base64 (standard and URL-safe, with and
+    without padding, and the part that stays the same wherever the secret sits inside a longer
+    base64 text)."""
+    forms = {secret}
+    # A secret inside JSON text (a logged payload, an event line) appears escaped.
+    for ensure_ascii in (True, False):
+        escaped = json.dumps(secret, ensure_ascii=ensure_ascii)[1:-1]
+        forms.update((escaped, escaped.replace("/", "\\/"), json.dumps(escaped)[1:-1]))
+    for safe in ("", "/", "!*'()"):
+        forms.add(urllib.parse.quote(secret, safe=safe, errors="surrogatepass"))
+    forms.add(urllib.parse.quote_plus(secret, errors="surrogatepass"))
+    forms.update(re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), form) for form in set(forms))
+    raw = secret.encode("utf-8", "surrogatepass")
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        whole = encode(raw).decode("ascii")
+        forms.update((whole, whole.rstrip("=")))
+        # Inside a longer text the secret starts at any of 3 byte offsets of a base64 group;
+        # the characters made only of the secret's bits are the same whatever surrounds it.
+        for offset in range(3):
+            text = encode(b"\0" * offset + raw).decode("ascii")
+            core = text[-(-8 * offset // 6) : (8 * (offset + len(raw))) // 6]
+            if len(core) >= MIN_BASE64_CORE_LENGTH:
+                forms.add(core)
+    return forms
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:

@@ -131,7 +131,14 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
     recorder.add_secrets(harness.secrets())
 
     try:
-        prepared = run_prepare(case.prepare, case.cache, sandbox, cache_root=plan.cache_root)
+        prepare_timeout_ms = definition["limits"].get("prepare_timeout_ms")
+        prepared = run_prepare(
+            case.prepare,
+            case.cache,
+            sandbox,
+            cache_root=plan.cache_root,
+            limit_s=prepare_timeout_ms / 1000 if prepare_timeout_ms else None,
+        )
     except PrepareError as exc:
         for line in exc.log_lines:
             recorder.log(line)

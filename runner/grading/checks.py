@@ -2,18 +2,20 @@
 
 Every check runs, even after one fails, so each keeps its own result and pass rate; the trial
 passes only when all pass. A validator that raises is a failed check carrying the exception's
-message, never a crashed trial.
+message, never a crashed trial; one that hangs is a failed check past its time limit (it runs
+in a forked child, runner.core.limits).
 """
 
 from __future__ import annotations
 
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from proctor.capture import capture_output
 from proctor.definitions import Command, Verdict
 from runner.core.awaiting import resolved
+from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.core.transcript import Transcript, TurnTranscript
 from runner.sandboxes import Sandbox
 
@@ -129,19 +131,44 @@ def _verdict_of(value: Any) -> Verdict:
     raise TypeError(f"returned {type(value).__name__}; a validator returns a bool or a Verdict")
 
 
+def _shared_work(ctx: CheckContext) -> dict[str, Any]:
+    """What a validator left on ``ctx`` for the next ones (public attributes that pickle)."""
+    shared = {}
+    for key, value in vars(ctx).items():
+        if key.startswith("_") or key == "workspace":
+            continue
+        try:
+            pickle.dumps(value)
+        except Exception:
+            continue  # stays in the validator's process; the next validator does not see it
+        shared[key] = value
+    return shared
+
+
 def run_validator(
-    validator: Any, ctx: CheckContext, *, name: str, source_ref: dict[str, Any]
+    validator: Any,
+    ctx: CheckContext,
+    *,
+    name: str,
+    source_ref: dict[str, Any],
+    limit_s: float | None = None,
 ) -> CheckResult:
+    """Run a Python validator (sync or async) in a forked child for at most ``limit_s``
+    (default: the worker's check limit); see runner.core.limits."""
     started = time.monotonic()
+    limit = limit_s if limit_s is not None else default_limits().check_s
+
+    def call(_note: Any) -> tuple[Verdict, dict[str, Any]]:
+        return _verdict_of(resolved(validator(ctx))), _shared_work(ctx)
+
     output = ""
     try:
-        with capture_output() as printed:
-            value = resolved(validator(ctx))
-        output = printed.getvalue()
-        verdict = _verdict_of(value)
+        (verdict, shared), output = run_forked(call, limit_s=limit, what=f"validator {name}")
+        for key, value in shared.items():
+            setattr(ctx, key, value)
         passed, message, score = verdict.passed, verdict.message, verdict.score
-    except Exception as exc:  # a validator's bug is that check's failure, not the trial's crash
-        passed, message, score = False, f"{type(exc).__name__}: {exc}", None
+    except UserCodeError as exc:  # a validator's bug is that check's failure, not the trial's crash
+        passed, message, score, output = False, str(exc), None, exc.printed
     return CheckResult(
         name=name,
         kind="validator",

@@ -36,6 +36,7 @@ def grade(
     approved_plan: str | None,
 ) -> Grade:
     results: list[CheckResult] = []
+    check_timeout_ms = resolved.definition["limits"].get("check_timeout_ms")
     for index, check in enumerate(resolved.checks):
         target = check.check
         consultation = None
@@ -56,7 +57,13 @@ def grade(
                 plan=approved_plan,
             )
         else:
-            result = run_validator(target, ctx, name=check.name, source_ref=check.source_ref)
+            result = run_validator(
+                target,
+                ctx,
+                name=check.name,
+                source_ref=check.source_ref,
+                limit_s=check_timeout_ms / 1000 if check_timeout_ms else None,
+            )
         if consultation is not None:
             recorder.consultation(consultation)
         results.append(result)

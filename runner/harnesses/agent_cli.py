@@ -57,6 +57,7 @@ class AgentCliHarness(Harness):
     config_dir: str = ""
     # How to make the CLI available, for the error when it is missing.
     install_hint: str = ""
+    option_names = frozenset({"args", "project_settings"})
 
     def __init__(self, variant: Variant) -> None:
         super().__init__(variant)

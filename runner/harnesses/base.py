@@ -60,6 +60,9 @@ class Harness(abc.ABC):
 
     name: str = ""
     capabilities: frozenset[str] = frozenset()
+    # The variant options this harness reads; an option neither it nor the sandbox reads is
+    # refused at load (runner.batches.variant_options).
+    option_names: frozenset[str] = frozenset()
 
     def __init__(self, variant: Variant) -> None:
         self.variant = variant

@@ -2,7 +2,11 @@
 
 Events are buffered and bulk-written (one INSERT per flush, not per event), appended as they
 arrive to the trial's ``events.jsonl``, and announced to the batch's channel group after each
-flush. Raw output lines go to ``output.log`` only.
+flush. A busy stream flushes every FLUSH_EVERY_EVENTS events or FLUSH_EVERY_S seconds as
+events arrive; a lone event (an agent that prints one message, then works for minutes) is
+flushed by the recorder's flusher thread, which wakes every FLUSH_EVERY_S while the trial runs,
+so every event is stored and published within about 2 × FLUSH_EVERY_S of being printed. Raw
+output lines go to ``output.log`` only.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from evals_app.models import Check, Consultation, Event, Trial, Turn
@@ -40,6 +45,10 @@ class DatabaseRecorder:
         self._seq = Event.objects.filter(trial_id=trial.pk).count()
         self._last_flush = time.monotonic()
         self._lock = threading.Lock()  # stdout and stderr pumps report from two threads
+        # One flush at a time, so events are published in the order of their seq.
+        self._flush_lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._flusher: threading.Thread | None = None
 
     # --- the TrialRecorder interface ---------------------------------------------------------
 
@@ -48,6 +57,10 @@ class DatabaseRecorder:
             status=Trial.Status.RUNNING, started_at=timezone.now(), artifacts_dir=str(self.folder)
         )
         self._announce(Trial.Status.RUNNING)
+        self._flusher = threading.Thread(
+            target=self._flush_lone_events, name=f"proctor-flush-{self.trial_id}", daemon=True
+        )
+        self._flusher.start()
 
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
         self.flush()
@@ -157,6 +170,7 @@ class DatabaseRecorder:
         )
 
     def trial_finished(self, outcome: TrialOutcome) -> None:
+        self._stop_flusher()
         self.flush()
         self._events_file.close()
         self._raw_file.close()
@@ -183,17 +197,33 @@ class DatabaseRecorder:
     # --- internals -----------------------------------------------------------------------------
 
     def flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
-            self._last_flush = time.monotonic()
-            if not self._events_file.closed:
-                self._events_file.flush()
-        if not pending:
-            return
-        Event.objects.bulk_create(pending)
-        publishing.event_recorded(
-            trial_id=self.trial_id, batch_id=self.batch_id, seq=pending[-1].seq
-        )
+        with self._flush_lock:
+            with self._lock:
+                pending, self._pending = self._pending, []
+                self._last_flush = time.monotonic()
+                if not self._events_file.closed:
+                    self._events_file.flush()
+            if not pending:
+                return
+            Event.objects.bulk_create(pending)
+            publishing.event_recorded(
+                trial_id=self.trial_id, batch_id=self.batch_id, seq=pending[-1].seq
+            )
+
+    def _flush_lone_events(self) -> None:
+        """The flusher thread: writes events that waited FLUSH_EVERY_S with none after them.
+        A busy stream has flushed them already, so it costs that stream nothing."""
+        try:
+            while not self._stopped.wait(FLUSH_EVERY_S):
+                if self._pending and time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
+                    self.flush()
+        finally:
+            connection.close()  # this thread's own database connection
+
+    def _stop_flusher(self) -> None:
+        self._stopped.set()
+        if self._flusher is not None:
+            self._flusher.join(timeout=30)
 
     def _announce(self, status: str) -> None:
         publishing.trial_changed(

@@ -10,6 +10,12 @@ from runner.sandboxes.bwrap import BwrapSandbox
 from runner.sandboxes.docker import DockerSandbox
 from runner.sandboxes.local import LocalSandbox
 
+# The kinds by name, for what they declare (the options they read) before any is built.
+SANDBOX_KINDS: dict[str, type[Sandbox]] = {
+    "local": LocalSandbox,
+    "bwrap": BwrapSandbox,
+    "docker": DockerSandbox,
+}
 # Each kind is built from the variant it runs (network allowance, image, limits in options).
 SANDBOXES: dict[str, Callable[[Variant], Sandbox]] = {
     "local": LocalSandbox.for_variant,
@@ -29,6 +35,7 @@ def create_sandbox(variant: Variant) -> Sandbox:
 
 __all__ = [
     "SANDBOXES",
+    "SANDBOX_KINDS",
     "PathEscapesWorkspace",
     "ProcessResult",
     "Sandbox",

@@ -39,11 +39,21 @@ class ProcessResult:
         return self.stdout or self.stderr
 
 
+# Resource limits a variant may ask of its sandbox.
+LIMIT_OPTIONS = ("cpus", "memory", "pids")
+
+
 class Sandbox(abc.ABC):
     """One trial's isolated place to work. ``workspace`` and ``home`` are paths as processes
     inside the sandbox see them; ``host_workspace`` is where the host reads and writes them."""
 
     kind: str = ""
+    # The variant options this kind reads; an option no sandbox or harness reads is refused at
+    # load (runner.batches.variant_options), so a typo never runs on defaults.
+    option_names: frozenset[str] = frozenset()
+    # Why this kind refuses the resource limits (cpus=, memory=, pids=) it cannot apply, or ""
+    # when it applies them all.
+    limits_refused_because: str = ""
     workspace: str
     home: str
     host_workspace: Path

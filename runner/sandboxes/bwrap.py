@@ -12,7 +12,8 @@ in its own pid namespace, so it ends with its first process: on timeout run_proc
 bwrap process group and the namespace dies with it (``--die-with-parent``).
 
 Variant options: ``expose=[...]`` adds host paths, read-only at the same place (a CLI installed
-outside the system folders, say).
+outside the system folders, say). The resource limits ``cpus=``, ``memory=`` and ``pids=`` are
+refused at load: bwrap sets none (see ``limits_refused_because``); the docker sandbox applies them.
 """
 
 from __future__ import annotations
@@ -88,6 +89,14 @@ class BwrapSandbox(LocalSandbox):
     """The local sandbox's trial folders, with every process confined by bubblewrap."""
 
     kind = "bwrap"
+    option_names = frozenset({"expose"})
+    # Not applied through rlimits either: RLIMIT_NPROC counts every process of the user, not
+    # the trial's; RLIMIT_AS caps each process's address space (not the trial's memory) and
+    # breaks runtimes that reserve it up front (Node, Go, the JVM); nothing sets a CPU count.
+    limits_refused_because = (
+        "bubblewrap confines files and namespaces but has no per-trial cgroup to limit them; "
+        "use sandbox='docker' for them"
+    )
     # Writes outside the workspace, home and tmp fail (read-only file system): nothing to audit.
     confines_writes = True
 

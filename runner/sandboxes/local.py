@@ -23,6 +23,9 @@ INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 class LocalSandbox(Sandbox):
     kind = "local"
+    limits_refused_because = (
+        "it runs processes on the host with no resource limits; use sandbox='docker' for them"
+    )
 
     def __init__(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="proctor-trial-"))

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from proctor.capture import capture_output
 from proctor.definitions import Cache
 from runner.core.awaiting import resolved
+from runner.core.limits import UserCodeError, UserCodeRaised, default_limits, run_forked
 from runner.grading.checks import ExecResult, clip
 from runner.sandboxes import Sandbox
 
@@ -137,25 +137,41 @@ def run_prepare(
     sandbox: Sandbox,
     *,
     cache_root: Path,
+    limit_s: float | None = None,
 ) -> Prepared:
-    """Restore the cache, call prepare, save the cache. Raises PrepareError on failure."""
+    """Restore the cache, call prepare, save the cache. Raises PrepareError on failure.
+
+    prepare runs in a forked child for at most ``limit_s`` (default: the worker's prepare
+    limit; see runner.core.limits), so what it returns must pickle; its log lines and what it
+    prints arrive as they happen and are kept even when it hangs."""
     cached = restore_cache(sandbox, cache, cache_root) if cache else False
     lines: list[str] = []
     value = None
     if prepare is not None:
-        ctx = PrepareContext(sandbox, cached=cached, log=lines.append)
-        with capture_output() as printed:
+        limit = limit_s if limit_s is not None else default_limits().prepare_s
+
+        def call(note: Callable[[str], None]) -> tuple[str, Any]:
+            ctx = PrepareContext(sandbox, cached=cached, log=note)
             try:
-                value = resolved(prepare(ctx))
-            except Exception as exc:
-                failure = (
-                    exc
-                    if isinstance(exc, PrepareError)
-                    else PrepareError(f"prepare raised {type(exc).__name__}: {exc}")
-                )
-                failure.log_lines = lines + printed.getvalue().splitlines()
-                raise failure from exc
-        lines.extend(printed.getvalue().splitlines())
+                return "ok", resolved(prepare(ctx))
+            except PrepareError as exc:
+                return "failed", str(exc)
+
+        try:
+            (status, value), printed = run_forked(
+                call, limit_s=limit, what="prepare", on_note=lines.append
+            )
+        except UserCodeError as exc:
+            failure = PrepareError(
+                f"prepare raised {exc}" if isinstance(exc, UserCodeRaised) else str(exc)
+            )
+            failure.log_lines = lines + exc.printed.splitlines()
+            raise failure from exc
+        if status == "failed":
+            failure = PrepareError(value)
+            failure.log_lines = lines + printed.splitlines()
+            raise failure
+        lines.extend(printed.splitlines())
     if cache and not cached:
         save_cache(sandbox, cache, cache_root)
     return Prepared(value=value, cached=cached, log_lines=lines)

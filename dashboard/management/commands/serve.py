@@ -3,8 +3,10 @@ work (reruns from the UI) in this one process."""
 
 from __future__ import annotations
 
+import ipaddress
+
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runner.jobs.database import ensure_database
 from runner.jobs.requeue import requeue_unfinished
@@ -24,6 +26,7 @@ class Command(BaseCommand):
 
         host, _, port = options["addrport"].rpartition(":")
         host = host or "127.0.0.1"
+        self.check_secret_key(host)
         ensure_database()
         if settings.EMBEDDED:
             count = requeue_unfinished()
@@ -38,3 +41,31 @@ class Command(BaseCommand):
             signal_handlers=True,
             verbosity=0,
         ).run()
+
+    def check_secret_key(self, host: str) -> None:
+        """Refuse the built-in SECRET_KEY beyond loopback: anyone who reads this repository
+        could sign a session cookie for any user. On loopback it is only this machine."""
+        if settings.SECRET_KEY != settings.DEFAULT_SECRET_KEY:
+            return
+        if not is_loopback(host):
+            raise CommandError(
+                f"Refusing to serve on {host} with the built-in SECRET_KEY: set "
+                "DJANGO_SECRET_KEY to a long random value (or bind to 127.0.0.1).",
+                returncode=2,
+            )
+        self.stderr.write(
+            "Warning: serving with the built-in SECRET_KEY; set DJANGO_SECRET_KEY before "
+            "serving beyond this machine."
+        )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name, an IPv4 or a bracketed IPv6 address) only listens on this
+    machine; any other name counts as reachable from outside."""
+    name = host.strip("[]")
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

@@ -257,6 +257,7 @@ class AiderTurnParser:
 class AiderHarness(AgentCliHarness):
     name = "aider"
     capabilities = frozenset({CONVERSATION_RESUME})
+    option_names = frozenset({"args"})
     executable = "aider"
     # The profile's dir lands in the home itself: Aider looks for ~/.aider.conf.yml and ~/.env.
     config_dir = ""

@@ -35,6 +35,7 @@ from typing import Any
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
 from proctor.tools import Tool
+from runner.core.limits import UserCodeTimedOut, default_limits, run_in_thread
 from runner.harnesses.base import (
     CONVERSATION_RESUME,
     SEEDED_CONVERSATION,
@@ -74,6 +75,7 @@ ENDPOINT_OPTIONS = ("base_url", "api_key")
 class ChatHarness(Harness):
     name = "chat"
     capabilities = frozenset({CONVERSATION_RESUME, SEEDED_CONVERSATION})
+    option_names = frozenset({"tools", "system_prompt", "temperature", *ENDPOINT_OPTIONS})
 
     def __init__(self, variant: Variant) -> None:
         super().__init__(variant)
@@ -311,7 +313,24 @@ class _ToolLoop:
         return completion
 
     def _call_tool(self, call: dict[str, str]) -> None:
-        output, error = run_stub(self.harness.tools, call["name"], call["arguments"])
+        # A stub gets the tool limit, or what is left of the turn when that is less.
+        limit_s = max(0.001, min(default_limits().tool_s, self.deadline - time.monotonic()))
+        try:
+            output, error = run_stub(
+                self.harness.tools, call["name"], call["arguments"], limit_s=limit_s
+            )
+        except UserCodeTimedOut as exc:
+            output, error = None, f"Error: {exc}."
+            self.emit(
+                AgentEvent(
+                    "Log",
+                    {
+                        "stream": "proctor",
+                        "text": f"{exc}; its thread is left running in the worker "
+                        "(a Python thread cannot be stopped)",
+                    },
+                )
+            )
         self._record(
             call, output=output, error=error, status="completed" if error is None else "failed"
         )
@@ -342,9 +361,15 @@ class _ToolLoop:
         self.history.append({"role": "tool", "tool_call_id": call["id"], "content": content or ""})
 
 
-def run_stub(tools: Mapping[str, Tool], name: str, arguments: str) -> tuple[str | None, str | None]:
+def run_stub(
+    tools: Mapping[str, Tool], name: str, arguments: str, *, limit_s: float | None = None
+) -> tuple[str | None, str | None]:
     """(output, None) from the stub, or (None, error) telling the model what went wrong; the
-    error is what the model reads back, so it can correct itself."""
+    error is what the model reads back, so it can correct itself.
+
+    The stub runs in this process (it may keep state between calls) in a daemon thread waited
+    for at most ``limit_s`` (default: the worker's tool limit); past it, raises
+    UserCodeTimedOut and leaves its thread running (runner.core.limits)."""
     tool = tools.get(name)
     if tool is None or tool.stub is None:
         known = ", ".join(sorted(tools)) or "none"
@@ -361,8 +386,15 @@ def run_stub(tools: Mapping[str, Tool], name: str, arguments: str) -> tuple[str 
             None,
             f"Error: the arguments for {name} must be a JSON object, not {type(parsed).__name__}.",
         )
+    stub = tool.stub
     try:
-        result = tool.stub(parsed)
+        result = run_in_thread(
+            lambda: stub(parsed),
+            limit_s=limit_s if limit_s is not None else default_limits().tool_s,
+            what=f"tool {name}",
+        )
+    except UserCodeTimedOut:
+        raise  # the caller reports the abandoned thread
     except Exception as exc:  # the stub is the eval author's code: its failure is the model's news
         return None, f"Error: {name} failed: {type(exc).__name__}: {exc}"
     return (result if isinstance(result, str) else str(result)), None

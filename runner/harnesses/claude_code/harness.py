@@ -52,6 +52,7 @@ PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dont
 class ClaudeCodeHarness(AgentCliHarness):
     name = "claude-code"
     capabilities = frozenset({CONVERSATION_RESUME, PLAN_MODE})
+    option_names = frozenset({"args", "project_settings", "permission_mode"})
     executable = "claude"
     config_dir = ".claude"
     install_hint = (

@@ -63,6 +63,7 @@ def toml_value(value: Any) -> str:
 class CodexHarness(AgentCliHarness):
     name = "codex"
     capabilities = frozenset({CONVERSATION_RESUME})
+    option_names = frozenset({"args", "project_settings", "config"})
     executable = "codex"
     config_dir = ".codex"
     install_hint = (

@@ -1,0 +1,121 @@
+"""Time limits on the eval's own code, unit by unit: the forked child that runs validators
+and prepare, the rule on the per-case limits, and a chat tool's stub that hangs."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+from fakes.openai_server import FakeModelServer, fake_model_server_fixture  # noqa: F401
+from harnesses.test_chat_harness import KEY, tool_call_reply
+
+from proctor import case, command, suite, tool, variant
+from proctor.validation import case_problems
+from runner.core.limits import UserCodeError, UserCodeRaised, UserCodeTimedOut, run_forked
+from runner.harnesses.base import TurnRequest
+from runner.harnesses.chat.harness import ChatHarness
+
+
+def test_it_returns_what_the_child_returned_with_what_it_printed() -> None:
+    notes: list[str] = []
+
+    def call(note):
+        note("a log line")
+        print("printed in the child")
+        return {"port": 4173}
+
+    value, printed = run_forked(call, limit_s=10, what="prepare", on_note=notes.append)
+
+    assert value == {"port": 4173}
+    assert printed == "printed in the child\n"
+    assert notes == ["a log line"]
+
+
+def test_it_kills_a_hanging_child_and_says_what_hung_and_for_how_long() -> None:
+    pid_holder: list[int] = []
+
+    started = time.monotonic()
+    with pytest.raises(UserCodeTimedOut) as raised:
+        run_forked(
+            lambda note: (note(os.getpid()), time.sleep(3600)),
+            limit_s=0.5,
+            what="validator slow",
+            on_note=pid_holder.append,
+        )
+
+    assert time.monotonic() - started < 5
+    assert str(raised.value) == "validator slow did not finish within 0.5 s"
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid_holder[0], 0)
+
+
+def test_an_exception_a_child_exit_and_an_unpicklable_value_are_each_one_sentence() -> None:
+    def raises(_note):
+        raise ValueError("no such fixture")
+
+    with pytest.raises(UserCodeRaised, match=r"^ValueError: no such fixture$"):
+        run_forked(raises, limit_s=10, what="prepare")
+    with pytest.raises(UserCodeError, match=r"^prepare ended its process \(exit status 3\)"):
+        run_forked(lambda _note: os._exit(3), limit_s=10, what="prepare")
+    with pytest.raises(UserCodeRaised, match=r"^returned a lock, which cannot be sent back"):
+        run_forked(lambda _note: threading.Lock(), limit_s=10, what="prepare")
+
+
+@pytest.mark.parametrize("field", ["check_timeout_ms", "prepare_timeout_ms"])
+@pytest.mark.parametrize("value", [0, 999, 3_600_001, 1.5, True])
+def test_the_per_case_limits_are_whole_milliseconds_in_range(field: str, value: object) -> None:
+    bad = case("limited", validate=command("true"), **{field: value})  # type: ignore[arg-type]
+    s = suite("s", prompt="p", cases=[bad], variants=[variant("command")])
+
+    assert (
+        f"{field} must be a whole number from 1,000 to 3,600,000 milliseconds (got {value!r})"
+        in (case_problems(s, bad))
+    )
+
+
+def test_a_hanging_tool_stub_fails_its_call_and_the_turn_goes_on(
+    fake_model_server: FakeModelServer, monkeypatch
+) -> None:
+    release = threading.Event()
+    monkeypatch.setattr(
+        "runner.harnesses.chat.harness.default_limits",
+        lambda: type("Limits", (), {"tool_s": 0.5})(),
+    )
+    fake_model_server.script(
+        tool_call_reply(("check_calendar", '{"date": "Friday"}')), "The calendar is down."
+    )
+    harness = ChatHarness(
+        variant(
+            "chat",
+            model="gpt-fake",
+            base_url=fake_model_server.url,
+            api_key=KEY,
+            tools=[tool("check_calendar", stub=lambda args: release.wait(60) and "free")],
+        )
+    )
+    events = []
+
+    started = time.monotonic()
+    result = harness.run_turn(
+        None,  # type: ignore[arg-type]  # the chat harness never touches the sandbox
+        TurnRequest(prompt="Is Friday free?", index=0, model="gpt-fake"),
+        emit=events.append,
+        raw=lambda _stream, _line: None,
+        timeout_s=30,
+    )
+    release.set()
+
+    assert time.monotonic() - started < 10
+    assert result.answer == "The calendar is down."
+    (call,) = [e.data for e in events if e.kind == "ToolCall"]
+    assert call["status"] == "failed"
+    assert call["error"] == "Error: tool check_calendar did not finish within 0.5 s."
+    (log,) = [e.data["text"] for e in events if e.kind == "Log"]
+    assert log == (
+        "tool check_calendar did not finish within 0.5 s; its thread is left running in the "
+        "worker (a Python thread cannot be stopped)"
+    )
+    tool_message = fake_model_server.requests[1].body["messages"][-1]
+    assert tool_message["content"] == "Error: tool check_calendar did not finish within 0.5 s."
