@@ -48,6 +48,9 @@ def describe_tally(tally: Tally) -> str:
     ):
         if count:
             parts.append(f"{count} {label}")
+    if tally.retried:
+        lost = f"{tally.retried} " if tally.total > 1 else ""
+        parts.append(f"{lost}worker lost, retried (attempt {tally.last_attempt})")
     if tally.mean_tokens is not None:
         parts.append(f"{tally.mean_tokens:,} tokens per trial")
     if tally.mean_duration_ms is not None:

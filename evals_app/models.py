@@ -7,6 +7,8 @@ they ran, so history survives every edit of an eval file.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
@@ -288,6 +290,12 @@ class Trial(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
     artifacts_dir = models.CharField(max_length=1000, blank=True, default="")
+    # Which run of the trial this is: 1, then 2 after its worker was lost and it was re-queued.
+    attempt = models.PositiveIntegerField(default=1)
+    # The lease of a running trial: the process running it ("host:pid:random") renews the
+    # expiry while it lives; once it lapses the reaper re-queues or ends the trial.
+    lease_owner = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -297,6 +305,8 @@ class Trial(models.Model):
         indexes = [
             # `serve` re-queues trials left queued or running; progress counts by status
             models.Index(fields=["status"], name="trial_status"),
+            # the reaper's "running trials whose lease expired"
+            models.Index(fields=["status", "lease_expires_at"], name="trial_lease"),
         ]
 
     def __str__(self) -> str:
@@ -329,17 +339,40 @@ class Trial(models.Model):
         "cache_write_tokens": 0,
     }
 
+    # Set on a trial its worker lost for good (the reaper, after the attempts are spent).
+    WORKER_LOST = "worker_lost"
+
+    def lease_expired(self, now=None) -> bool:
+        """A running trial nobody renews: no lease (left by a version without leases) or one
+        whose expiry passed."""
+        return self.lease_expires_at is None or self.lease_expires_at <= (now or timezone.now())
+
     @classmethod
-    def claim(cls, trial_id: int) -> Trial | None:
-        """Take a queued trial to run it (and start its batch); None when it is not queued
-        (already taken or finished), so a task delivered twice runs the trial once."""
+    def claim(cls, trial_id: int, owner: str, *, lease_s: float, max_attempts: int) -> Trial | None:
+        """Take a trial to run it under ``owner``'s lease (and start its batch): a queued one,
+        or a running one whose lease expired (a message redelivered after its worker died: its
+        partial record is forgotten and the attempt counted) while attempts are left. None
+        otherwise (taken by a live process, or finished), so a task delivered twice runs the
+        trial once."""
         with transaction.atomic():
             trial = cls.objects.select_for_update().filter(pk=trial_id).first()
-            if trial is None or trial.status != cls.Status.QUEUED:
+            if trial is None:
+                return None
+            now = timezone.now()
+            if trial.status == cls.Status.RUNNING and trial.lease_expired(now):
+                if trial.attempt >= max_attempts:
+                    return None  # the reaper ends it as worker_lost
+                trial.reset()
+                trial.attempt += 1
+            elif trial.status != cls.Status.QUEUED:
                 return None
             trial.status = cls.Status.RUNNING
-            trial.started_at = timezone.now()
-            trial.save(update_fields=["status", "started_at"])
+            trial.started_at = now
+            trial.lease_owner = owner
+            trial.lease_expires_at = now + timedelta(seconds=lease_s)
+            trial.save(
+                update_fields=["status", "started_at", "attempt", "lease_owner", "lease_expires_at"]
+            )
             Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(
                 status=Batch.Status.RUNNING
             )
@@ -347,9 +380,70 @@ class Trial(models.Model):
             "run__case_version__case", "run__variant", "run__batch"
         ).get(pk=trial_id)
 
-    def finish(self, status: str, **record) -> None:
+    @classmethod
+    def renew_leases(cls, owner: str, trial_ids, *, lease_s: float) -> int:
+        """Push the expiry of ``owner``'s running trials among ``trial_ids`` forward: one
+        UPDATE for all of them (the heartbeat). A trial re-queued meanwhile is not renewed."""
+        return cls.objects.filter(
+            pk__in=list(trial_ids), status=cls.Status.RUNNING, lease_owner=owner
+        ).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_s))
+
+    @classmethod
+    def reap_expired(
+        cls, *, max_attempts: int, exclude_ids=(), batch_id: int | None = None
+    ) -> tuple[list[Trial], list[Trial]]:
+        """Find the running trials whose lease expired (their worker died): re-queue each while
+        attempts are left (its partial record forgotten, ``attempt`` counted), else end it
+        errored with finish_reason ``worker_lost``. Returns (re-queued, ended); the caller
+        enqueues the first after the commit and closes the batches. ``exclude_ids``: trials
+        this process itself runs, never taken from it."""
+        now = timezone.now()
+        requeued: list[Trial] = []
+        ended: list[Trial] = []
+        with transaction.atomic():
+            expired = (
+                cls.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(status=cls.Status.RUNNING)
+                .filter(
+                    models.Q(lease_expires_at__lte=now) | models.Q(lease_expires_at__isnull=True)
+                )
+                .exclude(pk__in=list(exclude_ids))
+                .select_related("run")
+                .order_by("pk")
+            )
+            if batch_id is not None:
+                expired = expired.filter(run__batch_id=batch_id)
+            for trial in expired:
+                if trial.attempt < max_attempts:
+                    trial.reset()
+                    trial.attempt += 1
+                    trial.queued_at = now
+                    trial.save(update_fields=["attempt", "queued_at"])
+                    requeued.append(trial)
+                else:
+                    lost_at = trial.lease_expires_at or trial.started_at or now
+                    error = (
+                        f"The worker running this trial ({trial.lease_owner or 'unknown'}) "
+                        f"stopped renewing its lease at {lost_at:%Y-%m-%d %H:%M:%S} UTC, on "
+                        f"attempt {trial.attempt} of {max_attempts}; no attempts are left."
+                    )
+                    cls.objects.filter(pk=trial.pk).update(
+                        status=cls.Status.ERRORED,
+                        finish_reason=cls.WORKER_LOST,
+                        error=error,
+                        finished_at=now,
+                        lease_owner="",
+                        lease_expires_at=None,
+                    )
+                    trial.status = cls.Status.ERRORED
+                    ended.append(trial)
+        return requeued, ended
+
+    def finish(self, status: str, *, owner: str | None = None, **record) -> bool:
         """Record the trial's end: its final status and what the run left (``RECORD_DEFAULTS``
-        names the fields; ``usage`` may give the token counts as one dict)."""
+        names the fields; ``usage`` may give the token counts as one dict), and release its
+        lease. With ``owner``, only while that process still holds the lease: a run whose
+        trial was re-queued meanwhile records nothing (False) and leaves the new run alone."""
         usage = record.pop("usage", None) or {}
         for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
             record.setdefault(key, usage.get(key, 0))
@@ -359,30 +453,56 @@ class Trial(models.Model):
         record["finish_reason"] = (record.get("finish_reason") or "")[:200]
         record["session_id"] = (record.get("session_id") or "")[:200]
         record["finished_at"] = timezone.now()
-        Trial.objects.filter(pk=self.pk).update(status=status, **record)
+        rows = Trial.objects.filter(pk=self.pk)
+        if owner is not None:
+            rows = rows.filter(lease_owner=owner, status=Trial.Status.RUNNING)
+        if not rows.update(status=status, lease_owner="", lease_expires_at=None, **record):
+            return False
         self.status = status
         for key, value in record.items():
             setattr(self, key, value)
+        return True
 
     @classmethod
     def end_unfinished(cls, trials: models.QuerySet, *, reason: str, error: str) -> int:
         """End every trial of ``trials`` that is not final as errored, saying why."""
         return trials.exclude(status__in=cls.FINAL_STATUSES).update(
-            status=cls.Status.ERRORED, finish_reason=reason, error=error, finished_at=timezone.now()
+            status=cls.Status.ERRORED,
+            finish_reason=reason,
+            error=error,
+            finished_at=timezone.now(),
+            lease_owner="",
+            lease_expires_at=None,
         )
 
     def reset(self) -> None:
         """Forget the trial's partial record so it can run again from the start (after a crash):
-        queued, with no events, turns, checks or consultations."""
+        queued, with no events, turns, checks or consultations, and no lease. ``attempt`` is
+        kept (the caller counts a new one)."""
         with transaction.atomic():
             self.events.all().delete()
             self.turns.all().delete()
             self.checks.all().delete()
             self.consultations.all().delete()
             Trial.objects.filter(pk=self.pk).update(
-                status=Trial.Status.QUEUED, **self.RECORD_DEFAULTS
+                status=Trial.Status.QUEUED,
+                lease_owner="",
+                lease_expires_at=None,
+                **self.RECORD_DEFAULTS,
             )
         self.status = Trial.Status.QUEUED
+        self.lease_owner, self.lease_expires_at = "", None
+        for key, value in self.RECORD_DEFAULTS.items():
+            setattr(self, key, list(value) if isinstance(value, list) else value)
+
+    @property
+    def worker_lost_note(self) -> str:
+        """What the trial page and the grid cell say of a trial whose worker was lost."""
+        if self.finish_reason == self.WORKER_LOST:
+            return f"worker lost, no attempts left (attempt {self.attempt})"
+        if self.attempt > 1:
+            return f"worker lost, retried (attempt {self.attempt})"
+        return ""
 
     @property
     def total_tokens(self) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import (
     Count,
     F,
+    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -44,6 +45,9 @@ class Tally:
     # Summed over the trials that recorded a duration; ``timed`` counts them.
     duration_ms: int = 0
     timed: int = 0
+    # Trials run again after their worker was lost, and the highest attempt among them.
+    retried: int = 0
+    last_attempt: int = 0
 
     @property
     def queued(self) -> int:
@@ -81,6 +85,8 @@ class Tally:
             tokens=self.tokens + other.tokens,
             duration_ms=self.duration_ms + other.duration_ms,
             timed=self.timed + other.timed,
+            retried=self.retried + other.retried,
+            last_attempt=max(self.last_attempt, other.last_attempt),
         )
 
 
@@ -102,6 +108,8 @@ def _tally_aggregates(trials: str) -> dict:
         "tokens": Sum(F(f"{prefix}input_tokens") + F(f"{prefix}output_tokens")),
         "duration_ms": Sum(f"{prefix}duration_ms"),
         "timed": Count(f"{prefix}duration_ms"),
+        "retried": Count(pk, filter=Q(**{f"{prefix}attempt__gt": 1})),
+        "last_attempt": Max(f"{prefix}attempt"),
     }
     # Prefixed, so no alias shadows a Trial field that another aggregate reads.
     return {f"tally_{name}": expression for name, expression in aggregates.items()}
@@ -117,6 +125,8 @@ _TALLY_FIELDS = (
     "tokens",
     "duration_ms",
     "timed",
+    "retried",
+    "last_attempt",
 )
 
 
@@ -277,7 +287,11 @@ _tally_values = attrgetter(*_TALLY_FIELDS)
 
 def _sum(tallies: Iterable[Tally]) -> Tally:
     columns = list(zip(*(_tally_values(tally) for tally in tallies), strict=True))
-    return Tally(*(sum(column) for column in columns)) if columns else Tally()
+    if not columns:
+        return Tally()
+    totals = {name: sum(column) for name, column in zip(_TALLY_FIELDS, columns, strict=True)}
+    totals["last_attempt"] = max(columns[-1])  # the highest attempt, not a count
+    return Tally(**totals)
 
 
 def _sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:

@@ -21,17 +21,70 @@ Normalized ``data`` per kind, as stored in ``Event.data`` and ``events.jsonl``:
 - Finished: ``reason`` (str)
 - ProtocolError: ``line`` (str), ``error`` (str)
 - Log: ``stream`` (str), ``text`` (str): infrastructure notes such as prepare's output
+
+Any kind may carry ``notes`` (list[str]) saying what was changed to make it storable.
+
+Every byte an agent prints is safe to store (issue 11). The rules, in one place:
+
+- An integer outside signed 64 bits in a counted field (``exitCode``, token counts, ``at``) is
+  a protocol error; inside a tool's free-form ``input``/``output`` it is kept as its digits,
+  quoted. Elsewhere (events other harnesses build) :func:`storable_event` clamps it, noted.
+- ``at`` must lie between 1970 and the end of year 9999 (what a datetime holds), else a
+  protocol error.
+- A NUL character (PostgreSQL text and jsonb refuse it) is shown as ``␀`` (U+2400); a lone
+  surrogate (from a ``\ud800`` escape, or bytes that are not UTF-8) becomes U+FFFD. Both
+  are noted in ``notes``. Bytes that are not UTF-8 reach the parser as U+FFFD already.
+- A line nested too deeply for Python's json reader is a protocol error when it names a
+  ``_tag``, ordinary logging otherwise.
+- A line over MAX_LINE_CHARS (16 Mi characters; it is not parsed), or one the reader cut at its
+  length cap (it ends with :func:`truncation_mark`), is a protocol error when it names a known
+  ``_tag``.
+- :func:`storable_event` caps each text field at ``max_field_bytes`` UTF-8 bytes (the
+  recorder passes ``PROCTOR_MAX_EVENT_FIELD_BYTES``, default 64 KiB), ending it with
+  ``… [truncated: N bytes]``, N the bytes not kept.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 KNOWN_TAGS = ("Started", "Message", "Command", "FileChange", "ToolCall", "Usage", "Finished")
+
+MIN_INT64, MAX_INT64 = -(2**63), 2**63 - 1
+# 9999-12-31T23:59:59.999Z: the last instant Python's datetime (and so Django) can hold.
+MAX_AT_MS = 253_402_300_799_999
+DEFAULT_MAX_FIELD_BYTES = 64 * 1024
+# A longer line is not parsed (parsing copies it): a protocol error when it names a known tag.
+MAX_LINE_CHARS = 16 * 1024 * 1024
+# Deeper values in events other harnesses build are kept as JSON text.
+MAX_NESTING = 32
+MAX_NOTES = 20
+NUL_MARK = "\u2400"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_TRUNCATED = re.compile(r"… \[truncated: \d+ bytes\]$")
+
+
+def truncation_mark(dropped_bytes: int) -> str:
+    """The mark ending a value (or a line, or a log) cut at a cap: how many bytes are gone."""
+    return f"… [truncated: {dropped_bytes} bytes]"
+
+
+def cap_text(text: str, max_bytes: int) -> str:
+    """``text`` if its UTF-8 form fits ``max_bytes``, else its start and the truncation mark,
+    together at most ``max_bytes`` bytes (so capping twice changes nothing)."""
+    if len(text) * 4 <= max_bytes:
+        return text
+    encoded = text.encode("utf-8", "replace")
+    if len(encoded) <= max_bytes:
+        return text
+    mark_bytes = len(truncation_mark(len(encoded)).encode())
+    kept = encoded[: max(max_bytes - mark_bytes, 0)].decode("utf-8", "ignore")
+    return kept + truncation_mark(len(encoded) - len(kept.encode()))
 
 
 @dataclass
@@ -46,6 +99,27 @@ class AgentEvent:
 
 class ProtocolViolation(ValueError):
     """A line with a known tag whose fields break the protocol."""
+
+
+class _BigNumber:
+    """An integer literal outside signed 64 bits, kept as its digits (never converted: Python
+    refuses to convert more than 4,300 digits, and no database column holds it)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+
+def _read_int(digits: str) -> int | _BigNumber:
+    if len(digits) > 20:
+        return _BigNumber(digits)
+    value = int(digits)
+    return value if MIN_INT64 <= value <= MAX_INT64 else _BigNumber(digits)
+
+
+def _out_of_range(key: str) -> ProtocolViolation:
+    return ProtocolViolation(f"field {key!r} is outside the signed 64-bit integer range")
 
 
 def _text(obj: dict, key: str, *, required: bool = True, nullable: bool = False) -> str | None:
@@ -67,6 +141,8 @@ def _count(obj: dict, key: str, *, required: bool) -> int:
             raise ProtocolViolation(f"missing field {key!r}")
         return 0
     value = obj[key]
+    if isinstance(value, _BigNumber):
+        raise _out_of_range(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ProtocolViolation(f"field {key!r} must be a whole number, zero or more")
     return value
@@ -74,7 +150,15 @@ def _count(obj: dict, key: str, *, required: bool) -> int:
 
 def _as_text(value: Any) -> str:
     """A tool input or output that is not a string is kept as JSON, as the kit writes it."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=_digits)
+
+
+def _digits(value: Any) -> str:
+    if isinstance(value, _BigNumber):
+        return value.digits
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _usage(obj: dict) -> dict[str, int]:
@@ -100,7 +184,8 @@ def _fields(tag: str, obj: dict) -> dict[str, Any]:
             "model": _text(obj, "model", required=False, nullable=True),
         }
     if tag == "Message":
-        role = _text(obj, "role", required=False) or "assistant"
+        # A missing role is the assistant's; any other value, "" included, must be one of two.
+        role = _text(obj, "role", required=False) if "role" in obj else "assistant"
         if role not in ("assistant", "user"):
             raise ProtocolViolation("field 'role' must be 'assistant' or 'user'")
         usage = obj.get("usage")
@@ -116,6 +201,8 @@ def _fields(tag: str, obj: dict) -> dict[str, Any]:
         if "exitCode" not in obj:
             raise ProtocolViolation("missing field 'exitCode' (it may be null)")
         exit_code = obj["exitCode"]
+        if isinstance(exit_code, _BigNumber):
+            raise _out_of_range("exitCode")
         if exit_code is not None and (
             isinstance(exit_code, bool) or not isinstance(exit_code, int)
         ):
@@ -154,18 +241,40 @@ def _fields(tag: str, obj: dict) -> dict[str, Any]:
 
 
 def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
-    """The event a stdout line carries, a ProtocolError event, or None for a non-event line."""
+    """The event a stdout line carries, a ProtocolError event, or None for a non-event line.
+
+    Never raises, whatever the line holds; what it returns is safe to store but for the
+    length of its text fields (see :func:`storable_event`)."""
     stripped = line.strip()
     if not stripped.startswith("{"):
         return None
+    stamp = now_ms if now_ms is not None else int(time.time() * 1000)
+    if len(stripped) > MAX_LINE_CHARS:
+        tag = _named_tag(stripped)
+        if tag is None:
+            return None
+        return _protocol_error(
+            stripped, f"{tag}: the line is longer than {MAX_LINE_CHARS} characters", stamp
+        )
+    if _TRUNCATED.search(stripped[-100:]):
+        tag = _named_tag(stripped)
+        if tag is None:
+            return None
+        return _protocol_error(stripped, f"{tag}: the line is longer than the reader keeps", stamp)
     try:
-        obj = json.loads(stripped)
-    except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
+        obj = json.loads(stripped, parse_int=_read_int)
+    except RecursionError:
+        if '"_tag"' not in stripped:
+            return None
+        tag = _named_tag(stripped) or "line"
+        return _protocol_error(stripped, f"{tag}: the line nests JSON too deeply to read", stamp)
+    except ValueError:
         return None
-    if not isinstance(obj, dict) or obj.get("_tag") not in KNOWN_TAGS:
+    if not isinstance(obj, dict) or not isinstance(obj.get("_tag"), str):
         return None
     tag = obj["_tag"]
-    stamp = now_ms if now_ms is not None else int(time.time() * 1000)
+    if tag not in KNOWN_TAGS:
+        return None
     try:
         data = _fields(tag, obj)
         at = obj.get("at")
@@ -173,14 +282,119 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
             # Python's json reads NaN and Infinity, which int() cannot convert.
             if (
                 isinstance(at, bool)
-                or not isinstance(at, int | float)
-                or not math.isfinite(at)
-                or at < 0
+                or not isinstance(at, int | float | _BigNumber)
+                or (isinstance(at, float) and not math.isfinite(at))
+                or (not isinstance(at, _BigNumber) and at < 0)
             ):
                 raise ProtocolViolation("field 'at' must be epoch milliseconds")
+            if isinstance(at, _BigNumber) or at > MAX_AT_MS:
+                raise ProtocolViolation(
+                    "field 'at' is out of range (epoch milliseconds up to the year 9999)"
+                )
             stamp = int(at)
     except ProtocolViolation as exc:
-        return AgentEvent(
-            "ProtocolError", {"line": stripped[:4000], "error": f"{tag}: {exc}"}, stamp
-        )
+        return _protocol_error(stripped, f"{tag}: {exc}", stamp)
+    except RecursionError:
+        return _protocol_error(stripped, f"{tag}: a value nests too deeply to keep", stamp)
+    notes: list[str] = []
+    data = _storable(data, "", notes, None, 0)
+    if notes:
+        data["notes"] = _few(notes)
     return AgentEvent(tag, data, stamp)
+
+
+def _few(notes: list[str]) -> list[str]:
+    """Each note once, at most MAX_NOTES of them."""
+    unique = list(dict.fromkeys(notes))
+    if len(unique) > MAX_NOTES:
+        unique = [*unique[:MAX_NOTES], f"and {len(unique) - MAX_NOTES} more notes"]
+    return unique
+
+
+def _named_tag(text: str) -> str | None:
+    """The known tag a line that cannot be parsed whole seems to carry."""
+    for tag in KNOWN_TAGS:
+        if re.search(r'"_tag"\s*:\s*"' + tag + '"', text[:4000]):
+            return tag
+    return None
+
+
+def _protocol_error(line: str, error: str, stamp: int) -> AgentEvent:
+    notes: list[str] = []
+    data = _storable({"line": line[:4000], "error": error}, "", notes, None, 0)
+    if notes:
+        data["notes"] = _few(notes)
+    return AgentEvent("ProtocolError", data, stamp)
+
+
+def storable_event(
+    event: AgentEvent, *, max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES
+) -> AgentEvent:
+    """``event`` made safe for any database and file: text cleaned and capped, numbers in
+    64 bits, ``at`` in range, nesting bounded; what changed is listed in ``data["notes"]``.
+    Events :func:`parse_line` made already meet all but the cap; other harnesses' may not."""
+    earlier = event.data.get("notes") if isinstance(event.data, dict) else None
+    notes: list[str] = [str(n) for n in earlier] if isinstance(earlier, list) else []
+    data = _storable(event.data, "", notes, max_field_bytes, 0)
+    if not isinstance(data, dict):
+        data = {"value": data}
+    at = event.at_ms
+    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= MAX_AT_MS:
+        notes.append(f"at: {at!r} is out of range, stamped 0")
+        at = 0
+    if notes:
+        data["notes"] = _few(notes)
+    return AgentEvent(event.kind, data, at)
+
+
+def storable_text(text: str, *, max_bytes: int | None = None) -> str:
+    """``text`` with NUL shown as ``␀``, lone surrogates as U+FFFD and, given ``max_bytes``,
+    capped: for a stored answer, error or log line."""
+    return _storable(text, "", [], max_bytes, 0)
+
+
+def _storable(value: Any, key: str, notes: list[str], max_bytes: int | None, depth: int) -> Any:
+    if isinstance(value, str):
+        if "\x00" in value:
+            notes.append(f"{key or 'text'}: {value.count(chr(0))} NUL byte(s) shown as {NUL_MARK}")
+            value = value.replace("\x00", NUL_MARK)
+        if _LONE_SURROGATE.search(value):
+            notes.append(f"{key or 'text'}: invalid UTF-8 or lone surrogates replaced with U+FFFD")
+            value = _LONE_SURROGATE.sub("\ufffd", value)
+        if max_bytes is not None:
+            capped = cap_text(value, max_bytes)
+            if capped is not value:
+                notes.append(f"{key or 'text'}: truncated to {max_bytes} bytes")
+            value = capped
+        return value
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not MIN_INT64 <= value <= MAX_INT64:
+            notes.append(f"{key or 'value'}: an integer outside 64 bits, clamped")
+            return MAX_INT64 if value > 0 else MIN_INT64
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            notes.append(f"{key or 'value'}: {value!r} is not a number JSON can store, kept null")
+            return None
+        return value
+    if isinstance(value, _BigNumber):
+        notes.append(f"{key or 'value'}: an integer outside 64 bits, kept as its digits")
+        return _storable(value.digits, key, notes, max_bytes, depth)
+    if depth >= MAX_NESTING:
+        notes.append(f"{key or 'value'}: nested deeper than {MAX_NESTING} levels, kept as text")
+        try:
+            text = json.dumps(value, ensure_ascii=False, default=str)
+        except (ValueError, RecursionError):
+            text = repr(type(value))
+        return _storable(text, key, notes, max_bytes, 0)
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = _storable(str(k), "", [], 200, 0)
+            out[name] = _storable(v, f"{key}.{name}" if key else name, notes, max_bytes, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [_storable(v, key, notes, max_bytes, depth + 1) for v in value]
+    return _storable(str(value), key, notes, max_bytes, depth)

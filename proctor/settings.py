@@ -64,7 +64,6 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -181,6 +180,29 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker that dies mid-task (a killed thread pool's process included) hands its message back.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+
+
+def _positive_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ImproperlyConfigured(f"{name} must be a whole number of 1 or more, not {raw!r}.")
+    return int(raw)
+
+
+# Leases (runner/jobs/leases.py): a running trial's worker renews its lease every
+# PROCTOR_LEASE_S / 3 seconds; a lease PROCTOR_LEASE_S old means the worker died, and the
+# reaper re-queues the trial (up to PROCTOR_MAX_ATTEMPTS runs in all) or ends it worker_lost.
+PROCTOR_LEASE_S = _positive_int("PROCTOR_LEASE_S", 30)
+PROCTOR_MAX_ATTEMPTS = _positive_int("PROCTOR_MAX_ATTEMPTS", 2)
+# The longest a trial may take, for the broker: an unacknowledged message is handed to another
+# worker only after this (plus a margin), so a long trial is never delivered twice while it runs
+# (a worker that dies sooner is found by its lease, not by the broker).
+PROCTOR_MAX_TRIAL_S = _positive_int("PROCTOR_MAX_TRIAL_S", 3600)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": PROCTOR_MAX_TRIAL_S + 600}
 
 # --- API ---------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -282,3 +304,24 @@ def _limit_s(name: str, default: float) -> float:
 PROCTOR_CHECK_TIMEOUT_S = _limit_s("PROCTOR_CHECK_TIMEOUT_S", 60.0)
 PROCTOR_PREPARE_TIMEOUT_S = _limit_s("PROCTOR_PREPARE_TIMEOUT_S", 600.0)
 PROCTOR_TOOL_TIMEOUT_S = _limit_s("PROCTOR_TOOL_TIMEOUT_S", 60.0)
+
+
+# --- caps on what a trial stores (runner/jobs/recorder.py) ----------------------------------------
+# Each text field of an event, the trial's raw output.log, and the events a trial keeps; past a cap
+# the value, log or event list ends with "… [truncated: N bytes]" or a note of how many were dropped.
+
+
+def _cap(name: str, default: int, minimum: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < minimum:
+        raise ImproperlyConfigured(
+            f"{name} must be a whole number of at least {minimum}, not {raw!r}."
+        )
+    return int(raw)
+
+
+PROCTOR_MAX_EVENT_FIELD_BYTES = _cap("PROCTOR_MAX_EVENT_FIELD_BYTES", 64 * 1024, 1024)
+PROCTOR_MAX_OUTPUT_LOG_BYTES = _cap("PROCTOR_MAX_OUTPUT_LOG_BYTES", 100 * 1024 * 1024, 1024)
+PROCTOR_MAX_TRIAL_EVENTS = _cap("PROCTOR_MAX_TRIAL_EVENTS", 100_000, 1)

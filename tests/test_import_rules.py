@@ -122,3 +122,27 @@ def test_the_public_face_imports_only_sdk_modules() -> None:
         or (module.startswith("proctor.") and module not in sdk)
     )
     assert outside == []
+
+
+def test_proctor_eval_starts_without_the_web_stack(tmp_path):
+    """`proctor eval` is a command-line tool: it loads neither the ASGI server (daphne and
+    Twisted) nor the REST framework's views nor the dashboard, so it starts fast."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "proctor.cli", "eval", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PROCTOR_HOME": str(tmp_path / "home")},
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line
+    }
+    web = sorted(
+        name
+        for name in imported
+        if name.split(".")[0] in ("daphne", "twisted", "dashboard")
+        or name.startswith(("rest_framework.views", "drf_spectacular.views"))
+    )
+    assert web == []

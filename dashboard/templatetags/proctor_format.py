@@ -174,3 +174,33 @@ def breakable(text: object) -> SafeString:
     column)."""
     escaped = str(escape(str(text)))
     return mark_safe(escaped.replace("_", "_<wbr>").replace(":", ":<wbr>"))  # noqa: S308 - escaped
+
+
+# A stored event field holds up to 64 KiB (PROCTOR_MAX_EVENT_FIELD_BYTES); a page shows this
+# much of each, so a trial of many long values stays a page a browser opens at once.
+PAGE_CLIP_CHARS = 10_000
+
+
+@register.simple_tag
+def clipped(text: object, trial: object = None) -> SafeString:
+    """``text`` escaped, cut at PAGE_CLIP_CHARS with a note of how many characters are left out
+    and links to the trial's ``events.jsonl`` (the stored value) and ``output.log`` (the raw
+    line)."""
+    if text is None:
+        return mark_safe("")
+    text = str(text)
+    if len(text) <= PAGE_CLIP_CHARS:
+        return mark_safe(escape(text))
+    rest = len(text) - PAGE_CLIP_CHARS
+    note = f"… [clipped: {rest:,} more characters"
+    pk = getattr(trial, "pk", None)
+    if pk is not None:
+        from django.urls import reverse
+
+        links = " · ".join(
+            f'<a href="{escape(reverse("trial-artifact", args=[pk, name]))}" target="_blank" '
+            f'rel="noopener">{name}</a>'
+            for name in ("events.jsonl", "output.log")
+        )
+        note += f"; in full in {links}"
+    return mark_safe(f'{escape(text[:PAGE_CLIP_CHARS])}<span class="clip-note">{note}]</span>')

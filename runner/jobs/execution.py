@@ -2,12 +2,14 @@
 the bundles it names, execute it, and close the batch when its last trial ends.
 
 Idempotent: a trial that is not queued (already taken, or finished) is left alone, so a task
-delivered twice runs the trial once.
+delivered twice runs the trial once; a running trial whose lease expired (its worker died) is
+taken over as its next attempt. While it runs the process's heartbeat keeps its lease fresh.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +26,7 @@ from runner.batches import benchmark
 from runner.core.recording import TrialOutcome
 from runner.core.spec import TrialSpec
 from runner.core.trial import TrialPlan, execute_trial
-from runner.jobs import bundle_cache, publishing
+from runner.jobs import artifacts, bundle_cache, leases, publishing
 from runner.jobs.recorder import DatabaseRecorder
 
 log = logging.getLogger(__name__)
@@ -143,11 +145,28 @@ def run_trial_by_id(trial_id: int) -> str | None:
     Whatever breaks on the way (the database included), the trial ends with a final status, so
     nobody waits forever on a trial left ``running``.
     """
-    trial = Trial.claim(trial_id)
+    owner = leases.owner()
+    trial = Trial.claim(
+        trial_id,
+        owner,
+        lease_s=settings.PROCTOR_LEASE_S,
+        max_attempts=settings.PROCTOR_MAX_ATTEMPTS,
+    )
     if trial is None:
         return None
+    if trial.attempt > 1:
+        # A lost run's files (a redelivered message took the trial over): start afresh.
+        shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+    with leases.holding(trial_id):
+        status = _run_claimed(trial, owner)
+    finish_batch_if_done(trial.run.batch_id)
+    return status
+
+
+def _run_claimed(trial: Trial, owner: str) -> str:
+    trial_id = trial.pk
     try:
-        recorder = DatabaseRecorder(trial)
+        recorder = DatabaseRecorder(trial, owner=owner)
         try:
             plan = build_plan(trial)
         except PlanError as exc:
@@ -162,14 +181,13 @@ def run_trial_by_id(trial_id: int) -> str | None:
         log.exception("trial %s broke outside the runner's own error handling", trial_id)
         status = Trial.Status.ERRORED
         Trial.end_unfinished(
-            Trial.objects.filter(pk=trial_id),
+            Trial.objects.filter(pk=trial_id, lease_owner=owner),
             reason="internal error",
             error=f"{type(exc).__name__}: {exc}",
         )
         publishing.trial_changed(
             trial_id=trial_id, run_id=trial.run_id, batch_id=trial.run.batch_id, status=status
         )
-    finish_batch_if_done(trial.run.batch_id)
     return status
 
 

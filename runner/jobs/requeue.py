@@ -1,22 +1,27 @@
 """Picking up work an embedded process left behind: in the embedded mode queued trials live
 only in the process's pool, so a restart finds them still queued (or half run) in the database.
+
+Only work nobody owns is taken: queued trials, and running trials whose lease expired (their
+process died). A trial a live `proctor eval` runs keeps a fresh lease and is left to it.
 """
 
 from __future__ import annotations
 
 from evals_app.models import Trial
+from runner.jobs import reaper
 from runner.jobs.dispatch import enqueue
-from runner.jobs.recorder import reset_for_retry
 
 
 def requeue_unfinished() -> int:
-    """Reset trials left running, enqueue every unfinished trial; returns how many."""
-    left_running = Trial.objects.filter(status=Trial.Status.RUNNING).select_related("run")
-    for trial in left_running:
-        reset_for_retry(trial)
+    """Re-queue (or end, once their attempts are spent) the running trials whose lease expired,
+    and enqueue every queued trial; returns how many were enqueued."""
+    requeued, _ = reaper.reap()
     ids = list(
-        Trial.objects.filter(status=Trial.Status.QUEUED).order_by("pk").values_list("pk", flat=True)
+        Trial.objects.filter(status=Trial.Status.QUEUED)
+        .exclude(pk__in=requeued)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )
     if ids:
         enqueue(ids)
-    return len(ids)
+    return len(ids) + len(requeued)

@@ -1,7 +1,8 @@
 """What every sandbox offers: a workspace and a home, processes run inside them, files.
 
-A sandbox runs each process in its own process group with stdin closed, streams its output line
-by line, and on timeout kills the whole group, so an agent's children never outlive it.
+A sandbox runs each process with stdin closed, streams its output line by line, and when the
+process exits or its time is up kills everything it started (a cgroup per run where the machine
+has cgroup v2, see ``runner.sandboxes.containment``), so an agent's children never outlive it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ home are bind-mounted at the same paths as on the host, its tmp folder at /tmp, 
 
 Each ``run`` is an exec in that container. When it ends, or its time is up, every process it
 left is killed (all but the init and the keep-alive), so nothing outlives its step, as under
-bwrap. The steps of one trial run one at a time. ``destroy`` removes the container; a container
-whose worker died removes itself when its keep-alive ends, a day later.
+bwrap. The steps of one trial run one at a time. ``destroy`` removes the container; so does
+the watchdog of a Proctor that died (``runner.sandboxes.containment``, for an engine on a unix
+socket), and else a container whose worker died removes itself when its keep-alive ends, a day
+later.
 
 Variant options: ``image`` (default proctor-base:latest, built offline by tests/setup/docker.sh;
 never pulled; any image with sh, sleep and cat works), ``cpus`` (2), ``memory`` ("2g"),
@@ -29,8 +31,9 @@ from typing import Any
 import proctor
 from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, SandboxError
+from runner.sandboxes.containment import watch_container
 from runner.sandboxes.local import LocalSandbox
-from runner.sandboxes.processes import MAX_KEPT_CHARS, TERMINATE_GRACE_S
+from runner.sandboxes.processes import TERMINATE_GRACE_S, LineSplitter
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,12 @@ def _engine_client(timeout: float | None) -> Any:
     import docker
 
     return docker.APIClient(**docker.utils.kwargs_from_env(), timeout=timeout, version="auto")
+
+
+def _engine_socket() -> str | None:
+    """The engine's unix socket, for the watchdog (None for an engine reached over TCP)."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    return host.removeprefix("unix://") if host.startswith("unix://") else None
 
 
 def docker_problem(image: str = DEFAULT_IMAGE) -> str | None:
@@ -123,38 +132,6 @@ def _positive(name: str, value: Any, kind: type) -> Any:
     return number
 
 
-class _LineSplitter:
-    """Cuts one stream's chunks into lines, keeping up to MAX_KEPT_CHARS of them."""
-
-    def __init__(self, name: str, on_line: LineSink | None) -> None:
-        self.name = name
-        self.on_line = on_line
-        self.pending = b""
-        self.kept: list[str] = []
-        self.size = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.pending += chunk
-        *lines, self.pending = self.pending.split(b"\n")
-        for raw in lines:
-            self._emit(raw.decode("utf-8", errors="replace") + "\n")
-
-    def close(self) -> None:
-        if self.pending:
-            self._emit(self.pending.decode("utf-8", errors="replace"))
-            self.pending = b""
-
-    def _emit(self, line: str) -> None:
-        if self.size < MAX_KEPT_CHARS:
-            self.kept.append(line)
-            self.size += len(line)
-        if self.on_line is not None:
-            self.on_line(self.name, line.rstrip("\n"))
-
-    def text(self) -> str:
-        return "".join(self.kept)
-
-
 class DockerSandbox(LocalSandbox):
     """The local sandbox's trial folders, mounted into a container that runs every step."""
 
@@ -194,6 +171,7 @@ class DockerSandbox(LocalSandbox):
         # Output streams wait as long as the process stays quiet: no socket timeout.
         self.streams = _engine_client(timeout=None)
         self.container_id: str | None = None
+        self.engine_socket = _engine_socket()
         try:
             self.container_id = self._start_container(nano_cpus, memory_bytes, pids_limit, expose)
             self.keepalive_pid = self._keepalive_pid()
@@ -259,6 +237,8 @@ class DockerSandbox(LocalSandbox):
         )
         container_id = created["Id"]
         self.container_id = container_id
+        if self.engine_socket:
+            watch_container(self.engine_socket, container_id)
         self.control.start(container_id)
         return container_id
 
@@ -337,7 +317,7 @@ class DockerSandbox(LocalSandbox):
             raise SandboxError(
                 f"the docker sandbox could not run {argv[0]}: {exc.explanation or exc}"
             ) from exc
-        out, err = _LineSplitter("stdout", on_line), _LineSplitter("stderr", on_line)
+        out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
         closed = threading.Event()
         reader = threading.Thread(target=self._pump, args=(frames, out, err, closed), daemon=True)
         reader.start()
@@ -370,8 +350,8 @@ class DockerSandbox(LocalSandbox):
     @staticmethod
     def _pump(
         frames: Iterator[tuple[bytes | None, bytes | None]],
-        out: _LineSplitter,
-        err: _LineSplitter,
+        out: LineSplitter,
+        err: LineSplitter,
         closed: threading.Event,
     ) -> None:
         try:
@@ -438,4 +418,6 @@ class DockerSandbox(LocalSandbox):
                     log.warning(
                         "could not remove docker sandbox container %s: %s", container_id[:12], exc
                     )
+            if self.engine_socket:
+                watch_container(self.engine_socket, container_id, done=True)
         super().destroy()

@@ -1,7 +1,9 @@
-"""The ``local`` sandbox: a fresh temporary folder per trial, processes in their own group.
+"""The ``local`` sandbox: a fresh temporary folder per trial, processes in their own cgroup.
 
 It isolates files and processes, not the system: use ``bwrap`` or ``docker`` for an agent that
 must not touch the machine. Processes get a clean environment (no worker secrets leak in).
+Everything a step starts is killed when it ends (``runner.sandboxes.containment``), and the
+folder of a trial whose Proctor crashed is removed by the next one (``runner.sandboxes.leftovers``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, Sandbox
+from runner.sandboxes.leftovers import owned_prefix, sweep_once
 from runner.sandboxes.processes import run_process
 
 # Passed through from the worker so tools behave as they do for the person running Proctor.
@@ -28,7 +31,8 @@ class LocalSandbox(Sandbox):
     )
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="proctor-trial-"))
+        sweep_once()  # the folders a crashed Proctor left (runner.sandboxes.leftovers)
+        self.root = Path(tempfile.mkdtemp(prefix=owned_prefix("trial")))
         self.host_workspace = self.root / "workspace"
         self.host_home = self.root / "home"
         self.tmp = self.root / "tmp"

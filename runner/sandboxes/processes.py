@@ -1,13 +1,21 @@
-"""Running one host process in its own process group, streaming its output, with a deadline.
+"""Running one host process with everything it starts, streaming its output, with a deadline.
 
 The one way Proctor starts a child process and waits for it: the sandboxes' steps, a
-consultation command (``runner.llm.command_client``), the write audit's ``find``.
+consultation command (``runner.llm.command_client``), the write audit's ``find``. Each run's
+processes are one tree (``runner.sandboxes.containment``: a cgroup where the machine has
+cgroup v2, else the process group), ended as a whole when the program exits or its time is up.
+
+Output is read at pipe speed: one reader thread takes up to READ_CHUNK bytes at a time from
+both pipes, splits them into lines in bulk and decodes many lines in one call; only the
+``on_line`` sink runs per line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import selectors
+import shutil
 import signal
 import subprocess
 import threading
@@ -15,24 +23,133 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO
 
+from proctor.protocol import truncation_mark
 from runner.sandboxes.base import LineSink, ProcessResult
+from runner.sandboxes.containment import ProcessTree, containment
 
-# After SIGTERM, how long the group gets to exit before SIGKILL.
+# After SIGTERM, how long the tree gets to exit before SIGKILL.
 TERMINATE_GRACE_S = 2.0
 # Output kept in memory per stream; the rest is streamed to the sink only.
 MAX_KEPT_CHARS = 2_000_000
+# The longest line handed on whole; past it a line is cut and marked.
+MAX_LINE_BYTES = 16 << 20
+# Bytes taken from a pipe per read.
+READ_CHUNK = 1 << 20
+# Once the program exited and its tree was killed, how long output still in the pipes is read
+# when a process outside the tree (one that escaped its process group) keeps them open: until
+# they are quiet after DRAIN_S, and never longer than twice that.
+DRAIN_S = 0.5
 
 
-def _pump(stream: IO[bytes], name: str, kept: list[str], on_line: LineSink | None) -> None:
-    size = 0
-    for raw in iter(stream.readline, b""):
-        line = raw.decode("utf-8", errors="replace")
-        if size < MAX_KEPT_CHARS:
-            kept.append(line)
-            size += len(line)
+class LineSplitter:
+    """Cuts one stream's chunks into lines for ``on_line``, keeping up to MAX_KEPT_CHARS.
+
+    A line longer than MAX_LINE_BYTES is cut there and ends with the truncation mark: a
+    100 MB line never sits whole in memory (the parser records the cut line as an error).
+    """
+
+    def __init__(self, name: str, on_line: LineSink | None) -> None:
+        self.name = name
+        self.on_line = on_line
+        # The start of a line whose end has not come yet, in pieces (a long line is not copied
+        # again for every chunk), up to MAX_LINE_BYTES; what comes past that is only counted.
+        self.pending: list[bytes] = []
+        self.pending_size = 0
+        self.dropped = 0
+        self.kept: list[str] = []
+        self.size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        end = chunk.rfind(b"\n")
+        if end == -1:
+            self._hold(chunk)
+            return
+        lines: list[str] = []
+        start = 0
+        if self.pending or self.dropped:
+            first = chunk.find(b"\n")
+            self._hold(chunk[:first])
+            lines.append(self._take_pending())
+            start = first + 1
+        if start <= end:
+            # A newline byte never sits inside a UTF-8 sequence: decoding many lines at once
+            # is the same as decoding each.
+            lines.extend(chunk[start:end].decode("utf-8", errors="replace").split("\n"))
+        self._hold(chunk[end + 1 :])
+        self._emit(lines, "\n")
+
+    def close(self) -> None:
+        if self.pending or self.dropped:
+            self._emit([self._take_pending()], "")
+
+    def _hold(self, piece: bytes) -> None:
+        if not piece:
+            return
+        room = max(MAX_LINE_BYTES - self.pending_size, 0)
+        if room:
+            self.pending.append(piece[:room])
+            self.pending_size += min(room, len(piece))
+        self.dropped += max(len(piece) - room, 0)
+
+    def _take_pending(self) -> str:
+        line = b"".join(self.pending).decode("utf-8", errors="replace")
+        if self.dropped:
+            line += truncation_mark(self.dropped)
+        self.pending, self.pending_size, self.dropped = [], 0, 0
+        return line
+
+    def _emit(self, lines: list[str], last_end: str) -> None:
+        if self.size < MAX_KEPT_CHARS:
+            for i, line in enumerate(lines):
+                if self.size >= MAX_KEPT_CHARS:
+                    break
+                kept = (line + ("\n" if i < len(lines) - 1 else last_end))[
+                    : MAX_KEPT_CHARS - self.size
+                ]
+                self.kept.append(kept)
+                self.size += len(kept)
+        on_line, name = self.on_line, self.name
         if on_line is not None:
-            on_line(name, line.rstrip("\n"))
-    stream.close()
+            for line in lines:
+                on_line(name, line)
+
+    def text(self) -> str:
+        return "".join(self.kept)
+
+
+class _Reader(threading.Thread):
+    """Reads both pipes until they close, or soon after being told the program is done."""
+
+    def __init__(self, streams: dict[int, LineSplitter]) -> None:
+        super().__init__(daemon=True, name="proctor-output")
+        self.streams = streams
+        self.drain_until: float | None = None
+
+    def run(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            for fd in self.streams:
+                selector.register(fd, selectors.EVENT_READ)
+            open_fds = set(self.streams)
+            while open_fds:
+                ready = selector.select(timeout=0.05)
+                if self.drain_until is not None:
+                    # Done: stop once the pipes are quiet, or at the latest DRAIN_S later.
+                    now = time.monotonic()
+                    if now > self.drain_until + DRAIN_S or (not ready and now > self.drain_until):
+                        break
+                for key, _ in ready:
+                    fd = int(key.fd)
+                    try:
+                        chunk = os.read(fd, READ_CHUNK)
+                    except OSError:
+                        chunk = b""
+                    if chunk:
+                        self.streams[fd].feed(chunk)
+                    else:
+                        selector.unregister(fd)
+                        open_fds.discard(fd)
+        for splitter in self.streams.values():
+            splitter.close()
 
 
 def _feed(stream: IO[bytes], data: bytes) -> None:
@@ -43,9 +160,20 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
         stream.close()
 
 
-def _kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+def _not_startable(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> str:
+    """Why ``argv[0]`` cannot be executed (as exec would say it), or "" when it can. Checked
+    before the start because the program is exec'd by the cgroup wrapper, not by Popen."""
+    program = argv[0]
+    if "/" not in program:
+        path = (os.environ if env is None else env).get("PATH", os.defpath)
+        found = shutil.which(program, path=path)
+        return "" if found else os.strerror(2)
+    full = os.path.join(cwd or ".", program)
+    if not os.path.exists(full):
+        return os.strerror(2)
+    if os.path.isdir(full) or not os.access(full, os.X_OK):
+        return os.strerror(13)
+    return ""
 
 
 def run_process(
@@ -57,10 +185,11 @@ def run_process(
     on_line: LineSink | None = None,
     stdin: bytes | None = None,
 ) -> ProcessResult:
-    """Run ``argv`` in a new session; on timeout, and after it exits, kill its whole group.
+    """Run ``argv``; on timeout, and after it exits, kill every process it started.
 
-    Killing the group after a normal exit too means a backgrounded child (a dev server the agent
-    started) cannot hold the output pipes open or outlive the step that started it.
+    Killing the tree after a normal exit too means a backgrounded child (a dev server the agent
+    started, a ``setsid`` or daemonised one) cannot hold the output pipes open or outlive the
+    step that started it: the run ends when the program does.
 
     ``env`` None inherits the worker's environment, ``cwd`` None its directory. ``stdin`` is
     written to the process and then closed; without it stdin is closed from the start. Each
@@ -68,9 +197,14 @@ def run_process(
     exit 127 with ``could not start <program>: <why>`` on stderr, as in every sandbox.
     """
     started = time.monotonic()
+    tree: ProcessTree | None = None
+    why = _not_startable(argv, env, cwd)
     try:
+        if why:
+            raise OSError(2, why)
+        tree = containment().new_tree()
         proc = subprocess.Popen(
-            list(argv),
+            tree.wrap(list(argv)),
             env=None if env is None else dict(env),
             cwd=cwd,
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
@@ -79,6 +213,8 @@ def run_process(
             start_new_session=True,
         )
     except OSError as exc:
+        if tree is not None:
+            tree.kill()
         return ProcessResult(
             exit_code=127,
             stdout="",
@@ -86,32 +222,36 @@ def run_process(
             timed_out=False,
             duration_ms=0,
         )
-    out: list[str] = []
-    err: list[str] = []
-    pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, "stdout", out, on_line), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, "stderr", err, on_line), daemon=True),
-    ]
+    tree.started(proc.pid)
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
+    reader = _Reader({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
+    reader.start()
+    feeder = None
     if stdin is not None:
-        pumps.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
-    for pump in pumps:
-        pump.start()
+        feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
+        feeder.start()
     timed_out = False
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc.pid, signal.SIGTERM)
+        tree.signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=TERMINATE_GRACE_S)
-    _kill_group(proc.pid, signal.SIGKILL)
+    tree.kill()
     proc.wait()
-    for pump in pumps:
-        pump.join(timeout=5)
+    reader.drain_until = time.monotonic() + DRAIN_S
+    reader.join()
+    for pipe in (proc.stdout, proc.stderr):
+        with contextlib.suppress(OSError):
+            pipe.close()
+    if feeder is not None:
+        feeder.join(timeout=1)
     return ProcessResult(
         exit_code=None if timed_out else proc.returncode,
-        stdout="".join(out),
-        stderr="".join(err),
+        stdout=out.text(),
+        stderr=err.text(),
         timed_out=timed_out,
         duration_ms=int((time.monotonic() - started) * 1000),
     )

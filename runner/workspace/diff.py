@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.sandboxes.leftovers import owned_prefix
+
 # A diff of a multi-megabyte file (a build output, a database) helps nobody and bloats the
 # artifact; such files are only named.
 LARGE_FILE_BYTES = 2 * 1024 * 1024
@@ -46,7 +48,8 @@ class WorkspaceSnapshot:
         """Copy the workspace's files (except ``.git`` and the excluded relative paths) into a
         temp folder. Costs one read of every file and the disk space of the small ones."""
         excluded = tuple(_normalized(p) for p in exclude if _normalized(p))
-        copy_dir = Path(tempfile.mkdtemp(prefix="proctor-snapshot-"))
+        # Named after this process, so the start-up sweep removes it if Proctor crashes.
+        copy_dir = Path(tempfile.mkdtemp(prefix=owned_prefix("snapshot")))
         try:
             entries: dict[str, _Entry] = {}
             for rel, entry in _walk(workspace, excluded):

@@ -8,6 +8,7 @@ import ipaddress
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runner.jobs import reaper
 from runner.jobs.database import ensure_database
 from runner.jobs.requeue import requeue_unfinished
 
@@ -32,6 +33,8 @@ class Command(BaseCommand):
             count = requeue_unfinished()
             if count:
                 self.stdout.write(f"Re-queued {count} unfinished trial{'s' if count != 1 else ''}.")
+        # Trials whose worker (or embedded process) died are re-queued or ended from here on.
+        reaper.start()
         self.stdout.write(
             f"Proctor at http://{host}:{port}/  (artifacts: {settings.ARTIFACTS_DIR})"
         )

@@ -25,7 +25,7 @@ from runner.batches.planning import (
 from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError, bundle_names
 from runner.batches.report import batch_report, report_pass_rate
 from runner.batches.submission import SubmissionError, build_submission
-from runner.jobs import artifacts, dispatch
+from runner.jobs import artifacts, dispatch, reaper
 from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished
 
@@ -42,6 +42,9 @@ def pass_rate(value: str) -> float:
 
 
 class Command(BaseCommand):
+    # Django's system checks import the URLconf (DRF, the dashboard, the admin): a batch needs
+    # none of them, and `proctor check` and every web process still run them.
+    requires_system_checks: list[str] = []
     help = "Run *.eval.py files (default: every one below the current folder) as one batch."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -155,6 +158,9 @@ class Command(BaseCommand):
         if not options["json"]:
             self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
         futures = dispatch.enqueue(trial_ids)
+        if settings.EMBEDDED:
+            # The pool's own reaper: a trial of this batch whose run was lost is run again.
+            reaper.start(batch_id=batch.pk)
         if options["no_wait"]:
             if options["json"]:
                 out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))

@@ -1,0 +1,103 @@
+"""Who runs a trial: this process's identity, the leases it holds, and the heartbeat that keeps
+them fresh.
+
+A trial is claimed under a lease (``Trial.claim``) that expires PROCTOR_LEASE_S after it was
+last renewed. One heartbeat thread per process renews the leases of every trial the process is
+running, in one UPDATE every PROCTOR_LEASE_S / 3 seconds, so a live process never loses a trial
+and a dead one (SIGKILL, a lost machine) lets its leases lapse for the reaper to find.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.db import connection
+
+from evals_app.models import Trial
+
+log = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_held: set[int] = set()
+_identity: tuple[int, str] | None = None
+_heartbeat: threading.Thread | None = None
+
+
+def owner() -> str:
+    """This process's identity as a lease owner: host:pid:random (the random part tells a
+    restarted process that reused a pid from the one before)."""
+    global _identity
+    with _lock:
+        if _identity is None or _identity[0] != os.getpid():
+            _identity = (
+                os.getpid(),
+                f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}",
+            )
+        return _identity[1]
+
+
+def held() -> set[int]:
+    """The trials this process is running now."""
+    with _lock:
+        return set(_held)
+
+
+@contextlib.contextmanager
+def holding(trial_id: int) -> Iterator[None]:
+    """Keep the lease of ``trial_id`` (already claimed by ``owner()``) fresh while the block runs."""
+    with _lock:
+        _held.add(trial_id)
+    _ensure_heartbeat()
+    try:
+        yield
+    finally:
+        with _lock:
+            _held.discard(trial_id)
+
+
+def renew_now() -> int:
+    """Renew the leases of the trials this process runs (one UPDATE); how many it renewed."""
+    ids = held()
+    if not ids:
+        return 0
+    return Trial.renew_leases(owner(), ids, lease_s=settings.PROCTOR_LEASE_S)
+
+
+def _ensure_heartbeat() -> None:
+    global _heartbeat
+    with _lock:
+        if _heartbeat is not None:
+            return
+        _heartbeat = threading.Thread(target=_beat, name="proctor-heartbeat", daemon=True)
+        _heartbeat.start()
+
+
+def _beat() -> None:
+    """Renew until the process holds no trial, then end (closing this thread's connection);
+    the next claimed trial starts a new heartbeat."""
+    global _heartbeat
+    interval = settings.PROCTOR_LEASE_S / 3
+    try:
+        while True:
+            time.sleep(interval)
+            with _lock:
+                if not _held:
+                    _heartbeat = None
+                    return
+            try:
+                renew_now()
+            except Exception:  # a lost connection or a locked database: try again next beat
+                log.warning("could not renew trial leases; retrying", exc_info=True)
+                with contextlib.suppress(Exception):
+                    connection.close()
+    finally:
+        with contextlib.suppress(Exception):
+            connection.close()

@@ -1,0 +1,75 @@
+"""The reaper: finds running trials whose lease expired (their worker died) and re-queues each
+once per attempt up to PROCTOR_MAX_ATTEMPTS, then ends it errored ``worker_lost``, so no trial
+stays running forever and every batch finishes.
+
+It runs every PROCTOR_LEASE_S in every `proctor worker`, in `proctor serve` and in the embedded
+pool of `proctor eval`. Several reapers at once are safe: the rows are locked (skipping those
+another reaper holds) and a re-queued trial is claimed by exactly one task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import threading
+
+from django.conf import settings
+from django.db import connection
+
+from evals_app.models import Trial
+from runner.jobs import artifacts, leases, publishing
+from runner.jobs.dispatch import enqueue
+from runner.jobs.execution import finish_batch_if_done
+
+log = logging.getLogger(__name__)
+
+_started: threading.Thread | None = None
+_start_lock = threading.Lock()
+
+
+def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
+    """One pass: (re-queued trial ids, trial ids ended worker_lost). Never takes a trial this
+    process runs itself. Slow work (folders, enqueue, live updates) follows the commit."""
+    requeued, ended = Trial.reap_expired(
+        max_attempts=settings.PROCTOR_MAX_ATTEMPTS,
+        exclude_ids=leases.held(),
+        batch_id=batch_id,
+    )
+    for trial in requeued:
+        # The lost run's files; the new run writes its own.
+        shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+    for trial in requeued + ended:
+        publishing.trial_changed(
+            trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status
+        )
+    if requeued:
+        ids = [trial.pk for trial in requeued]
+        log.warning("re-queued trials %s: their worker stopped renewing its lease", ids)
+        enqueue(ids)
+    for batch in sorted({trial.run.batch_id for trial in ended}):
+        finish_batch_if_done(batch)
+    return [t.pk for t in requeued], [t.pk for t in ended]
+
+
+def start(*, batch_id: int | None = None) -> None:
+    """Run ``reap`` every PROCTOR_LEASE_S in a daemon thread of this process (once)."""
+    global _started
+    with _start_lock:
+        if _started is not None and _started.is_alive():
+            return
+        _started = threading.Thread(
+            target=_loop, kwargs={"batch_id": batch_id}, name="proctor-reaper", daemon=True
+        )
+        _started.start()
+
+
+def _loop(batch_id: int | None) -> None:
+    stop = threading.Event()
+    while not stop.wait(settings.PROCTOR_LEASE_S):
+        try:
+            reap(batch_id=batch_id)
+        except Exception:
+            log.warning("the reaper could not check trial leases; retrying", exc_info=True)
+            with contextlib.suppress(Exception):
+                connection.close()

@@ -1,0 +1,327 @@
+"""Finding and ending every process a step started: one cgroup per run, a watchdog per Proctor.
+
+An agent's children do not stay in its process group: ``setsid sleep 600 &``, a double fork or
+a Python daemon (``os.fork`` + ``os.setsid``) leave it, so killing the group misses them. What
+``run_process`` uses instead, chosen once per Proctor process:
+
+1. **A cgroup v2 per run**, where the machine has a writable cgroup2 mount (``/sys/fs/cgroup``,
+   or ``/sys/fs/cgroup/unified`` on hybrid hosts; as root, or with a delegated subtree). Under
+   Proctor's own cgroup sits ``proctor-<pid>-<start>/`` and in it one ``run-<n>/`` per run. The
+   process starts through ``sh -c 'echo $$ > <run>/cgroup.procs; exec "$@"'``, so it is in the
+   cgroup before it runs a line, and everything it starts stays there whatever it does with
+   sessions and parents (only a process with the right to write another cgroup's
+   ``cgroup.procs``, root, could leave). The end writes 1 to ``cgroup.kill`` (Linux 5.14+), else
+   SIGKILLs every pid in ``cgroup.procs`` until none is left, then removes the folder.
+2. **Else the process group**, as before: each run starts a new session and the group is
+   killed. Children that call ``setsid`` escape it; nothing better is claimed.
+
+A child subreaper (``PR_SET_CHILD_SUBREAPER``) was rejected: it is process-wide, a worker runs
+several trials on threads at once, so every trial's orphans would reparent to the worker with
+nothing saying which trial they belong to, and reaping them races subprocess's own ``waitpid``.
+A PID namespace (``unshare --pid``) would hide host pids from the agent's own tools; the bwrap
+sandbox has one anyway (``--unshare-pid --die-with-parent``, inside the run's cgroup), and docker
+kills its container's processes itself after each step.
+
+**A killed Proctor** (kill -9) cannot clean up, so a watchdog does: one small process per Proctor
+process, in its own session and outside every run's cgroup, reading a pipe whose write end only
+Proctor holds. Proctor tells it each tree as it starts and ends (and each docker sandbox's container); when
+the pipe closes (Proctor exited or died, however) it kills every tree still open, removes every
+container still listed (through the engine's unix socket), and removes Proctor's cgroup folder. And at start-up a sweep
+kills and removes the cgroups of Proctor processes that are gone (the watchdog killed too).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+# The cgroup a run's process moves itself into before it execs the program; "$0" is the folder.
+CGROUP_WRAPPER = 'echo $$ > "$0/cgroup.procs" 2>/dev/null; exec "$@"'
+# How long ending a cgroup waits for the kernel to empty it before giving up on the folder.
+EMPTY_WAIT_S = 2.0
+
+# The watchdog: lines "+<tree>" / "-<tree>" ("cg <folder>", "pg <pgid>" or "docker <engine
+# socket> <container id>"); at EOF it kills the trees still open (a container is removed). Run with ``python -I -S`` so it starts in milliseconds and imports nothing
+# of Proctor's.
+WATCHDOG = r"""
+import os, signal, sys, time
+open_trees = {}
+for line in sys.stdin:
+    op, tree = line[:1], line[1:].rstrip("\n")
+    if op == "+":
+        open_trees[tree] = None
+    elif op == "-":
+        open_trees.pop(tree, None)
+for tree in open_trees:
+    kind, _, where = tree.partition(" ")
+    try:
+        if kind == "pg":
+            os.killpg(int(where), signal.SIGKILL)
+            continue
+        if kind == "docker":
+            import socket
+            engine, _, container = where.partition(" ")
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.settimeout(30)
+                conn.connect(engine)
+                conn.sendall(
+                    f"DELETE /containers/{container}?force=1&v=1 HTTP/1.0\r\n\r\n".encode()
+                )
+                conn.recv(1024)
+            continue
+        try:
+            with open(where + "/cgroup.kill", "w") as f:
+                f.write("1")
+        except OSError:
+            for _ in range(20):
+                pids = open(where + "/cgroup.procs").read().split()
+                if not pids:
+                    break
+                for pid in pids:
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+        for _ in range(40):
+            try:
+                os.rmdir(where)
+                break
+            except OSError:
+                time.sleep(0.05)
+    except (OSError, ValueError):
+        pass
+if sys.argv[1:]:
+    try:
+        os.rmdir(sys.argv[1])
+    except OSError:
+        pass
+"""
+
+
+def process_identity(pid: int) -> str | None:
+    """``<pid>-<start time in clock ticks>``: names one process even after its pid is reused;
+    None when no such process is running."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: count from its end.
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return f"{pid}-{fields[19]}"
+
+
+def identity_alive(identity: str) -> bool:
+    """Whether the process ``identity`` (from process_identity) is still running."""
+    pid, _, _ = identity.partition("-")
+    return pid.isdigit() and process_identity(int(pid)) == identity
+
+
+def _cgroup2_mount() -> Path | None:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, _, after = line.partition(" - ")
+            if after.split(" ", 1)[0] == "cgroup2":
+                return Path(before.split()[4])
+    return None
+
+
+def _own_cgroup(mount: Path) -> Path | None:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                return mount / line[3:].strip().lstrip("/")
+    return None
+
+
+def _end_cgroup(folder: Path) -> None:
+    """SIGKILL everything in ``folder`` (a cgroup) and remove it once the kernel emptied it."""
+    try:
+        (folder / "cgroup.kill").write_text("1")
+    except OSError:
+        for _ in range(20):
+            try:
+                pids = (folder / "cgroup.procs").read_text().split()
+            except OSError:
+                return
+            if not pids:
+                break
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                    os.kill(int(pid), signal.SIGKILL)
+    deadline = time.monotonic() + EMPTY_WAIT_S
+    while True:
+        try:
+            folder.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.005)
+
+
+def _signal_cgroup(folder: Path, sig: int) -> None:
+    with contextlib.suppress(OSError):
+        for pid in (folder / "cgroup.procs").read_text().split():
+            with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
+                os.kill(int(pid), sig)
+
+
+class _Containment:
+    """This Proctor process's way of containing runs (cgroup or group) and its watchdog."""
+
+    def __init__(self) -> None:
+        self.identity = process_identity(os.getpid()) or str(os.getpid())
+        self.base: Path | None = self._cgroup_base()
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._watchdog_in: IO[bytes] | None = None
+
+    def _cgroup_base(self) -> Path | None:
+        mount = _cgroup2_mount()
+        own = _own_cgroup(mount) if mount else None
+        if own is None or not os.access(own, os.W_OK):
+            return None
+        sweep_stale_cgroups(own)
+        base = own / f"proctor-{self.identity}"
+        probe = base / "probe"
+        try:
+            probe.mkdir(parents=True, exist_ok=True)
+            moved = subprocess.run(
+                ["sh", "-c", 'echo $$ > "$0/cgroup.procs"', str(probe)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        finally:
+            _end_cgroup(probe)
+        return base if moved.returncode == 0 else None
+
+    def tell_watchdog(self, line: str) -> None:
+        with self._lock:
+            if self._watchdog is None or self._watchdog.poll() is not None:
+                self._start_watchdog()
+            if self._watchdog_in is not None:
+                with contextlib.suppress(OSError):
+                    self._watchdog_in.write(line.encode() + b"\n")
+                    self._watchdog_in.flush()
+
+    def _start_watchdog(self) -> None:
+        try:
+            self._watchdog = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    WATCHDOG,
+                    *([str(self.base)] if self.base else []),
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            self._watchdog_in = self._watchdog.stdin
+        except OSError:
+            self._watchdog, self._watchdog_in = None, None
+
+    def new_tree(self) -> ProcessTree:
+        if self.base is not None:
+            folder = self.base / f"run-{next(self._numbers)}"
+            try:
+                folder.mkdir(parents=True)
+                return ProcessTree(self, folder)
+            except OSError:
+                pass
+        return ProcessTree(self, None)
+
+
+_containment: _Containment | None = None
+_containment_lock = threading.Lock()
+
+
+def containment() -> _Containment:
+    """The containment of this process, made (and stale cgroups swept) on first use."""
+    global _containment
+    with _containment_lock:
+        if _containment is None or _containment.identity != process_identity(os.getpid()):
+            _containment = _Containment()  # also after a fork: a new process, its own trees
+        return _containment
+
+
+def uses_cgroups() -> bool:
+    """Whether runs here are contained by cgroups (True) or only by their process group."""
+    return containment().base is not None
+
+
+def sweep_stale_cgroups(own: Path) -> None:
+    """Kill and remove the run cgroups of Proctor processes that are gone."""
+    for base in own.glob("proctor-*"):
+        if identity_alive(base.name.removeprefix("proctor-")):
+            continue
+        for run in base.iterdir():
+            if run.is_dir():
+                _end_cgroup(run)
+        with contextlib.suppress(OSError):
+            base.rmdir()
+
+
+def watch_container(engine_socket: str, container_id: str, *, done: bool = False) -> None:
+    """Have the watchdog remove the container if this process dies before ``done``."""
+    containment().tell_watchdog(f"{'-' if done else '+'}docker {engine_socket} {container_id}")
+
+
+class ProcessTree:
+    """One run's processes: the program started by ``wrap(argv)`` and all it starts."""
+
+    def __init__(self, owner: _Containment, cgroup: Path | None) -> None:
+        self.owner = owner
+        self.cgroup = cgroup
+        self.pgid: int | None = None
+        if cgroup is not None:
+            owner.tell_watchdog(f"+cg {cgroup}")
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        if self.cgroup is None:
+            return argv
+        return ["/bin/sh", "-c", CGROUP_WRAPPER, str(self.cgroup), *argv]
+
+    def started(self, pid: int) -> None:
+        """The program runs as ``pid``, leader of its own session (``start_new_session``)."""
+        self.pgid = pid
+        if self.cgroup is None:
+            self.owner.tell_watchdog(f"+pg {pid}")
+
+    def signal(self, sig: int) -> None:
+        if self.cgroup is not None:
+            _signal_cgroup(self.cgroup, sig)
+        if self.pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL every process of the tree; the cgroup is removed once empty."""
+        if self.pgid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pgid, signal.SIGKILL)
+        if self.cgroup is not None:
+            _end_cgroup(self.cgroup)
+            self.owner.tell_watchdog(f"-cg {self.cgroup}")
+        elif self.pgid is not None:
+            self.owner.tell_watchdog(f"-pg {self.pgid}")

@@ -1,0 +1,150 @@
+"""No process outlives its step, in every sandbox: the children an agent hides from its process
+group (``setsid``, a double fork, a Python daemon, a child holding stdout) are all gone within
+a second of the step's end, after a normal finish and after a timeout alike, and a child holding
+stdout does not stretch the step past the agent's own length.
+
+Each stray writes its pid to ``pid-<kind>`` and holds a lock on ``lock-<kind>`` for as long as
+it lives: the lock tells in every sandbox (pids inside bwrap and docker are another namespace's),
+/proc/<pid> tells on the host (local). A zombie there is dead: it stays in /proc until the
+machine's init reaps it (here up to two seconds later), so it counts as gone."""
+
+from __future__ import annotations
+
+import fcntl
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+# Each stray: a shell line that starts it in the background, out of the agent's way.
+STRAYS = {
+    "setsid": (
+        "setsid bash -c 'echo $$ > pid-setsid; exec flock lock-setsid sleep 600' "
+        ">/dev/null 2>&1 < /dev/null &"
+    ),
+    "double-fork": (
+        "( ( setsid bash -c 'echo $$ > pid-double-fork; exec flock lock-double-fork sleep 600' "
+        ">/dev/null 2>&1 < /dev/null & ) & )"
+    ),
+    "python-daemon": (
+        "python3 -c '"
+        "import fcntl, os, sys, time\n"
+        "if os.fork(): sys.exit(0)\n"
+        "os.setsid()\n"
+        "if os.fork(): os._exit(0)\n"
+        'lock = open("lock-python-daemon", "w"); fcntl.flock(lock, fcntl.LOCK_EX)\n'
+        'open("pid-python-daemon", "w").write(str(os.getpid()))\n'
+        "time.sleep(600)' >/dev/null 2>&1 < /dev/null"
+    ),
+    # Keeps the agent's stdout and stderr open, in a session of its own.
+    "holding-stdout": (
+        "setsid bash -c 'echo $$ > pid-holding-stdout; exec flock lock-holding-stdout sleep 600' &"
+    ),
+}
+WAIT_FOR_ALL = (
+    "while " + " || ".join(f"[ ! -s pid-{kind} ]" for kind in STRAYS) + "; do sleep 0.05; done"
+)
+START_ALL = "\n".join([*STRAYS.values(), WAIT_FOR_ALL])
+
+
+def _held(lock: Path) -> bool:
+    with open(lock, "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def _alive_after(sandbox, within_s: float = 1.0) -> list[str]:
+    """The strays still alive ``within_s`` after now: holding their lock, or (local) in /proc."""
+    deadline = time.monotonic() + within_s
+    while True:
+        alive = []
+        for kind in STRAYS:
+            if _held(sandbox.host_workspace / f"lock-{kind}"):
+                alive.append(f"{kind} (holds its lock)")
+            elif sandbox.kind == "local":
+                pid = (sandbox.host_workspace / f"pid-{kind}").read_text().strip()
+                if _running(int(pid)):
+                    alive.append(f"{kind} (pid {pid} in /proc)")
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.02)
+
+
+def test_no_stray_outlives_a_normal_finish(sandbox) -> None:
+    started = time.monotonic()
+    result = sandbox.run(["bash", "-c", f"{START_ALL}\necho started"], timeout_s=60)
+    took = time.monotonic() - started
+    assert result.exit_code == 0 and not result.timed_out, result.output
+    assert result.stdout.strip() == "started"
+    assert _alive_after(sandbox) == []
+    # The child holding stdout does not hold the step: it ends with the agent (python3's start
+    # and the docker engine's round trips are most of this).
+    assert took < 5, f"the step took {took:.1f}s"
+
+
+def test_no_stray_outlives_a_timeout(sandbox) -> None:
+    started = time.monotonic()
+    result = sandbox.run(["bash", "-c", f"{START_ALL}\necho started; sleep 300"], timeout_s=4)
+    took = time.monotonic() - started
+    assert result.timed_out, result.output
+    assert "started" in result.stdout, "the strays were not all started before the timeout"
+    assert _alive_after(sandbox) == []
+    assert took < 4 + 2 + 3, f"the step took {took:.1f}s"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "echo hi; sleep 600 >/dev/null &",
+        "echo hi; setsid sleep 600 &",
+        "echo hi; setsid sleep 600 >/dev/null &",
+    ],
+)
+def test_a_background_child_does_not_stretch_a_short_agent(sandbox, line) -> None:
+    started = time.monotonic()
+    result = sandbox.run(["bash", "-c", f"{line} sleep 0.5"], timeout_s=60)
+    took = time.monotonic() - started
+    assert result.exit_code == 0 and result.stdout == "hi\n"
+    assert took < 3, f"a 0.5 s agent took {took:.1f}s"
+
+
+def test_the_cgroups_of_a_dead_proctor_are_swept_at_start_up(tmp_path) -> None:
+    from runner.sandboxes import containment
+
+    if not containment.uses_cgroups():
+        pytest.skip("runs are contained by their process group here: no cgroup to sweep")
+    base = containment.containment().base
+    assert base is not None
+    # What a Proctor killed along with its watchdog leaves: a run cgroup with a process in it.
+    left = base.parent / "proctor-99999999-1" / "run-1"
+    left.mkdir(parents=True)
+    pid_file = tmp_path / "pid"
+    subprocess.Popen(
+        ["sh", "-c", f'echo $$ > "$0/cgroup.procs"; echo $$ > {pid_file}; exec sleep 600', left],
+        start_new_session=True,
+    )
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        time.sleep(0.01)
+    pid = int(pid_file.read_text())
+    assert _running(pid)
+
+    containment.sweep_stale_cgroups(base.parent)
+
+    deadline = time.monotonic() + 1
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _running(pid)
+    assert not left.parent.exists()
