@@ -9,6 +9,8 @@ it is accepted, exactly as a page would answer 404.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import parse_qs
@@ -19,9 +21,13 @@ from django.db.models import Q
 
 from dashboard import fragments
 from dashboard.access import batches_for, runs_for, trials_for
+from dashboard.query_numbers import NumberOutOfRange, whole_number
 from evals_app.models import Batch, Run, Trial
 from evals_app.stats import changed_run_ids
-from runner.jobs.publishing import batch_group
+from runner.jobs.publishing import LAYER_UNREACHABLE, batch_group, outage
+
+# How long a socket waits before asking an unreachable channel layer again.
+RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -43,16 +49,17 @@ class Watch:
         try:
             watch = cls(kind=params.get("watch", "grid"))
             if "since" in params:
-                watch.since = datetime.fromtimestamp(int(params["since"]) / 1000, tz=UTC)
+                since = whole_number("since", params["since"])
+                watch.since = datetime.fromtimestamp(since / 1000, tz=UTC)
             if watch.kind == "run":
-                watch.run_id = int(params["run"])
+                watch.run_id = whole_number("run", params["run"])
             elif watch.kind == "trial":
-                watch.trial_id = int(params["trial"])
-                watch.after = int(params.get("after", -1))
-                watch.turns_shown = int(params.get("turn", -1))
+                watch.trial_id = whole_number("trial", params["trial"])
+                watch.after = whole_number("after", params.get("after", "-1"))
+                watch.turns_shown = whole_number("turn", params.get("turn", "-1"))
             elif watch.kind != "grid":
                 return None
-        except (KeyError, ValueError, OverflowError, OSError):
+        except (KeyError, ValueError, OverflowError, OSError, NumberOutOfRange):
             return None
         return watch
 
@@ -62,6 +69,9 @@ class BatchConsumer(AsyncWebsocketConsumer):
     watch: Watch
     run: Run | None = None
     trial: Trial | None = None
+    # Whether the socket is in its batch's group; False while the layer is unreachable (a
+    # restarted Redis has also forgotten the group, so the socket joins again when it answers).
+    joined: bool = False
 
     async def connect(self) -> None:
         watch = Watch.from_query(self.scope.get("query_string", b""))
@@ -69,15 +79,59 @@ class BatchConsumer(AsyncWebsocketConsumer):
         if not allowed:
             await self.close()
             return
-        await self.channel_layer.group_add(batch_group(self.batch.pk), self.channel_name)
+        await self._join()
         await self.accept()
         html = await database_sync_to_async(self._catch_up)()
         if html:
             await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
-        if hasattr(self, "batch"):
-            await self.channel_layer.group_discard(batch_group(self.batch.pk), self.channel_name)
+        if hasattr(self, "batch") and self.joined:
+            try:
+                await self.channel_layer.group_discard(
+                    batch_group(self.batch.pk), self.channel_name
+                )
+            except LAYER_UNREACHABLE as error:
+                outage.failed(self.channel_layer, error)
+
+    async def _join(self) -> None:
+        group = batch_group(self.batch.pk)
+        try:
+            try:
+                await self.channel_layer.group_add(group, self.channel_name)
+            except LAYER_UNREACHABLE:  # a dead pooled connection after a restart; try a fresh one
+                await self.channel_layer.group_add(group, self.channel_name)
+        except LAYER_UNREACHABLE as error:
+            outage.failed(self.channel_layer, error)
+            self.joined = False
+            return
+        outage.worked(self.channel_layer)
+        self.joined = True
+
+    # AsyncConsumer.__call__ sets ``channel_receive`` to the layer's receive and reads it in
+    # the same breath; the property hands back a receive that survives an outage instead of
+    # ending the socket with a traceback.
+    @property
+    def channel_receive(self) -> Callable[[], Awaitable[dict]]:
+        return self._receive_surviving_outages
+
+    @channel_receive.setter
+    def channel_receive(self, receive: Callable[[], Awaitable[dict]]) -> None:
+        self._layer_receive = receive
+
+    async def _receive_surviving_outages(self) -> dict:
+        while True:
+            if hasattr(self, "batch") and not self.joined:
+                await self._join()
+                if not self.joined:
+                    await asyncio.sleep(RETRY_SECONDS)
+                    continue
+            try:
+                return await self._layer_receive()
+            except LAYER_UNREACHABLE as error:
+                outage.failed(self.channel_layer, error)
+                self.joined = False
+                await asyncio.sleep(RETRY_SECONDS)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Pages only listen; anything they send is ignored."""

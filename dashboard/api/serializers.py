@@ -136,7 +136,9 @@ class VariantSummarySerializer(serializers.ModelSerializer):
 
 class BatchSerializer(TrialCountsMixin, serializers.ModelSerializer):
     organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     run_count = serializers.IntegerField(read_only=True)
 
     class Meta:

@@ -1,7 +1,7 @@
 """The API's routes under /api/: one router for the domain, the schema and its docs page."""
 
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
@@ -32,4 +32,5 @@ urlpatterns = [
     path("submissions/", submissions.create_submission_view, name="api-submissions"),
     path("batches/<int:pk>/report/", submissions.batch_report_view, name="api-batch-report"),
     path("", include(router.urls)),
+    re_path(r"^(?P<path>[\s\S]*)$", views.api_not_found, name="api-not-found"),
 ]

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from django.db import connection
 from django.db.models import Count, Prefetch, Q, QuerySet
+from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -398,3 +400,10 @@ class TrialViewSet(viewsets.ReadOnlyModelViewSet):
             events = events.filter(seq__gt=after)
         page = self.paginate_queryset(events)
         return self.get_paginated_response(serializers.EventSerializer(page, many=True).data)
+
+
+@csrf_exempt  # it changes nothing; a POST to a wrong address is a 404, not a CSRF 403 page
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    """Any other URL under /api/: a JSON 404 like every API error, not the site's HTML page
+    (a client, and the schema, expect JSON from the API)."""
+    return JsonResponse({"detail": "No API endpoint at this address."}, status=404)

@@ -166,6 +166,7 @@ class RedactingRecorder:
     def trial_finished(self, outcome: TrialOutcome) -> None:
         r = self.redactor
         outcome.answer, outcome.error = r.redact(outcome.answer), r.redact(outcome.error)
+        outcome.outside_writes = [r.redact(path) for path in outcome.outside_writes]
         outcome.finish_reason, outcome.session_id = (
             r.redact(outcome.finish_reason),
             r.redact(outcome.session_id),

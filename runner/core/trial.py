@@ -29,7 +29,7 @@ from runner.harnesses import HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
 from runner.llm import resolve_config
 from runner.sandboxes import Sandbox, SandboxError, create_sandbox
-from runner.sandboxes.audit import audit_writes
+from runner.sandboxes.audit import audit_writes, concurrency_note, concurrent_trials
 from runner.workspace.diff import WorkspaceSnapshot
 from runner.workspace.prepare import PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
@@ -61,12 +61,28 @@ def responder_config(plan: TrialPlan, user: object):
     return None
 
 
-def _record_outside_writes(outside: list[str], recorder: RedactingRecorder) -> list[str]:
+def _record_outside_writes(
+    outside: list[str], recorder: RedactingRecorder, *, others: list | None = None
+) -> list[str]:
+    """Report the audit's paths, redacted like everything the recorder passes on. ``others``:
+    the trials of this process that ran beside the agent (their ``secrets`` functions), whose
+    writes the list may hold: their secrets are redacted too, and the record says so (an object
+    with the paths, the count and the note, instead of the bare list)."""
+    others = others or []
+    if others:
+        theirs = Redactor([secret for secrets in others for secret in secrets()])
+        outside = [theirs.redact(path) for path in outside]
+    outside = [recorder.redactor.redact(path) for path in outside]
     if outside:
-        recorder.artifact("outside-writes.json", json.dumps(outside, indent=2))
+        note = concurrency_note(len(others))
+        record: object = (
+            {"paths": outside, "concurrent_trials": len(others), "note": note} if note else outside
+        )
+        recorder.artifact("outside-writes.json", json.dumps(record, indent=2))
         shown = ", ".join(outside[:5])
         recorder.log(
             f"the agent changed {len(outside)} file(s) outside its workspace and home: {shown}"
+            + (f" ({note})" if note else "")
         )
     return outside
 
@@ -97,8 +113,9 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
     guarded.trial_started()
     sandbox: Sandbox | None = None
     try:
-        sandbox = create_sandbox(plan.variant)
-        outcome = _run_in(sandbox, plan, guarded)
+        with concurrent_trials.running(lambda: guarded.redactor.secrets) as token:
+            sandbox = create_sandbox(plan.variant)
+            outcome = _run_in(sandbox, plan, guarded, token)
     except (InfrastructureError, SandboxError, SourceError, HarnessError, PrepareError) as exc:
         outcome = TrialOutcome(status="errored", finish_reason="infrastructure", error=str(exc))
     except Exception as exc:  # a bug of ours must still end the trial with a readable record
@@ -113,7 +130,9 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
     return outcome
 
 
-def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> TrialOutcome:
+def _run_in(
+    sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder, token: int
+) -> TrialOutcome:
     resolved = plan.resolved
     case = resolved.case
     definition = resolved.definition
@@ -162,15 +181,18 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         timeout_ms=definition["limits"]["timeout_ms"],
     )
     agent_started = time.time()
-    conversation = drive_conversation(
-        session,
-        opening_prompt=definition["prompt"],
-        user=case.user,
-        max_turns=case.max_turns,
-        plan_mode=case.plan_mode,
-        plan_file=harness.plan_file(sandbox),
-        responder_config=responder_config(plan, case.user),
-    )
+    # Other trials of this process running meanwhile: the audit cannot tell their writes apart.
+    with concurrent_trials.watching(token) as others_seen:
+        conversation = drive_conversation(
+            session,
+            opening_prompt=definition["prompt"],
+            user=case.user,
+            max_turns=case.max_turns,
+            plan_mode=case.plan_mode,
+            plan_file=harness.plan_file(sandbox),
+            responder_config=responder_config(plan, case.user),
+        )
+    others = others_seen()
     transcript = session.transcript
     # The write audit walks system folders (a subprocess); it runs while the checks do, and
     # counts only what changed before the agent finished.
@@ -223,7 +245,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         usage=usage,
     )
     if session.timed_out:
-        common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
+        common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
         # A trial that ran out of time never passes or fails: its checks are not run.
         return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
 
@@ -241,7 +263,7 @@ def _run_in(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> T
         judge_model=plan.judge_model,
         approved_plan=conversation.plan,
     )
-    common["outside_writes"] = _record_outside_writes(audit.result(), recorder)
+    common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
     return TrialOutcome(
         status="passed" if verdict.passed else "failed",
         finish_reason=last.finish_reason if last else "",

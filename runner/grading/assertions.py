@@ -18,7 +18,8 @@ from proctor.assertions import Assertion
 from proctor.definitions import Verdict
 from proctor.judges import Judge
 from runner.core.awaiting import resolved
-from runner.grading.checks import CheckContext, CheckResult
+from runner.core.limits import UserCodeError, default_limits, run_forked
+from runner.grading.checks import CheckContext, CheckResult, clip
 from runner.grading.judges import judge_config, run_judge
 from runner.llm import ConsultationRecord, LLMConfig
 
@@ -76,7 +77,18 @@ def _bound_verdict(kind: str, value: Any, measures: TrialMeasures) -> tuple[bool
     return measures.cost_usd <= bound, f"cost ${measures.cost_usd:.4f} (at most ${bound:g})"
 
 
-def _python_verdict(func: Any, ctx: CheckContext) -> tuple[bool, float, str]:
+def _python_verdict(
+    func: Any, ctx: CheckContext, *, name: str, limit_s: float
+) -> tuple[tuple[bool, float, str], str]:
+    """((passed, score, message), printed) of the eval's assertion function, run in a forked
+    child for at most ``limit_s`` like a validator (runner.core.limits): a hang cannot hold the
+    worker. Raises UserCodeError when it hangs, raises or ends its process."""
+    return run_forked(
+        lambda _note: _python_value(func, ctx), limit_s=limit_s, what=f"assertion {name}"
+    )
+
+
+def _python_value(func: Any, ctx: CheckContext) -> tuple[bool, float, str]:
     value = resolved(func(ctx))
     if isinstance(value, Verdict):
         score = value.score if value.score is not None else float(value.passed)
@@ -100,12 +112,15 @@ def run_assertion(
     judge_model: str | None = None,
     plan: str | None = None,
     project_llm: LLMConfig | None = None,
+    limit_s: float | None = None,
 ) -> tuple[CheckResult, ConsultationRecord | None]:
     """Grade one assertion; an assertion that breaks is a failed check saying why.
 
-    ``project_llm`` is the project's model endpoint for ``llm-rubric`` (see ``judge_config``)."""
+    ``project_llm`` is the project's model endpoint for ``llm-rubric`` (see ``judge_config``);
+    ``limit_s`` bounds a ``python`` assertion (default: the worker's check limit)."""
     started = time.monotonic()
     record = None
+    output = ""
     try:
         if item.type == "llm-rubric":
             rubric = Judge(rubric=str(item.value), name=item.label)
@@ -122,13 +137,18 @@ def run_assertion(
                 result.message,
             )
         elif item.type == "python":
-            passed, score, message = _python_verdict(item.value, ctx)
+            limit = limit_s if limit_s is not None else default_limits().check_s
+            (passed, score, message), output = _python_verdict(
+                item.value, ctx, name=item.label, limit_s=limit
+            )
         elif item.type in ("latency", "cost", "turn-count"):
             passed, message = _bound_verdict(item.type, item.value, measures)
             score = float(passed)
         else:
             passed, message = _text_verdict(item.type, item.value, ctx.transcript(), ctx.answer())
             score = float(passed)
+    except UserCodeError as exc:  # hung, raised or ended its process: that assertion fails
+        passed, score, message, output = False, 0.0, str(exc), exc.printed
     except Exception as exc:  # an assertion's own bug fails that assertion, not the trial
         passed, score, message = False, 0.0, f"{type(exc).__name__}: {exc}"
     check = CheckResult(
@@ -137,6 +157,7 @@ def run_assertion(
         passed=passed,
         message=message,
         score=score,
+        output=clip(output),
         duration_ms=int((time.monotonic() - started) * 1000),
     )
     check.weight = item.weight

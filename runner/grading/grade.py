@@ -55,6 +55,7 @@ def grade(
                 measures=measures,
                 judge_model=judge_model,
                 plan=approved_plan,
+                limit_s=check_timeout_ms / 1000 if check_timeout_ms else None,
             )
         else:
             result = run_validator(

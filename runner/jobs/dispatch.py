@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import close_old_connections, connections
@@ -18,6 +18,10 @@ from django.db import close_old_connections, connections
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _pool_lock = threading.Lock()
+# The pool's work not yet done, so a stopping process knows what still runs.
+_pending: set[Future] = set()
+# Set once the process is stopping: work queued after it stays queued in the database.
+_stopped = False
 
 
 def default_concurrency() -> int:
@@ -66,7 +70,8 @@ def _run_locally(trial_id: int) -> None:
 
 
 def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
-    """Start these trials: on the broker in scaled mode, in the local pool otherwise."""
+    """Start these trials: on the broker in scaled mode, in the local pool otherwise. Once the
+    local pool is stopping (``stop_local_workers``) they stay queued for the next start."""
     ids = list(trial_ids)
     if not settings.EMBEDDED:
         from runner.jobs.tasks import run_trial
@@ -75,5 +80,38 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
             run_trial.apply_async(args=[trial_id])
         return None
     _finalize_tasks()
+    with _pool_lock:
+        if _stopped:
+            return []
     pool = _local_pool()
-    return [pool.submit(_run_locally, trial_id) for trial_id in ids]
+    futures = [pool.submit(_run_locally, trial_id) for trial_id in ids]
+    with _pool_lock:
+        _pending.update(futures)
+    for future in futures:
+        future.add_done_callback(_forget)
+    return futures
+
+
+def _forget(future: Future) -> None:
+    with _pool_lock:
+        _pending.discard(future)
+
+
+def stop_local_workers(grace_s: float) -> int:
+    """Stop the embedded pool (a stopping `proctor serve`): trials queued but not started are
+    dropped from it, so they stay ``queued`` in the database for the next start; running ones
+    get ``grace_s`` seconds to finish. Returns how many still run after that (the caller hands
+    their trials back). Blocks up to ``grace_s``."""
+    global _pool, _stopped
+    with _pool_lock:
+        _stopped = True
+        pool, _pool = _pool, None
+        pending = set(_pending)
+    if pool is None:
+        return 0
+    # Cancelling before the interpreter exits: left queued in the pool, each trial would start
+    # during shutdown and break on the first thread it needs ("cannot schedule new futures").
+    pool.shutdown(wait=False, cancel_futures=True)
+    running = [future for future in pending if not future.done()]
+    _, not_done = wait(running, timeout=grace_s)
+    return len(not_done)

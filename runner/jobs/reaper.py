@@ -21,6 +21,7 @@ from evals_app.models import Trial
 from runner.jobs import artifacts, leases, publishing
 from runner.jobs.dispatch import enqueue
 from runner.jobs.execution import finish_batch_if_done
+from runner.sandboxes.leftovers import sweep_stale_folders
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         publishing.trial_changed(
             trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status
         )
+    if requeued or ended:
+        # The dead worker's sandbox folders (on this machine, when it ran here).
+        sweep_stale_folders()
     if requeued:
         ids = [trial.pk for trial in requeued]
         log.warning("re-queued trials %s: their worker stopped renewing its lease", ids)

@@ -7,8 +7,10 @@ process died). A trial a live `proctor eval` runs keeps a fresh lease and is lef
 
 from __future__ import annotations
 
+import shutil
+
 from evals_app.models import Trial
-from runner.jobs import reaper
+from runner.jobs import artifacts, leases, publishing, reaper
 from runner.jobs.dispatch import enqueue
 
 
@@ -25,3 +27,22 @@ def requeue_unfinished() -> int:
     if ids:
         enqueue(ids)
     return len(ids) + len(requeued)
+
+
+def hand_back_running() -> list[int]:
+    """Give back the trials this process still runs as it stops: each is queued again with its
+    partial record forgotten and its lease released (the attempt is not counted: no worker was
+    lost), so the next start runs it. The runs themselves end with the process (their
+    processes with its watchdog); anything they record after this is refused by the lease."""
+    owner = leases.owner()
+    given: list[int] = []
+    for trial in Trial.objects.filter(
+        pk__in=list(leases.held()), status=Trial.Status.RUNNING, lease_owner=owner
+    ).select_related("run"):
+        trial.reset()
+        shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+        publishing.trial_changed(
+            trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status
+        )
+        given.append(trial.pk)
+    return given

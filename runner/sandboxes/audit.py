@@ -9,14 +9,23 @@ Limits a reader should know: a deleted file or an empty new folder is not seen; 
 on the machine writing at the same time (another trial, the worker itself) is listed too; the
 search costs a walk of those folders (about 2 s on a warm cache, longer on a cold one), bounded
 by ``timeout_s``.
+
+Writes are not attributed to a process: with several trials running at once in one process
+(``proctor eval -j N``, the embedded pool), each trial's list may hold the others' writes.
+Rather than guess, ``ConcurrentTrials`` counts the trials of this process that ran while the
+agent did, and the record says so ("may include writes of N trials running at the same time in
+this process"). Trials of other processes on the machine are not counted.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
 import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from runner.sandboxes.base import Sandbox
 from runner.sandboxes.processes import run_process
@@ -36,6 +45,59 @@ AUDIT_TIMEOUT_S = 60.0
 MAX_LISTED = 1000
 # File times come from a clock that may lag the one read for ``since`` by a tick.
 CLOCK_TICK_S = 0.05
+
+
+class ConcurrentTrials:
+    """Which trials of this process ran while a given trial's agent ran. ``running(secrets)``
+    wraps a whole trial (``secrets()`` gives that trial's secrets as they are now);
+    ``watching(token)`` wraps its agent's run and yields a function giving the trials seen
+    running at some moment of it, as their ``secrets`` functions: their writes may be in the
+    audit, and so may their secrets (in a path), which the record must redact too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._running: dict[int, Callable[[], Iterable[str]]] = {}
+        # A watching trial -> the others it saw run.
+        self._seen: dict[int, dict[int, Callable[[], Iterable[str]]]] = {}
+
+    @contextlib.contextmanager
+    def running(self, secrets: Callable[[], Iterable[str]]) -> Iterator[int]:
+        with self._lock:
+            token = next(self._ids)
+            self._running[token] = secrets
+            for seen in self._seen.values():
+                seen[token] = secrets
+        try:
+            yield token
+        finally:
+            with self._lock:
+                self._running.pop(token, None)
+
+    @contextlib.contextmanager
+    def watching(self, token: int) -> Iterator[Callable[[], list[Callable[[], Iterable[str]]]]]:
+        with self._lock:
+            seen = self._seen[token] = {
+                other: secrets for other, secrets in self._running.items() if other != token
+            }
+        try:
+            yield lambda: list(seen.values())
+        finally:
+            with self._lock:
+                self._seen.pop(token, None)
+
+
+concurrent_trials = ConcurrentTrials()
+
+
+def concurrency_note(others: int) -> str:
+    """What an audit record says when ``others`` trials of this process ran beside the agent."""
+    if not others:
+        return ""
+    return (
+        f"may include writes of {others} trial{'s' if others != 1 else ''} running at the same "
+        "time in this process"
+    )
 
 
 def _literal(path: str) -> str:

@@ -4,13 +4,18 @@ work (reruns from the UI) in this one process."""
 from __future__ import annotations
 
 import ipaddress
+import os
+import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runner.jobs import reaper
+from runner.jobs import dispatch, reaper
 from runner.jobs.database import ensure_database
-from runner.jobs.requeue import requeue_unfinished
+from runner.jobs.requeue import hand_back_running, requeue_unfinished
+
+# How long a stopping `serve` lets its running trials finish before it hands them back.
+STOP_GRACE_S = 10.0
 
 
 class Command(BaseCommand):
@@ -44,6 +49,24 @@ class Command(BaseCommand):
             signal_handlers=True,
             verbosity=0,
         ).run()
+        if settings.EMBEDDED:
+            self.stop_trials()
+
+    def stop_trials(self) -> None:
+        """After SIGTERM (or Ctrl-C) closed the port: queued trials stay queued, running ones
+        finish within STOP_GRACE_S or are handed back, then the process ends at once."""
+        if dispatch.stop_local_workers(STOP_GRACE_S):
+            given = hand_back_running()
+            if given:
+                self.stdout.write(
+                    f"Handed back {len(given)} running trial{'s' if len(given) != 1 else ''}; "
+                    "the next start runs them."
+                )
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # Not a normal interpreter exit: it would join every thread still running a handed-back
+        # trial (and the web stack's own), which is what kept a stopped serve alive for 30 s.
+        os._exit(0)
 
     def check_secret_key(self, host: str) -> None:
         """Refuse the built-in SECRET_KEY beyond loopback: anyone who reads this repository
