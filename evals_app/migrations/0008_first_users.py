@@ -1,0 +1,9 @@
+"""Schema changes for issue 14 (first users)."""
+
+from django.db import migrations
+
+
+class Migration(migrations.Migration):
+    dependencies = [("evals_app", "0007_lean_storage")]
+
+    operations: list = []
