@@ -1,13 +1,15 @@
-"""The grid's server time for a 50-case and a 500-case batch (8 variants, 5 trials each), and
-their ratio.
+"""The dashboard's pages at 2,000 and at 20,000 trials: the grid, a run, a trial and the API's
+batch, run and trial lists, with their query counts, sizes and the ratio of their times.
 
-Both batches are seeded with `seed_demo_data` into a fresh SQLite database, then the grid page
-is requested in this process through Django's test client, so the time is the server's alone
-(view, queries, template), not the network's or the browser's. The 50-case batch is the
-baseline the 500-case one is compared with; prints times, query counts and ratios, never
-asserts them.
+Each size is a finished batch seeded with `seed_demo_data` (50 and 500 cases x 8 variants x 5
+trials) in its own organization with its own reader, into a fresh SQLite database (or, with
+``--postgres URL``, a fresh PostgreSQL database at that server). Pages are requested in this
+process through Django's test client, so the time is the server's alone (view, queries,
+template, compression), not the network's or the browser's. Requests ask for gzip like a
+browser does. The 2,000-trial batch is the baseline; the goal is a ratio of at most 1.5 and
+the same query count at both sizes. Prints, never asserts; ratios last.
 
-    .venv/bin/python bench/grid.py [--repeat 5]
+    .venv/bin/python bench/grid.py [--repeat 9] [--postgres postgresql://postgres@127.0.0.1:5432]
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ import tempfile
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
-SIZES = (50, 500)
+SIZES = (50, 500)  # cases: x 8 variants x 5 trials = 2,000 and 20,000 trials
 VARIANTS = 8
 TRIALS = 5
+GOAL_RATIO = 1.5
 
 
 def seed(cases: int) -> int:
@@ -40,41 +44,88 @@ def seed(cases: int) -> int:
     return Batch.objects.filter(organization__slug=f"bench-{cases}").latest("created_at").pk
 
 
-def measure(client, url: str, repeat: int) -> tuple[float, int, int]:
-    """Median seconds, queries and bytes of ``repeat`` requests for ``url`` (after one warm-up)."""
+def pages(batch_id: int) -> dict[str, str]:
+    """The URLs measured for one batch: its grid, its middle run and that run's first trial."""
+    from evals_app.models import Run
+
+    run_ids = list(
+        Run.objects.filter(batch_id=batch_id).order_by("id").values_list("id", flat=True)
+    )
+    run = Run.objects.get(pk=run_ids[len(run_ids) // 2])
+    trial = run.trials.order_by("index").first()
+    assert trial is not None
+    return {
+        "grid": f"/batches/{batch_id}/",
+        "grid, sorted by rate": f"/batches/{batch_id}/?sort=rate",
+        "run": f"/runs/{run.pk}/",
+        "trial": f"/trials/{trial.pk}/",
+        "api batches": "/api/batches/",
+        "api runs of batch": f"/api/runs/?batch={batch_id}",
+        "api trials of batch": f"/api/trials/?batch={batch_id}",
+    }
+
+
+def _request(client, url: str) -> tuple[list[float], int, int, str]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    client.get(url)
-    times = []
+    with CaptureQueriesContext(connection) as queries:
+        started = time.perf_counter()
+        response = client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+        seconds = time.perf_counter() - started
+    assert response.status_code == 200, f"{url} answered {response.status_code}"
+    return [seconds], len(queries), len(response.content), response.get("Content-Encoding", "-")
+
+
+def measure(
+    targets: dict[int, tuple[Any, str]], repeat: int
+) -> dict[int, tuple[float, int, int, str]]:
+    """Median seconds, queries, bytes sent and Content-Encoding per size, the sizes' requests
+    interleaved (small, large, small, large...) so a change of load hits both alike."""
+    for client, url in targets.values():
+        client.get(url, HTTP_ACCEPT_ENCODING="gzip")  # warm up
+    times: dict[int, list[float]] = {size: [] for size in targets}
+    last: dict[int, tuple[int, int, str]] = {}
     for _ in range(repeat):
-        with CaptureQueriesContext(connection) as queries:
-            started = time.perf_counter()
-            response = client.get(url)
-            times.append(time.perf_counter() - started)
-        assert response.status_code == 200, f"{url} answered {response.status_code}"
-    return statistics.median(times), len(queries), len(response.content)
+        for size, (client, url) in targets.items():
+            seconds, queries, sent, encoding = _request(client, url)
+            times[size] += seconds
+            last[size] = (queries, sent, encoding)
+    return {size: (statistics.median(times[size]), *last[size]) for size in targets}
+
+
+def _fresh_postgres(server: str) -> str:
+    import psycopg
+
+    name = "proctor_bench_grid"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    return f"{server}/{name}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--repeat", type=int, default=5, help="requests per size (the median is shown)"
-    )
+    parser.add_argument("--repeat", type=int, default=9, help="requests per page (the median)")
+    parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server, no database name")
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="proctor-bench-grid-"))
     os.environ["PROCTOR_HOME"] = str(home)
-    os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
+    if args.postgres:
+        os.environ["DATABASE_URL"] = _fresh_postgres(args.postgres.rstrip("/"))
+    else:
+        os.environ.pop("DATABASE_URL", None)
     os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import django
 
     django.setup()
     from django.contrib.auth.models import User
+    from django.db import connection
     from django.test import Client
 
     from evals_app.models import Organization
@@ -82,28 +133,42 @@ def main() -> None:
 
     ensure_database()
     print(
-        f"seeding {' and '.join(map(str, SIZES))} cases x {VARIANTS} variants x {TRIALS} trials into {home} ..."
+        f"seeding {' and '.join(str(c * VARIANTS * TRIALS) for c in SIZES)} trials "
+        f"({connection.vendor}) ..."
     )
     batches = {cases: seed(cases) for cases in SIZES}
-    reader = User.objects.create_user("bench")
-    for org in Organization.objects.filter(slug__startswith="bench-"):
-        org.members.add(reader)
-    client = Client()
-    client.force_login(reader)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    clients = {}
+    for cases in SIZES:
+        reader = User.objects.create_user(f"bench-{cases}")
+        Organization.objects.get(slug=f"bench-{cases}").members.add(reader)
+        clients[cases] = Client()
+        clients[cases].force_login(reader)
 
-    print(f"{'cases':>6} {'runs':>6} {'server ms':>10} {'queries':>8} {'KB':>7}")
-    results = {}
-    for cases, batch_id in batches.items():
-        seconds, queries, size = measure(client, f"/batches/{batch_id}/", args.repeat)
-        results[cases] = seconds
-        print(
-            f"{cases:>6} {cases * VARIANTS:>6} {seconds * 1000:>10.1f} {queries:>8} {size / 1024:>7.0f}"
-        )
+    urls = {cases: pages(batch_id) for cases, batch_id in batches.items()}
+    results: dict[str, dict[int, tuple[float, int, int, str]]] = {
+        name: measure({c: (clients[c], urls[c][name]) for c in SIZES}, args.repeat)
+        for name in urls[SIZES[0]]
+    }
+
     small, large = SIZES
+    trials = {c: c * VARIANTS * TRIALS for c in SIZES}
     print(
-        f"ratio {large}/{small} cases: {results[large] / results[small]:.2f} "
-        f"(the data grows {large // small}x)"
+        f"{'page':<22} {'trials':>7} {'server ms':>10} {'queries':>8} {'KB sent':>8} {'encoding':>9}"
     )
+    for name, by_size in results.items():
+        for cases, (seconds, queries, size, encoding) in by_size.items():
+            print(
+                f"{name:<22} {trials[cases]:>7,} {seconds * 1000:>10.1f} {queries:>8} "
+                f"{size / 1024:>8.1f} {encoding:>9}"
+            )
+    print(f"ratios {trials[large]:,} / {trials[small]:,} trials (goal <= {GOAL_RATIO}):")
+    for name, by_size in results.items():
+        ratio = by_size[large][0] / by_size[small][0]
+        same = "same queries" if by_size[large][1] == by_size[small][1] else "QUERIES DIFFER"
+        print(f"  {name:<22} {ratio:5.2f}  {same}")
 
 
 if __name__ == "__main__":

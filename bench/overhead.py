@@ -1,11 +1,18 @@
-"""Proctor's overhead per trial, against a bare shell loop doing the same processes.
+"""Proctor's cost per trial, against the floor: the same two processes from a bare thread pool.
 
-Each trial of a no-op agent starts the agent's process and a trivial command check. The
-baseline runs those same two processes per trial in a plain loop (with as many threads as
-Proctor's -j), in this same process, so the ratio is what Proctor adds: sandboxes, recording,
-the database, artifacts. Prints ratios, never asserts times.
+Each trial of the no-op workload is a fresh folder, an agent process that writes a file and
+prints two protocol lines, and a command check (``true``). The floor runs those same two
+processes per trial from a plain ``ThreadPoolExecutor`` with as many threads as Proctor's -j, in
+this same process and run, so the ratio is what Proctor adds: sandboxes, recording, the
+database, artifacts, redaction, live publishing, leases.
 
-    .venv/bin/python bench/overhead.py [--trials 40]
+The marginal cost is (time of the large batch - time of the small one) / (the difference in
+trials): start-up and warm-up fall out. Each figure is the median of ``--repeats`` runs. CPU per
+trial counts this process and its children (user + system). Start-up is `proctor eval --help`
+and a whole one-trial `proctor eval` in a fresh process (an upper bound of the time to the first
+trial). Prints figures, never asserts them; the ratio is last.
+
+    .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2]
 """
 
 from __future__ import annotations
@@ -13,16 +20,24 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-AGENT = """echo '{"_tag":"Started","sessionId":"noop","model":"none"}'; echo '{"_tag":"Finished","reason":"done"}'"""
+AGENT = (
+    "echo done > result.txt; "
+    """echo '{"_tag":"Started","sessionId":"noop","model":"none"}'; """
+    """echo '{"_tag":"Finished","reason":"done"}'"""
+)
 CHECK = "true"
+ROOT = Path(__file__).resolve().parent.parent
 
 EVAL_FILE = f"""
 from proctor import case, command, profile, suite, variant
@@ -36,37 +51,93 @@ noop = suite(
 """
 
 
-def bare_loop(trials: int, jobs: int) -> float:
+def cpu_s() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def floor(trials: int, jobs: int) -> None:
+    """The same processes per trial, from a bare thread pool: a fresh folder, the agent, the check."""
+
     def one(_: int) -> None:
+        folder = tempfile.mkdtemp(prefix="floor-")
         subprocess.run(
-            ["bash", "-c", AGENT], stdin=subprocess.DEVNULL, capture_output=True, check=True
+            ["bash", "-c", AGENT], cwd=folder, stdin=subprocess.DEVNULL, capture_output=True
         )
         subprocess.run(
-            ["bash", "-c", CHECK], stdin=subprocess.DEVNULL, capture_output=True, check=True
+            ["bash", "-c", CHECK], cwd=folder, stdin=subprocess.DEVNULL, capture_output=True
         )
 
-    started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         list(pool.map(one, range(trials)))
-    return time.perf_counter() - started
 
 
-def proctor_batch(folder: Path, trials: int, jobs: int) -> float:
+def proctor(folder: Path) -> Callable[[int, int], None]:
     from django.core.management import call_command
 
-    started = time.perf_counter()
-    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        call_command(
-            "eval", str(folder / "noop.eval.py"), "--trials", str(trials), "-j", str(jobs), "--json"
-        )
-    return time.perf_counter() - started
+    def run(trials: int, jobs: int) -> None:
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            call_command(
+                "eval",
+                str(folder / "noop.eval.py"),
+                "--trials",
+                str(trials),
+                "-j",
+                str(jobs),
+                "--json",
+            )
+
+    return run
+
+
+def timed(work: Callable[[int, int], None], trials: int, jobs: int) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of one call."""
+    cpu, started = cpu_s(), time.perf_counter()
+    work(trials, jobs)
+    return time.perf_counter() - started, cpu_s() - cpu
+
+
+def marginal(
+    work: Callable[[int, int], None], small: int, large: int, jobs: int, repeats: int
+) -> tuple[float, float]:
+    """Median marginal wall ms and CPU ms per trial, from runs of ``small`` and ``large``."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        wall_small, cpu_small = timed(work, small, jobs)
+        wall_large, cpu_large = timed(work, large, jobs)
+        walls.append((wall_large - wall_small) / (large - small) * 1000)
+        cpus.append((cpu_large - cpu_small) / (large - small) * 1000)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def start_up(folder: Path, repeats: int) -> tuple[float, float]:
+    """Median seconds of `proctor eval --help` and of a whole one-trial `proctor eval`."""
+    env = {**os.environ, "PROCTOR_HOME": str(folder / ".proctor-start")}
+    proctor_cli = [sys.executable, "-m", "proctor.cli"]
+
+    def seconds(argv: list[str]) -> float:
+        started = time.perf_counter()
+        subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, check=False)
+        return time.perf_counter() - started
+
+    seconds([*proctor_cli, "eval", str(folder / "noop.eval.py"), "--json"])  # makes the database
+    help_s = statistics.median(seconds([*proctor_cli, "eval", "--help"]) for _ in range(repeats))
+    one_s = statistics.median(
+        seconds([*proctor_cli, "eval", str(folder / "noop.eval.py"), "--json"])
+        for _ in range(repeats)
+    )
+    return help_s, one_s
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--small", type=int, default=20)
+    parser.add_argument("--large", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("-j", "--jobs", type=int, default=2)
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="proctor-bench-"))
@@ -75,23 +146,32 @@ def main() -> None:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
     os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
     from runner.jobs.database import ensure_database
 
     ensure_database()
-    proctor_batch(folder, 2, 1)  # warm up: imports, first queries
+    ours = proctor(folder)
+    ours(2, 1)  # warm up: imports, first queries, the write audit's watch
 
-    print(f"{args.trials} trials of a no-op agent with a `true` check (SQLite, local sandbox)")
-    print(f"{'-j':>3} {'bare loop s':>12} {'proctor s':>10} {'ratio':>7} {'trials/s':>9}")
-    for jobs in (1, 2):
-        base = bare_loop(args.trials, jobs)
-        ours = proctor_batch(folder, args.trials, jobs)
-        print(
-            f"{jobs:>3} {base:>12.2f} {ours:>10.2f} {ours / base:>7.2f} {args.trials / ours:>9.1f}"
-        )
+    print(
+        f"no-op trials at -j {args.jobs}, {args.small} vs {args.large} trials, medians of "
+        f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}"
+    )
+    floor_ms, floor_cpu = marginal(floor, args.small, args.large, args.jobs, args.repeats)
+    ours_ms, ours_cpu = marginal(ours, args.small, args.large, args.jobs, args.repeats)
+    help_s, one_s = start_up(folder, args.repeats)
+    print(f"{'':8} {'marginal ms/trial':>18} {'CPU ms/trial':>13}")
+    print(f"{'floor':8} {floor_ms:>18.1f} {floor_cpu:>13.1f}")
+    print(f"{'proctor':8} {ours_ms:>18.1f} {ours_cpu:>13.1f}")
+    print(f"start-up: `proctor eval --help` {help_s:.2f} s, a one-trial eval {one_s:.2f} s")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"ratio (proctor / floor): marginal {ours_ms / floor_ms:.2f}x, "
+        f"CPU {ours_cpu / floor_cpu:.2f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db.models import Q
+from django.template.loader import render_to_string
 
-from dashboard import fragments
+from dashboard import artifacts, fragments
 from dashboard.access import batches_for, runs_for, trials_for
 from dashboard.query_numbers import NumberOutOfRange, whole_number
 from evals_app.models import Batch, Run, Trial
@@ -192,7 +193,11 @@ class BatchConsumer(AsyncWebsocketConsumer):
                 trials = trials.filter(Q(started_at__gte=since) | Q(finished_at__gte=since))
             return fragments.run_trial_updates(self.run, trials.values_list("pk", flat=True))
         if self.watch.kind == "trial" and self.trial is not None:
-            return fragments.trial_state_update(self.trial) + self._transcript_tail()
+            return (
+                fragments.trial_state_update(self.trial)
+                + self._artifacts_panel()
+                + self._transcript_tail()
+            )
         return ""
 
     def _trial_changed(self, message: dict) -> str:
@@ -210,9 +215,24 @@ class BatchConsumer(AsyncWebsocketConsumer):
             and self.trial is not None
             and message.get("trial_id") == self.trial.pk
         ):
-            # The last events are flushed before a trial is announced finished.
-            return fragments.trial_state_update(self.trial) + self._transcript_tail()
+            # The last events are flushed before a trial is announced finished; its files
+            # (workspace.diff, verdicts, outputs) are written before that too.
+            return (
+                fragments.trial_state_update(self.trial)
+                + self._artifacts_panel()
+                + self._transcript_tail()
+            )
         return ""
+
+    def _artifacts_panel(self) -> str:
+        """The trial page's Artifacts panel and its tab's count (lists the folder)."""
+        assert self.trial is not None
+        folder = artifacts.trial_folder(self.trial)
+        files, count = artifacts.list_files(folder) if folder else ([], 0)
+        return render_to_string(
+            "dashboard/trial.html#trial_artifacts",
+            {"trial": self.trial, "files": files, "file_count": count, "oob": True},
+        )
 
     def _transcript_tail(self) -> str:
         assert self.trial is not None

@@ -8,6 +8,7 @@ than on markup.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 from django.urls import reverse
@@ -72,13 +73,64 @@ def _oob(oob: bool) -> str:
     return ' hx-swap-oob="outerHTML"' if oob else ""
 
 
-def render_grid_cell(cell: GridCell | None, *, oob: bool = False) -> SafeString:
+@dataclass(frozen=True)
+class CellNote:
+    """What the grid's analysis adds to a cell: its flaky history (one line per batch, oldest
+    first, and the reason), pass@k and pass^k as (label, value) pairs, the change against the
+    baseline, and whether the search matched its trials or the status filter left it out."""
+
+    flaky_reason: str = ""
+    flaky_history: tuple[str, ...] = ()
+    estimates: tuple[tuple[str, float], ...] = ()
+    delta: float | None = None
+    matched: bool = False
+    dimmed: bool = False
+
+
+def _signed_points(delta: float) -> str:
+    points = round(delta * 100)
+    return f"+{points} pp" if points > 0 else (f"−{-points} pp" if points < 0 else "0 pp")
+
+
+def _note_html(note: CellNote) -> tuple[str, str]:
+    """(marks inside the link, blocks after it) for a cell's note."""
+    inside = []
+    for label, value in note.estimates:
+        inside.append(f'<span class="cell-passk">{escape(label)} {value:.2f}</span>')
+    if note.delta is not None:
+        kind = "regression" if note.delta < 0 else "improvement" if note.delta > 0 else "same"
+        inside.append(
+            f'<span class="cell-delta delta--{kind}" title="change against the baseline">'
+            f"{_signed_points(note.delta)}</span>"
+        )
+    after = ""
+    if note.flaky_reason:
+        items = "".join(f"<li>{escape(line)}</li>" for line in note.flaky_history)
+        after = (
+            f'<details class="flaky"><summary class="mark mark--flaky" title="flaky: '
+            f'{escape(note.flaky_reason)}">flaky</summary><ul class="flaky-history">{items}</ul>'
+            "</details>"
+        )
+    return "".join(inside), after
+
+
+def render_grid_cell(
+    cell: GridCell | None, *, oob: bool = False, note: CellNote | None = None
+) -> SafeString:
     """A ``<td id="cell-<run id>">``: passed/total on the colour scale, with marks for timed-out,
-    errored and unfinished trials, linking to the run page."""
+    errored and unfinished trials, linking to the run page; ``note`` adds the flaky mark with
+    its history, pass@k and the change against the baseline."""
     if cell is None:
         return mark_safe('<td class="cell cell--empty" title="not run in this batch">–</td>')
     tally = cell.tally
     classes = "cell cell--pending" if tally.pass_rate is None else "cell"
+    inside, after = _note_html(note) if note else ("", "")
+    if note and note.dimmed:
+        classes += " cell--filtered-out"
+    if note and note.matched:
+        classes += " cell--matched"
+    # An attribute, not a class: the class says the outcome, the attribute an extra fact.
+    flaky = " data-flaky" if note and note.flaky_reason else ""
     marks = []
     if tally.timed_out:
         marks.append(
@@ -97,9 +149,10 @@ def render_grid_cell(cell: GridCell | None, *, oob: bool = False) -> SafeString:
         )
     url = _run_url_pattern().format(cell.run_id)
     return mark_safe(  # noqa: S308 - every value is a number or escaped
-        f'<td id="cell-{cell.run_id}" class="{classes}"{_rate_style(tally.pass_rate)}{_oob(oob)}>'
+        f'<td id="cell-{cell.run_id}" class="{classes}"{flaky}{_rate_style(tally.pass_rate)}{_oob(oob)}>'
         f'<a href="{url}" title="{escape(describe_tally(tally))}">'
-        f'<span class="cell-score">{tally.passed}/{tally.total}</span>{"".join(marks)}</a></td>'
+        f'<span class="cell-score">{tally.passed}/{tally.total}</span>{"".join(marks)}{inside}</a>'
+        f"{after}</td>"
     )
 
 

@@ -3,6 +3,12 @@
 A case's history shows read-only inline on the case: each version's number, date, what changed
 since the version before, and the validator source it captured. Versions and results are
 records, so the admin shows them without offering to change them.
+
+Staff who are not superusers (``proctor createuser --staff``) see their organizations' records
+and nothing else: every list, filter, search and change page goes through a queryset scoped to
+the organizations they are members of, and they may view those records without being granted
+Django permissions one by one. Adding, changing and deleting still need Django's permissions.
+Superusers see everything.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import json
 
 from django.contrib import admin
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
@@ -28,6 +34,9 @@ from evals_app.models import (
     Variant,
 )
 from evals_app.version_diff import describe_changes, unified_source_diff
+
+# Long source lines wrap inside the admin's column instead of widening the whole page.
+WRAPPED_PRE = "white-space: pre-wrap; overflow-wrap: anywhere"
 
 
 def _previous_version(version: CaseVersion) -> CaseVersion | None:
@@ -80,10 +89,68 @@ def render_validator_source(version: CaseVersion) -> SafeString:
                 format_html("<strong>{}</strong> ({}): source not captured<br>", label, where)
             )
         else:
-            blocks.append(format_html("<strong>{}</strong> ({})<pre>{}</pre>", label, where, text))
+            blocks.append(
+                format_html(
+                    '<strong>{}</strong> ({})<pre style="{}">{}</pre>',
+                    label,
+                    where,
+                    WRAPPED_PRE,
+                    text,
+                )
+            )
     if not blocks:
         return format_html("<em>{}</em>", "no Python validators")
     return format_html_join("", "{}", ((block,) for block in blocks))
+
+
+admin.site.site_header = "Proctor administration"
+admin.site.site_title = "Proctor admin"
+admin.site.index_title = "Records"
+
+
+def _member_staff(request: HttpRequest) -> bool:
+    """A staff user who is not a superuser: sees what their organizations own."""
+    user = request.user
+    return bool(user.is_active and user.is_staff and not user.is_superuser)
+
+
+def _their_organizations(request: HttpRequest) -> QuerySet[Organization]:
+    return Organization.objects.filter(members__pk=request.user.pk or 0)
+
+
+class OrganizationScopedAdmin(admin.ModelAdmin):
+    """A model admin whose rows a staff member sees only for their own organizations.
+
+    ``organization_path`` is the lookup from the model to its organization (``""`` for the
+    organization itself). Filters on related rows list only the values in the scoped rows, so
+    another organization's names never appear in a sidebar either.
+    """
+
+    organization_path = "organization"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        lookup = f"{self.organization_path}__in" if self.organization_path else "pk__in"
+        return queryset.filter(**{lookup: _their_organizations(request)})
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return super().has_module_permission(request) or _member_staff(request)
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        # The object, when given, came through get_queryset, so it is theirs already.
+        return super().has_view_permission(request, obj) or _member_staff(request)
+
+    def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
+        if db_field.related_model is Organization and not request.user.is_superuser:
+            kwargs["queryset"] = _their_organizations(request)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+def _related_only(*paths: str) -> list:
+    """List filters that offer only the values present in the (scoped) rows."""
+    return [(path, admin.RelatedOnlyFieldListFilter) for path in paths]
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -91,6 +158,10 @@ class ReadOnlyInline(admin.TabularInline):
 
     extra = 0
     can_delete = False
+
+    def has_view_permission(self, request: HttpRequest, obj=None) -> bool:
+        # The parent page is scoped to the user's organizations, and so are its rows.
+        return super().has_view_permission(request, obj) or _member_staff(request)
 
     def has_add_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
@@ -103,7 +174,8 @@ class ReadOnlyInline(admin.TabularInline):
 
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(OrganizationScopedAdmin):
+    organization_path = ""
     list_display = ["name", "slug", "member_count", "created_at"]
     search_fields = ["name", "slug", "members__username"]
     prepopulated_fields = {"slug": ["name"]}
@@ -118,9 +190,9 @@ class OrganizationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Suite)
-class SuiteAdmin(admin.ModelAdmin):
+class SuiteAdmin(OrganizationScopedAdmin):
     list_display = ["slug", "name", "organization", "created_at"]
-    list_filter = ["organization"]
+    list_filter = _related_only("organization")
     list_select_related = ["organization"]
     search_fields = ["slug", "name"]
 
@@ -147,7 +219,7 @@ class CaseVersionInline(ReadOnlyInline):
 
 
 @admin.register(Case)
-class CaseAdmin(admin.ModelAdmin):
+class CaseAdmin(OrganizationScopedAdmin):
     list_display = [
         "slug",
         "name",
@@ -157,7 +229,7 @@ class CaseAdmin(admin.ModelAdmin):
         "version_count",
         "created_at",
     ]
-    list_filter = ["organization", "suite"]
+    list_filter = _related_only("organization", "suite")
     list_select_related = ["organization", "suite"]
     search_fields = ["slug", "name", "suite__slug"]
     inlines = [CaseVersionInline]
@@ -175,11 +247,12 @@ class CaseAdmin(admin.ModelAdmin):
 
 
 @admin.register(CaseVersion)
-class CaseVersionAdmin(admin.ModelAdmin):
+class CaseVersionAdmin(OrganizationScopedAdmin):
     """Versions are immutable: viewable, never added, changed or deleted here."""
 
+    organization_path = "case__organization"
     list_display = ["__str__", "case", "number", "short_hash", "created_at"]
-    list_filter = ["case__organization", "case__suite"]
+    list_filter = _related_only("case__organization", "case__suite")
     list_select_related = ["case"]
     search_fields = ["case__slug", "definition_hash"]
     readonly_fields = (
@@ -219,7 +292,9 @@ class CaseVersionAdmin(admin.ModelAdmin):
     @admin.display(description="definition")
     def pretty_definition(self, version: CaseVersion) -> SafeString:
         return format_html(
-            "<pre>{}</pre>", json.dumps(version.definition, indent=2, ensure_ascii=False)
+            '<pre style="{}">{}</pre>',
+            WRAPPED_PRE,
+            json.dumps(version.definition, indent=2, ensure_ascii=False),
         )
 
     @admin.display(description="source diff against the previous version")
@@ -227,16 +302,16 @@ class CaseVersionAdmin(admin.ModelAdmin):
         previous = _previous_version(version)
         diff = unified_source_diff(previous.sources if previous else {}, version.sources or {})
         return (
-            format_html("<pre>{}</pre>", diff)
+            format_html('<pre style="{}">{}</pre>', WRAPPED_PRE, diff)
             if diff
             else format_html("<em>{}</em>", "no source change")
         )
 
 
 @admin.register(Variant)
-class VariantAdmin(admin.ModelAdmin):
+class VariantAdmin(OrganizationScopedAdmin):
     list_display = ["name", "harness", "model", "sandbox", "organization", "created_at"]
-    list_filter = ["organization", "harness", "sandbox"]
+    list_filter = [*_related_only("organization"), "harness", "sandbox"]
     list_select_related = ["organization"]
     search_fields = ["name", "model", "harness"]
     # The spec is what ran; its hash identifies the variant, so neither is edited by hand.
@@ -270,7 +345,7 @@ class RunInline(ReadOnlyInline):
 
 
 @admin.register(Batch)
-class BatchAdmin(admin.ModelAdmin):
+class BatchAdmin(OrganizationScopedAdmin):
     list_display = [
         "__str__",
         "organization",
@@ -281,7 +356,7 @@ class BatchAdmin(admin.ModelAdmin):
         "created_at",
         "finished_at",
     ]
-    list_filter = ["status", "organization"]
+    list_filter = ["status", *_related_only("organization")]
     list_select_related = ["organization", "parent", "created_by"]
     search_fields = ["label", "created_by__username"]
     date_hierarchy = "created_at"
@@ -311,9 +386,10 @@ class TrialInline(ReadOnlyInline):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(OrganizationScopedAdmin):
+    organization_path = "batch__organization"
     list_display = ["__str__", "batch", "case_version", "variant"]
-    list_filter = ["batch__organization", "variant"]
+    list_filter = _related_only("batch__organization", "variant")
     list_select_related = ["batch", "case_version__case", "variant"]
     search_fields = ["case_version__case__slug", "variant__name"]
     readonly_fields = ["batch", "case_version", "variant", "spec"]
@@ -352,7 +428,8 @@ class ConsultationInline(ReadOnlyInline):
 
 
 @admin.register(Trial)
-class TrialAdmin(admin.ModelAdmin):
+class TrialAdmin(OrganizationScopedAdmin):
+    organization_path = "run__batch__organization"
     list_display = [
         "__str__",
         "case",
@@ -363,7 +440,7 @@ class TrialAdmin(admin.ModelAdmin):
         "duration_ms",
         "total_tokens",
     ]
-    list_filter = ["status", "run__batch__organization", "run__variant"]
+    list_filter = ["status", *_related_only("run__batch__organization", "run__variant")]
     list_select_related = ["run__batch", "run__case_version__case", "run__variant"]
     search_fields = [
         "run__case_version__case__slug",

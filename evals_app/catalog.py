@@ -52,6 +52,7 @@ def record_cases(
     organization: Organization, entries: Sequence[dict[str, Any]]
 ) -> list[RecordedCase]:
     """Suites, cases and (when new) case versions for ``entries``, in one transaction."""
+    _share_source_texts(entries)
     recorded = []
     with transaction.atomic():
         suites: dict[str, Suite] = {}
@@ -67,6 +68,19 @@ def record_cases(
                 suites[slug] = suite
             recorded.append(_record_case(organization, suites[slug], entry))
     return recorded
+
+
+def _share_source_texts(entries: Sequence[dict[str, Any]]) -> None:
+    """Make equal captured texts one string object, in place.
+
+    Every case of a file captures the whole module, each read into its own string; a batch of
+    a thousand cases of one file would otherwise hold a thousand copies for the whole run (the
+    entries' dicts are the resolved cases' own)."""
+    shared: dict[str, str] = {}
+    for entry in entries:
+        texts = entry.get("sources") or {}
+        for path, text in texts.items():
+            texts[path] = shared.setdefault(text, text)
 
 
 def _record_case(organization: Organization, suite: Suite, entry: dict[str, Any]) -> RecordedCase:

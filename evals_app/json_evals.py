@@ -165,6 +165,15 @@ def _conversation(entry: dict[str, Any], where: str) -> Any:
     return None
 
 
+def _default_max_turns(entry: dict[str, Any]) -> Any:
+    """A case that declares only its responder's budget gets room for all of it."""
+    spec = entry.get("responder")
+    wanted = spec.get("max_turns") if isinstance(spec, dict) else None
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted > DEFAULT_MAX_TURNS:
+        return wanted
+    return DEFAULT_MAX_TURNS
+
+
 def _case(entry: Any, base: Path) -> Case:
     if not isinstance(entry, dict):
         raise ValueError("each eval is a JSON object")
@@ -183,7 +192,7 @@ def _case(entry: Any, base: Path) -> Case:
         source=_source(entry.get("source"), base, where),
         tags=tuple(entry.get("tags") or ()),
         user=_conversation(entry, where),
-        max_turns=entry.get("max_turns", DEFAULT_MAX_TURNS),
+        max_turns=entry.get("max_turns", _default_max_turns(entry)),
         timeout_ms=entry.get("timeout_ms", DEFAULT_TIMEOUT_MS),
         expected_output=entry.get("expected_output"),
         plan_mode=entry.get("plan_mode", False),

@@ -13,6 +13,8 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from evals_app.source_texts import SourceTextsField
+
 
 class Organization(models.Model):
     """The tenant. Every suite, case and batch belongs to exactly one."""
@@ -90,7 +92,8 @@ class CaseVersion(models.Model):
     number = models.PositiveIntegerField()
     definition = models.JSONField()
     definition_hash = models.CharField(max_length=64)
-    sources = models.JSONField(default=dict, blank=True)
+    # Stored as path -> digest of a SourceFile (evals_app.source_texts), read as path -> text.
+    sources = SourceTextsField(default=dict, blank=True)
     module_path = models.CharField(max_length=1000)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -112,6 +115,17 @@ class CaseVersion(models.Model):
                 "A CaseVersion is immutable; a changed definition makes a new version."
             )
         super().save(*args, **kwargs)
+
+
+class SourceFile(models.Model):
+    """One captured source file's text, stored once however many case versions captured it."""
+
+    digest = models.CharField(max_length=64, primary_key=True)  # SHA-256 of the UTF-8 text
+    size = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"source {self.digest[:12]} ({self.size} characters)"
 
 
 class Bundle(models.Model):
@@ -193,12 +207,16 @@ class Batch(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
     )
     label = models.CharField(max_length=200, blank=True, default="")
+    # The batch compare and `--baseline suite-baseline` measure others against; at most one
+    # per organization and suite (see mark_baseline).
+    is_baseline = models.BooleanField(default=False)
     options = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
 
     class Meta:
+        verbose_name_plural = "batches"
         ordering = ["-created_at", "-id"]
         indexes = [
             # the grid's "latest batch of this organization"
@@ -207,6 +225,34 @@ class Batch(models.Model):
 
     def __str__(self) -> str:
         return f"batch {self.pk}"
+
+    def suite_slugs(self) -> list[str]:
+        """The slugs of the suites this batch ran (one query)."""
+        return sorted(
+            set(
+                Run.objects.filter(batch_id=self.pk).values_list(
+                    "case_version__case__suite__slug", flat=True
+                )
+            )
+        )
+
+    def mark_baseline(self) -> None:
+        """Make this batch the baseline of every suite it ran: any other batch of the
+        organization that was the baseline of one of those suites stops being one."""
+        with transaction.atomic():
+            slugs = self.suite_slugs()
+            Batch.objects.select_for_update().filter(
+                organization_id=self.organization_id,
+                is_baseline=True,
+                runs__case_version__case__suite__slug__in=slugs,
+            ).exclude(pk=self.pk).update(is_baseline=False)
+            Batch.objects.filter(pk=self.pk).update(is_baseline=True)
+        self.is_baseline = True
+
+    def unmark_baseline(self) -> None:
+        """Stop this batch being a baseline."""
+        Batch.objects.filter(pk=self.pk).update(is_baseline=False)
+        self.is_baseline = False
 
     def close_if_done(self) -> bool:
         """Mark the batch finished once none of its trials is left to run; True when this call
@@ -282,6 +328,9 @@ class Trial(models.Model):
     output_tokens = models.PositiveBigIntegerField(default=0)
     cache_read_tokens = models.PositiveBigIntegerField(default=0)
     cache_write_tokens = models.PositiveBigIntegerField(default=0)
+    # What the trial cost in US dollars: as the harness reported it, else usage x the price
+    # table (evals_app.cost); null when neither is known.
+    cost_usd = models.FloatField(null=True, blank=True)
     # The weighted score of the trial's assertions, and the threshold it was held to.
     score = models.FloatField(null=True, blank=True)
     threshold = models.FloatField(null=True, blank=True)
@@ -307,6 +356,8 @@ class Trial(models.Model):
             models.Index(fields=["status"], name="trial_status"),
             # the reaper's "running trials whose lease expired"
             models.Index(fields=["status", "lease_expires_at"], name="trial_lease"),
+            # counts by status of a batch's runs (API lists, the grid's warnings): index only
+            models.Index(fields=["run", "status"], name="lean_trial_status_in_run"),
         ]
 
     def __str__(self) -> str:
@@ -337,6 +388,7 @@ class Trial(models.Model):
         "output_tokens": 0,
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
+        "cost_usd": None,
     }
 
     # Set on a trial its worker lost for good (the reaper, after the attempts are spent).
@@ -354,6 +406,25 @@ class Trial(models.Model):
         partial record is forgotten and the attempt counted) while attempts are left. None
         otherwise (taken by a live process, or finished), so a task delivered twice runs the
         trial once."""
+        now = timezone.now()
+        # The usual case, a queued trial, in one UPDATE (no lock taken beforehand); the row
+        # count says whether this caller took it.
+        taken = cls.objects.filter(pk=trial_id, status=cls.Status.QUEUED).update(
+            status=cls.Status.RUNNING,
+            started_at=now,
+            lease_owner=owner,
+            lease_expires_at=now + timedelta(seconds=lease_s),
+        )
+        if taken:
+            taken_trial = cls.objects.select_related(
+                "run__case_version__case", "run__variant", "run__batch"
+            ).get(pk=trial_id)
+            # Only the batch's first trial finds it queued: the others skip the UPDATE.
+            if taken_trial.run.batch.status == Batch.Status.QUEUED and Batch.objects.filter(
+                pk=taken_trial.run.batch_id, status=Batch.Status.QUEUED
+            ).update(status=Batch.Status.RUNNING):
+                taken_trial.run.batch.status = Batch.Status.RUNNING
+            return taken_trial
         with transaction.atomic():
             trial = cls.objects.select_for_update().filter(pk=trial_id).first()
             if trial is None:
@@ -624,3 +695,38 @@ class Consultation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} consultation of trial {self.trial_id}"
+
+
+class MockCall(models.Model):
+    """One call the agent made to a mock of its trial (runner.mocks): an HTTP request (api), a
+    command run (cli) or a tool call (mcp), headers' secrets redacted. ``record`` holds the
+    whole logged call (runner.grading.mock_calls.MockCall as JSON)."""
+
+    class Kind(models.TextChoices):
+        API = "api"
+        CLI = "cli"
+        MCP = "mcp"
+
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="mock_calls")
+    mock = models.CharField(max_length=40)
+    kind = models.CharField(max_length=3, choices=Kind.choices)
+    # Order within its mock.
+    seq = models.PositiveIntegerField()
+    at = models.DateTimeField()
+    method = models.CharField(max_length=40, blank=True, default="")
+    path = models.CharField(max_length=500, blank=True, default="")
+    # HTTP status (api, mcp) or exit code (cli).
+    status = models.IntegerField(null=True, blank=True)
+    duration_ms = models.PositiveBigIntegerField(default=0)
+    record = models.JSONField(default=dict)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["trial", "mock", "seq"], name="mock_call_seq_unique_in_trial"
+            )
+        ]
+        ordering = ["trial", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.mock} {self.method} {self.path} of trial {self.trial_id}"

@@ -17,10 +17,16 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from evals_app.bundle_archive import folder_files, pack_tree
-from evals_app.source_capture import capture_callable, project_root, relative_to_root
+from evals_app.source_capture import (
+    capture_callable,
+    project_root,
+    read_source,
+    relative_to_root,
+)
 from proctor.assertions import Assertion
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.judges import Judge
+from proctor.mock import merged_mocks, mock_definition
 from proctor.tools import Tool
 
 VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
@@ -101,7 +107,7 @@ def resolve_case(
     sources: dict[str, str] = {}
     module_relative = relative_to_root(module_path, root)
     if suite.capture_source and module_relative is not None:
-        sources[module_relative] = module_path.read_text(encoding="utf-8")
+        sources[module_relative] = read_source(module_path)
 
     def captured(func: Any) -> dict[str, Any]:
         info = capture_callable(func, root)
@@ -190,6 +196,9 @@ def resolve_case(
         "checks": [c.definition for c in checks],
         "threshold": case.threshold,
     }
+    mocks = merged_mocks(suite.mocks, case.mocks)
+    if mocks:  # only then, so a case without mocks keeps its version
+        definition["mocks"] = [mock_definition(m, captured) for m in mocks]
     if not suite.capture_source:
         sources = {}
     return ResolvedCase(

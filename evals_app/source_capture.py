@@ -49,6 +49,20 @@ def relative_to_root(path: Path, root: Path) -> str | None:
         return None
 
 
+def read_source(file: Path) -> str:
+    """The file's text, one shared string while the file is unchanged.
+
+    Every case of an eval file captures the whole module: reading it once per case made a
+    thousand-case file hold a thousand copies (and the process keep the memory afterwards)."""
+    stat = file.stat()
+    return _read_unchanged(str(file.resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _read_unchanged(path: str, mtime_ns: int, size: int) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
 def capture_callable(func: Any, root: Path) -> CapturedCallable:
     """Where ``func`` is defined and a hash of its source (a subprocess-free file read)."""
     target = inspect.unwrap(func)
@@ -64,7 +78,7 @@ def capture_callable(func: Any, root: Path) -> CapturedCallable:
         )
     start = max(start, 1)
     relative = relative_to_root(file, root) if file.is_file() else None
-    text = file.read_text(encoding="utf-8") if relative is not None else None
+    text = read_source(file) if relative is not None else None
     return CapturedCallable(
         qualname=qualname,
         path=relative,

@@ -4,6 +4,7 @@
 package's top level imports nothing of Django, so eval files stay plain Python.
 """
 
+from proctor import mock
 from proctor.assertions import Assertion, assertion
 from proctor.conversations import (
     Responder,
@@ -67,4 +68,5 @@ __all__ = [
     "repo",
     "suite",
     "variant",
+    "mock",
 ]

@@ -20,7 +20,18 @@ TEXT_TYPES = (
     "equals",
     "is-json",
 )
-ASSERTION_TYPES = (*TEXT_TYPES, "llm-rubric", "python", "latency", "cost", "turn-count")
+# Types that read a mock's call log: the value is "MOCK CALL" ("billing POST /refunds",
+# "gh pr create", "tickets create_ticket"); call-count takes {"call": ..., "count"|"min"|"max": n}.
+CALL_TYPES = ("called", "not-called", "call-count")
+ASSERTION_TYPES = (
+    *TEXT_TYPES,
+    "llm-rubric",
+    "python",
+    "latency",
+    "cost",
+    "turn-count",
+    *CALL_TYPES,
+)
 # Types whose value is a number bound: the trial passes when its measure is at most the value.
 BOUND_TYPES = ("latency", "cost", "turn-count")
 

@@ -1,17 +1,35 @@
-"""An in-memory channel layer that is safe to feed from worker threads.
+"""The embedded mode's channel layers: in memory, and shared between processes on one machine.
 
-The stock InMemoryChannelLayer, sent to from a trial's thread, delivers late (up to a second)
-and breaks asyncio's thread-safety checks. This layer remembers the event loop that serves
-websockets and hands every send from another thread to that loop.
+``ThreadSafeInMemoryChannelLayer``: the stock InMemoryChannelLayer, sent to from a trial's
+thread, delivers late (up to a second) and breaks asyncio's thread-safety checks. This layer
+remembers the event loop that serves websockets and hands every send from another thread to
+that loop.
+
+``OutboxChannelLayer``: with no Redis, `proctor eval` in one terminal and `proctor serve` in
+another are two processes with two memories, so a CLI batch never reached an open page. This
+layer keeps the in-memory delivery and also appends every ``group_send`` to a small SQLite file
+(the outbox, beside the database). A process that serves websockets (it calls ``receive``)
+tails the outbox a few times a second and delivers the other processes' messages to its own
+sockets, which re-render from the database as they do for local messages. Only group messages
+cross (the runner publishes nothing else); groups themselves stay in the serving process, where
+the sockets are. Rows older than KEEP_SECONDS are pruned, so the file stays small.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
+import sqlite3
+import time
+import uuid
+from pathlib import Path
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer
+
+log = logging.getLogger(__name__)
 
 
 class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
@@ -39,3 +57,126 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             return
         future = asyncio.run_coroutine_threadsafe(super().group_send(group, message), loop)
         await asyncio.wrap_future(future)
+
+
+# How often a serving process reads the outbox: well inside the 2 s a page may lag.
+POLL_SECONDS = 0.25
+# How long a message stays in the outbox; a page that connects later catches up from the
+# database, not from here.
+KEEP_SECONDS = 60.0
+# A writer prunes old rows once every this many messages.
+PRUNE_EVERY = 200
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    origin TEXT NOT NULL,
+    grp TEXT NOT NULL,
+    message TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class Outbox:
+    """The SQLite file the processes share. Each call opens its own short connection, so any
+    thread may call it; WAL lets the serving process read while a trial's thread writes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._ready = False
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self._ready:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+        if not self._ready:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute(SCHEMA)
+            self._ready = True
+        return connection
+
+    def append(self, origin: str, group: str, message: dict, *, prune: bool) -> None:
+        with contextlib.closing(self._connect()) as connection:
+            now = time.time()
+            connection.execute(
+                "INSERT INTO outbox (origin, grp, message, created) VALUES (?, ?, ?, ?)",
+                (origin, group, json.dumps(message), now),
+            )
+            if prune:
+                connection.execute("DELETE FROM outbox WHERE created < ?", (now - KEEP_SECONDS,))
+
+    def last_id(self) -> int:
+        with contextlib.closing(self._connect()) as connection:
+            return connection.execute("SELECT COALESCE(MAX(id), 0) FROM outbox").fetchone()[0]
+
+    def after(self, last_id: int) -> list[tuple[int, str, str, str]]:
+        with contextlib.closing(self._connect()) as connection:
+            return connection.execute(
+                "SELECT id, origin, grp, message FROM outbox WHERE id > ? ORDER BY id",
+                (last_id,),
+            ).fetchall()
+
+
+class OutboxChannelLayer(ThreadSafeInMemoryChannelLayer):
+    """In-memory delivery, plus the outbox for pages served by another process (see above).
+
+    ``path`` is the outbox file; every process that should see each other's messages must name
+    the same one (settings put it beside the SQLite database, under PROCTOR_HOME).
+    """
+
+    def __init__(self, *args: Any, path: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outbox = Outbox(Path(path))
+        # Which rows this process wrote itself: those were delivered in memory already.
+        self.origin = uuid.uuid4().hex
+        self._sent = 0
+        self._outbox_broken = False
+        self._tail_task: asyncio.Task | None = None
+        self._tail_off = False  # the outbox could not be opened: do not try on every receive
+
+    def _remember_loop(self) -> None:
+        super()._remember_loop()
+        loop = self._serving_loop
+        task = self._tail_task
+        stale = task is None or task.done() or task.get_loop() is not loop
+        if loop is not None and stale and not self._tail_off:
+            self._tail_task = loop.create_task(self._tail())
+
+    async def group_send(self, group: str, message: dict) -> None:
+        await super().group_send(group, message)
+        self._sent += 1
+        try:
+            self.outbox.append(self.origin, group, message, prune=self._sent % PRUNE_EVERY == 1)
+        except (sqlite3.Error, OSError, TypeError, ValueError) as error:
+            # Pages served by this process already have the message; only other processes'
+            # pages miss it, and they catch up on their next reload. Say so once.
+            if not self._outbox_broken:
+                log.warning(
+                    "live updates to other processes paused: %s (%s)", self.outbox.path, error
+                )
+            self._outbox_broken = True
+        else:
+            self._outbox_broken = False
+
+    async def _tail(self) -> None:
+        """Deliver, to this process's sockets, what other processes publish from now on."""
+        try:
+            cursor = await asyncio.to_thread(self.outbox.last_id)
+        except (sqlite3.Error, OSError) as error:
+            log.warning(
+                "live updates from other processes are off: %s (%s)", self.outbox.path, error
+            )
+            self._tail_off = True
+            return
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                rows = await asyncio.to_thread(self.outbox.after, cursor)
+            except (sqlite3.Error, OSError):
+                continue  # a locked or briefly missing file: the next poll reads on
+            for row_id, origin, group, message in rows:
+                cursor = row_id
+                if origin != self.origin:
+                    with contextlib.suppress(ValueError):
+                        await InMemoryChannelLayer.group_send(self, group, json.loads(message))

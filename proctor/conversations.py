@@ -70,7 +70,9 @@ def turns(*items: Turn | str) -> Turns:
 
 
 def responder(*, max_turns: int = DEFAULT_RESPONDER_TURNS, model: str | None = None) -> Responder:
-    """``max_turns`` bounds the follow-ups it may write (the opening prompt is not one)."""
+    """``max_turns`` bounds the follow-ups it may write: neither the opening prompt nor a
+    plan-mode approval is one. The case's own ``max_turns`` counts the same follow-ups and must
+    not be smaller (see docs/conversations.md)."""
     return Responder(max_turns=max_turns, model=model)
 
 

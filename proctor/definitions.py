@@ -235,6 +235,8 @@ class Case:
     prepare_timeout_ms: int | None = None
     # With weighted assertions: the weighted score a trial needs to pass (0 to 1).
     threshold: float | None = None
+    # The HTTP APIs, commands and MCP servers the agent talks to (proctor.mock).
+    mocks: tuple[Any, ...] = ()
 
     @property
     def label(self) -> str:
@@ -261,19 +263,26 @@ def case(
     cache: Cache | Mapping[str, str] | None = None,
     tags: Sequence[str] = (),
     user: Any = None,
-    max_turns: int = DEFAULT_MAX_TURNS,
+    max_turns: int | None = None,
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     expected_output: str | None = None,
     plan_mode: bool = False,
     threshold: float | None = None,
     check_timeout_ms: int | None = None,
     prepare_timeout_ms: int | None = None,
+    mocks: Sequence[Any] = (),
 ) -> Case:
     """One eval. ``validate`` is required; the rules are checked when the file is loaded."""
     if isinstance(cache, Mapping):
         cache = Cache(key=str(cache.get("key", "")), path=str(cache.get("path", "")))
     if isinstance(validate, list):
         validate = tuple(validate)
+    if max_turns is None:
+        # Left unset, the case's limit makes room for its responder's own budget: setting only
+        # ``responder(max_turns=12)`` gets 12 follow-ups, never a silent cap at the default.
+        wanted = getattr(user, "max_turns", None)
+        max_turns = wanted if isinstance(wanted, int) and wanted > DEFAULT_MAX_TURNS else None
+        max_turns = max_turns or DEFAULT_MAX_TURNS
     return Case(
         id=id,
         validate=validate,
@@ -291,6 +300,7 @@ def case(
         threshold=threshold,
         check_timeout_ms=check_timeout_ms,
         prepare_timeout_ms=prepare_timeout_ms,
+        mocks=tuple(mocks),
     )
 
 
@@ -305,6 +315,11 @@ class Suite:
     source: Source | None = None
     trials: int = 1
     capture_source: bool = True
+    # Mocks every case of the suite gets (a case's mock of the same name replaces one).
+    mocks: tuple[Any, ...] = ()
+    # More paths the workspace diff and the turns' file changes leave out, after the default
+    # list of generated files (runner.workspace.diff.DEFAULT_IGNORE): "build/", "*.log".
+    diff_ignore: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -322,6 +337,8 @@ def suite(
     source: Source | None = None,
     trials: int = 1,
     capture_source: bool = True,
+    mocks: Sequence[Any] = (),
+    diff_ignore: Sequence[str] = (),
 ) -> Suite:
     """A prompt template with its cases and the variants to run them under."""
     return Suite(
@@ -334,4 +351,6 @@ def suite(
         source=source,
         trials=trials,
         capture_source=capture_source,
+        mocks=tuple(mocks),
+        diff_ignore=(diff_ignore,) if isinstance(diff_ignore, str) else tuple(diff_ignore),
     )

@@ -17,7 +17,8 @@ Normalized ``data`` per kind, as stored in ``Event.data`` and ``events.jsonl``:
 - ToolCall: ``call_id`` (str | None), ``name`` (str), ``input`` (str), ``output`` (str | None),
   ``error`` (str | None), ``status`` (str | None)
 - Usage: ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
-  ``total_tokens`` (ints >= 0)
+  ``total_tokens`` (ints >= 0), and ``cost_usd`` (a number >= 0, from ``costUsd``) when the
+  agent reports what the step cost
 - Finished: ``reason`` (str)
 - ProtocolError: ``line`` (str), ``error`` (str)
 - Log: ``stream`` (str), ``text`` (str): infrastructure notes such as prepare's output
@@ -52,6 +53,10 @@ import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+# What a harness logs (a Log event) once it found its agent CLI's version, so compare can warn
+# when two batches ran different versions (evals_app.comparison).
+CLI_VERSION_NOTE = "agent CLI version: "
 
 KNOWN_TAGS = ("Started", "Message", "Command", "FileChange", "ToolCall", "Usage", "Finished")
 
@@ -161,8 +166,8 @@ def _digits(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _usage(obj: dict) -> dict[str, int]:
-    usage = {
+def _usage(obj: dict) -> dict[str, int | float]:
+    usage: dict[str, int | float] = {
         "input_tokens": _count(obj, "inputTokens", required=True),
         "output_tokens": _count(obj, "outputTokens", required=True),
         "cache_read_tokens": _count(obj, "cacheReadTokens", required=False),
@@ -174,6 +179,16 @@ def _usage(obj: dict) -> dict[str, int]:
         if total is not None
         else usage["input_tokens"] + usage["output_tokens"]
     )
+    cost = obj.get("costUsd")
+    if cost is not None:
+        if (
+            isinstance(cost, bool | _BigNumber)
+            or not isinstance(cost, int | float)
+            or not math.isfinite(cost)
+            or cost < 0
+        ):
+            raise ProtocolViolation("field 'costUsd' must be a number of US dollars, zero or more")
+        usage["cost_usd"] = float(cost)
     return usage
 
 

@@ -186,17 +186,19 @@ class Emitter:
         output_tokens: int,
         cache_read_tokens: int = 0,
         cache_write_tokens: int = 0,
+        cost_usd: float | None = None,
     ) -> None:
-        """Tokens for one turn; counts must be whole numbers, zero or more."""
-        self._emit(
-            "Usage",
-            {
-                "inputTokens": input_tokens,
-                "outputTokens": output_tokens,
-                "cacheReadTokens": cache_read_tokens,
-                "cacheWriteTokens": cache_write_tokens,
-            },
-        )
+        """Tokens for one turn; counts must be whole numbers, zero or more. ``cost_usd``: what
+        the turn cost, when the agent knows (Proctor otherwise prices the tokens itself)."""
+        fields: dict[str, Any] = {
+            "inputTokens": input_tokens,
+            "outputTokens": output_tokens,
+            "cacheReadTokens": cache_read_tokens,
+            "cacheWriteTokens": cache_write_tokens,
+        }
+        if cost_usd is not None:
+            fields["costUsd"] = cost_usd
+        self._emit("Usage", fields)
 
     def command(self, command: str, exit_code: int | None, output: str = "") -> None:
         self._emit("Command", {"command": command, "exitCode": exit_code, "output": output})

@@ -7,6 +7,7 @@ switches to the scaled mode. A bad value stops start-up with one sentence naming
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -84,6 +85,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Pages and API lists compress 10x (a 100-row grid: 330 KB -> 30 KB). BREACH needs a secret
+    # reflected next to attacker-controlled text in a compressed body: the CSRF token Django
+    # puts in forms is masked afresh on every response, session and API tokens travel only in
+    # headers, and Django pads each gzip body with random bytes (the "Heal the BREACH" fix).
+    "django.middleware.gzip.GZipMiddleware",
     "dashboard.content_security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -166,8 +172,19 @@ if REDIS_URL:
         }
     }
 else:
+    # In memory, plus an outbox file that `proctor serve` tails, so a batch that `proctor eval`
+    # runs in another process fills in the open pages too (see proctor/channel_layer.py). The
+    # file sits beside the SQLite database: processes that share the database share it.
+    _sqlite = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "proctor.channel_layer.ThreadSafeInMemoryChannelLayer"}
+        "default": {
+            "BACKEND": "proctor.channel_layer.OutboxChannelLayer",
+            "CONFIG": {
+                "path": f"{DATABASES['default']['NAME']}-live"
+                if _sqlite
+                else str(PROCTOR_HOME / "live-updates.sqlite3")
+            },
+        }
     }
 
 # --- background work ---------------------------------------------------------------------------
@@ -325,3 +342,39 @@ def _cap(name: str, default: int, minimum: int) -> int:
 PROCTOR_MAX_EVENT_FIELD_BYTES = _cap("PROCTOR_MAX_EVENT_FIELD_BYTES", 64 * 1024, 1024)
 PROCTOR_MAX_OUTPUT_LOG_BYTES = _cap("PROCTOR_MAX_OUTPUT_LOG_BYTES", 100 * 1024 * 1024, 1024)
 PROCTOR_MAX_TRIAL_EVENTS = _cap("PROCTOR_MAX_TRIAL_EVENTS", 100_000, 1)
+
+
+# --- compare, CI and cost (issue 12) -----------------------------------------------------------
+# Where the dashboard answers, for the links `proctor eval --json` and JUnit reports print.
+PROCTOR_DASHBOARD_URL = env_str("PROCTOR_DASHBOARD_URL", "http://127.0.0.1:8000").rstrip("/")
+
+PRICE_KEYS = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
+
+
+def _prices() -> dict[str, dict[str, float]]:
+    """PROCTOR_PRICES: JSON {model: {"input_per_mtok": USD, "output_per_mtok": USD, ...}}, the
+    price table a trial's cost is computed from when neither its variant's ``prices`` nor its
+    harness gave one (evals_app/cost.py)."""
+    raw = os.environ.get("PROCTOR_PRICES", "").strip()
+    if not raw:
+        return {}
+    try:
+        table = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"PROCTOR_PRICES is not JSON: {exc}") from exc
+    if not isinstance(table, dict):
+        raise ImproperlyConfigured("PROCTOR_PRICES must be a JSON object of model -> prices.")
+    for model, prices in table.items():
+        if not isinstance(prices, dict) or not prices or set(prices) - set(PRICE_KEYS):
+            raise ImproperlyConfigured(
+                f"PROCTOR_PRICES[{model!r}] must be an object with some of {', '.join(PRICE_KEYS)}."
+            )
+        for key, value in prices.items():
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ImproperlyConfigured(
+                    f"PROCTOR_PRICES[{model!r}][{key!r}] must be a number of USD >= 0."
+                )
+    return {model: {k: float(v) for k, v in prices.items()} for model, prices in table.items()}
+
+
+PROCTOR_PRICES = _prices()

@@ -12,10 +12,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from proctor.assertions import ASSERTION_TYPES, BOUND_TYPES, Assertion
+from proctor.assertions import ASSERTION_TYPES, BOUND_TYPES, CALL_TYPES, Assertion
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import Cache, Case, Command, Files, Repo, Suite, Variant
 from proctor.judges import Judge
+from proctor.mock import mock_problems
 
 HANDLE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HANDLE_MAX = 100
@@ -121,12 +122,25 @@ def _source_problem(field: str, source: object) -> str | None:
     return f"{field} must be files(...), repo(...) or left out, not {type(source).__name__}"
 
 
+def _diff_ignore_problem(patterns: object) -> str | None:
+    """``diff_ignore`` extends the workspace diff's ignore list with glob patterns."""
+    if not isinstance(patterns, tuple | list):
+        return "diff_ignore must be a list of glob patterns, like ['dist/', '*.log']"
+    for position, pattern in enumerate(patterns, start=1):
+        if not isinstance(pattern, str) or not pattern.strip():
+            return (
+                f"diff_ignore[{position}] must be a non-empty glob pattern like '*.log' "
+                f"(got {pattern!r})"
+            )
+    return None
+
+
 def is_check(value: object) -> bool:
     """A validator (any callable), a model judge or a weighted assertion."""
     return isinstance(value, Judge | Assertion) or callable(value)
 
 
-def _assertion_problem(item: Assertion) -> str | None:
+def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
     where = f"assertion {item.label!r}"
     if item.type not in ASSERTION_TYPES:
         return f"{where}: unknown type {item.type!r} (known: {', '.join(ASSERTION_TYPES)})"
@@ -162,6 +176,29 @@ def _assertion_problem(item: Assertion) -> str | None:
             re.compile(item.value)
         except re.error as exc:
             return f"{where}: not a valid regex ({exc})"
+    if item.type in CALL_TYPES:
+        return _call_assertion_problem(item, where, mock_names)
+    return None
+
+
+def _call_assertion_problem(item: Assertion, where: str, mock_names: set[str]) -> str | None:
+    call = item.value.get("call") if isinstance(item.value, dict) else item.value
+    if not isinstance(call, str) or not call.split():
+        return f"{where}: value names a mock and its call, like 'billing POST /refunds'"
+    if call.split()[0] not in mock_names:
+        known = ", ".join(sorted(mock_names)) or "none"
+        return f"{where}: no mock named {call.split()[0]!r} in this case (its mocks: {known})"
+    if item.type == "call-count":
+        bounds = (
+            {k: v for k, v in item.value.items() if k != "call"}
+            if isinstance(item.value, dict)
+            else {}
+        )
+        if not bounds or any(
+            k not in ("count", "min", "max") or isinstance(v, bool) or not isinstance(v, int)
+            for k, v in bounds.items()
+        ):
+            return f"{where}: a call-count value is {{'call': '...', 'count': n}} (or 'min'/'max')"
     return None
 
 
@@ -193,6 +230,17 @@ def _conversation_problems(case: Case) -> list[str]:
         message := _in_range("responder max_turns", user.max_turns, MAX_TURNS_RANGE)
     ):
         problems.append(message)
+    elif (
+        isinstance(user, Responder)
+        and isinstance(case.max_turns, int)
+        and case.max_turns < user.max_turns
+    ):
+        # Both bound the same follow-ups: the smaller one would cut the responder short.
+        problems.append(
+            f"max_turns {case.max_turns} leaves the responder's max_turns {user.max_turns} "
+            f"unreachable (both count follow-ups); give the case max_turns={user.max_turns} "
+            "or more, or lower the responder's"
+        )
     if isinstance(user, SimulatedUser):
         if not isinstance(user.instructions, str) or not user.instructions.strip():
             problems.append("simulated_user needs instructions describing the persona")
@@ -244,8 +292,10 @@ def case_problems(
         or not 0 <= case.threshold <= 1
     ):
         problems.append(f"threshold must be a number from 0 to 1 (got {case.threshold!r})")
+    problems.extend(mock_problems(list(case.mocks)))
+    mock_names = {getattr(m, "name", "") for m in (*suite.mocks, *case.mocks)}
     for check in case.checks:
-        if isinstance(check, Assertion) and (message := _assertion_problem(check)):
+        if isinstance(check, Assertion) and (message := _assertion_problem(check, mock_names)):
             problems.append(message)
         if isinstance(check, Judge) and not (
             isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1
@@ -325,6 +375,10 @@ def suite_problems(
     if (message := _in_range("trials", suite.trials, TRIALS_RANGE)) is not None:
         add(message)
     if (message := _source_problem("source", suite.source)) is not None:
+        add(message)
+    if (message := _diff_ignore_problem(suite.diff_ignore)) is not None:
+        add(message)
+    for message in mock_problems(list(suite.mocks)):
         add(message)
     if not suite.cases:
         add("cases is empty; a suite needs at least one case")

@@ -218,3 +218,49 @@ def test_it_leaves_other_base64_text_alone():
     blob = _b64(bytes(range(256)) * 4)
 
     assert redactor.redact(blob) == blob
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "echo worker-secret=${X:-absent}",
+        "export API_KEY=$OPENAI_API_KEY_FROM_VAULT",
+        'password: "{{ vault_password }}"',
+        "token=<paste-your-token-here>",
+    ],
+)
+def test_a_reference_to_a_secret_is_stored_as_it_ran(text):
+    # Words that merely look like key names, with a variable or a placeholder as the value:
+    # no secret value is in them, so nothing is hidden (issue 14, item 9).
+    assert Redactor().redact(text) == text
+
+
+def test_a_reference_holding_a_known_secret_is_still_hidden():
+    redactor = Redactor(["hunter2-hunter2"])
+    assert (
+        redactor.redact("echo worker-secret=${X:-hunter2-hunter2}")
+        == "echo worker-secret=${X:-[redacted]}"
+    )
+
+
+def test_an_event_from_a_clean_line_is_kept_and_a_secret_in_an_escaped_line_is_not():
+    from proctor.protocol import AgentEvent, parse_line
+    from runner.core.recording import MemoryRecorder, RedactingRecorder
+
+    inner = MemoryRecorder()
+    recorder = RedactingRecorder(inner, Redactor(["s3cret-value"]))
+    clean = '{"_tag":"Message","role":"assistant","text":"echo worker-secret=${X:-absent}"}'
+    # The secret spelled with a JSON escape: the raw line does not hold it as written.
+    escaped = '{"_tag":"Message","role":"assistant","text":"token s3cr\\u0065t-value"}'
+    for line in (clean, escaped):
+        recorder.raw_line("stdout", line)
+        event = parse_line(line)
+        assert event is not None
+        recorder.event(0, event)
+    # An event whose text the harness made up is redacted field by field too.
+    recorder.raw_line("stdout", clean)
+    recorder.event(0, AgentEvent("Log", {"stream": "proctor", "text": "s3cret-value"}))
+
+    texts = [event.data["text"] for _, event in inner.events]
+    assert texts == ["echo worker-secret=${X:-absent}", "token [redacted]", "[redacted]"]
+    assert "s3cret-value" not in inner.everything_said()

@@ -290,6 +290,7 @@ class RerunBatchRequestSerializer(serializers.Serializer):
         choices=[
             ("all", "every run again"),
             ("failed", "only failed, errored and timed-out trials"),
+            ("errored", "only errored trials (broken infrastructure, not agent results)"),
         ],
         default="all",
     )

@@ -5,7 +5,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import DefaultRouter
 
-from dashboard.api import submissions, views
+from dashboard.api import analysis, submissions, views
 
 router = DefaultRouter()
 router.register("suites", views.SuiteViewSet, basename="api-suite")
@@ -31,6 +31,26 @@ urlpatterns = [
     path("bundles/<str:digest>/", submissions.upload_bundle_view, name="api-bundle"),
     path("submissions/", submissions.create_submission_view, name="api-submissions"),
     path("batches/<int:pk>/report/", submissions.batch_report_view, name="api-batch-report"),
+    # The analysis (issue 12): batches with filters, compare, pass@k, flaky cells, cost.
+    path("analysis/batches/", analysis.batch_summaries_view, name="api-analysis-batches"),
+    path("analysis/compare/", analysis.compare_view, name="api-analysis-compare"),
+    path(
+        "analysis/batches/<int:pk>/pass-at-k/",
+        analysis.pass_at_k_view,
+        name="api-analysis-pass-at-k",
+    ),
+    path("analysis/batches/<int:pk>/flaky/", analysis.batch_flaky_view, name="api-analysis-flaky"),
+    path("analysis/batches/<int:pk>/cost/", analysis.batch_cost_view, name="api-analysis-cost"),
+    path(
+        "analysis/batches/<int:pk>/baseline/",
+        analysis.mark_baseline_view,
+        name="api-analysis-baseline",
+    ),
+    path(
+        "analysis/suites/<int:pk>/flaky/",
+        analysis.suite_flaky_view,
+        name="api-analysis-suite-flaky",
+    ),
     path("", include(router.urls)),
     re_path(r"^(?P<path>[\s\S]*)$", views.api_not_found, name="api-not-found"),
 ]

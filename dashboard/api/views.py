@@ -29,8 +29,9 @@ from rest_framework.response import Response
 
 from dashboard import access, query_numbers
 from dashboard.api import serializers
+from dashboard.api.rerun_refusals import RerunRefusalMixin
 from dashboard.throttling import RerunRateThrottle, RerunThrottledMixin
-from evals_app.models import Batch, CaseVersion, Event, Trial
+from evals_app.models import Batch, CaseVersion, Event, Run, Trial
 
 TOO_MANY_RERUNS = OpenApiResponse(
     description="More reruns than PROCTOR_RERUN_RATE allows this user; see Retry-After."
@@ -89,6 +90,46 @@ def _batches_for(user) -> QuerySet[Batch]:
     return _count_trials_by_status(batches, "runs__trials").annotate(
         run_count=Count("runs", distinct=True)
     )
+
+
+def _attach_batch_counts(batches: list[Batch]) -> None:
+    """Set what ``_batches_for`` annotates on a page of batches, in two grouped queries over
+    those batches alone: counting in the list query itself joined every trial of every batch
+    before the page was cut, and made the pagination's COUNT do it again."""
+    ids = [batch.pk for batch in batches]
+    by_status: dict[tuple[int, str], int] = {
+        (row["run__batch_id"], row["status"]): row["n"]
+        for row in Trial.objects.filter(run__batch_id__in=ids)
+        .order_by()
+        .values("run__batch_id", "status")
+        .annotate(n=Count("id"))
+    }
+    runs = dict(
+        Run.objects.filter(batch_id__in=ids)
+        .order_by()
+        .values("batch_id")
+        .annotate(n=Count("id"))
+        .values_list("batch_id", "n")
+    )
+    for batch in batches:
+        for name in serializers.TRIAL_STATUSES:
+            setattr(batch, serializers.trial_count_name(name), by_status.get((batch.pk, name), 0))
+        batch.run_count = runs.get(batch.pk, 0)  # type: ignore[attr-defined]
+
+
+def _attach_run_counts(runs: list[Run]) -> None:
+    """Set what ``_count_trials_by_status`` annotates on a page of runs, in one grouped query
+    over those runs' trials (see _attach_batch_counts)."""
+    by_status: dict[tuple[int, str], int] = {
+        (row["run_id"], row["status"]): row["n"]
+        for row in Trial.objects.filter(run_id__in=[run.pk for run in runs])
+        .order_by()
+        .values("run_id", "status")
+        .annotate(n=Count("id"))
+    }
+    for run in runs:
+        for name in serializers.TRIAL_STATUSES:
+            setattr(run, serializers.trial_count_name(name), by_status.get((run.pk, name), 0))
 
 
 def _has_unsuccessful_trials(batch: Batch) -> bool:
@@ -205,11 +246,18 @@ class VariantViewSet(viewsets.ReadOnlyModelViewSet):
         ],
     )
 )
-class BatchViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
+class BatchViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.BatchSerializer
 
     def get_queryset(self):
-        batches = _batches_for(self.request.user).order_by("-created_at", "-id")
+        if self.action == "list" and self.paginator is not None:
+            # Counted per page instead (paginate_queryset).
+            batches = access.batches_for(self.request.user).select_related(
+                "organization", "created_by"
+            )
+        else:
+            batches = _batches_for(self.request.user)
+        batches = batches.order_by("-created_at", "-id")
         wanted = self.request.query_params.get("status") if self.action == "list" else None
         if wanted:
             if wanted not in Batch.Status.values:
@@ -219,8 +267,14 @@ class BatchViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
             batches = batches.filter(status=wanted)
         return batches
 
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        if page is not None:
+            _attach_batch_counts(page)
+        return page
+
     @extend_schema(
-        summary="Rerun a batch: every run, or only its failed, errored and timed-out trials",
+        summary="Rerun a batch: every run, only its failed, errored and timed-out trials, or only its errored ones",
         request=serializers.RerunBatchRequestSerializer,
         responses={201: serializers.BatchSerializer, 429: TOO_MANY_RERUNS},
     )
@@ -229,14 +283,22 @@ class BatchViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
         batch = self.get_object()
         body = serializers.RerunBatchRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        if body.validated_data["scope"] == "failed" and not _has_unsuccessful_trials(batch):
+        scope = body.validated_data["scope"]
+        if scope == "failed" and not _has_unsuccessful_trials(batch):
             raise ValidationError(
                 {"scope": f"Batch {batch.pk} has no failed, errored or timed-out trials to rerun."}
             )
+        if (
+            scope == "errored"
+            and not batch.runs.filter(trials__status=Trial.Status.ERRORED).exists()
+        ):
+            raise ValidationError({"scope": f"Batch {batch.pk} has no errored trials to rerun."})
         from runner.batches import reruns  # the runner brings Celery and the harnesses: load on use
 
-        if body.validated_data["scope"] == "failed":
+        if scope == "failed":
             new_batch = reruns.rerun_failed(batch, user=request.user)
+        elif scope == "errored":
+            new_batch = reruns.rerun_errored(batch, user=request.user)
         else:
             new_batch = reruns.rerun_batch(batch, user=request.user)
         return _created_batch(request, new_batch)
@@ -279,17 +341,19 @@ class BatchViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
         ],
     )
 )
-class RunViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
+class RunViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
     serializer_class = serializers.RunSerializer
 
     def get_queryset(self):
-        runs = _count_trials_by_status(
+        runs = (
             access.runs_for(self.request.user)
             .select_related("case_version__case", "variant")
             # A run shows its version's number only; definitions and sources are large.
-            .defer("case_version__definition", "case_version__sources"),
-            "trials",
-        ).order_by("batch_id", "id")
+            .defer("case_version__definition", "case_version__sources")
+            .order_by("batch_id", "id")
+        )
+        if self.action != "list" or self.paginator is None:
+            runs = _count_trials_by_status(runs, "trials")
         if self.action != "list":
             return runs
         batch_id = _whole_number(self.request, "batch")
@@ -301,6 +365,13 @@ class RunViewSet(RerunThrottledMixin, viewsets.ReadOnlyModelViewSet):
         if self.request.query_params.get("case"):
             runs = runs.filter(case_version__case__slug=self.request.query_params["case"])
         return runs
+
+    def paginate_queryset(self, queryset):
+        # Counted per page, as the batch list is.
+        page = super().paginate_queryset(queryset)
+        if page is not None:
+            _attach_run_counts(page)
+        return page
 
     @extend_schema(
         summary="Rerun one run (one grid cell) as a new batch",

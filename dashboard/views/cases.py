@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString
 
 from dashboard.access import cases_for, get_or_404
 from dashboard.highlighting import highlight_code
+from dashboard.trend_chart import case_trend, render_trend
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import CaseVersion, Run, Variant
 from evals_app.stats import Tally, version_variant_tallies
@@ -67,5 +68,12 @@ def case_history(request: HtmxHttpRequest, case_id: int) -> HttpResponse:
         )
         previous = version
     rows.reverse()  # newest first: the version that runs today is what a reader wants
-    context = {"case": case, "rows": rows, "variants": variants}
+    trend = case_trend(case)
+    context = {
+        "case": case,
+        "rows": rows,
+        "variants": variants,
+        "trend": trend,
+        "trend_svg": render_trend(trend) if trend.batches else None,
+    }
     return render(request, "dashboard/case_history.html", context)

@@ -1,4 +1,6 @@
-"""The home page: the case x variant grid of one batch, the latest by default."""
+"""The home page: the case x variant grid of one batch, the latest by default; filtered by
+status and by a search over what the trials produced, merged with the batch's reruns on
+demand, with flaky cells, pass@k and the change against the baseline marked."""
 
 from __future__ import annotations
 
@@ -11,8 +13,18 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from dashboard.access import batches_for, get_or_404
+from dashboard.grid_filters import STATUS_FILTERS, TRIAL_MODES, GridQuery, narrow_grid
+from dashboard.grid_notes import (
+    cell_notes,
+    column_estimate,
+    find_baseline,
+    flaky_by_cell,
+    footer_costs,
+    sort_by_delta,
+)
+from dashboard.search import uses_full_text
 from dashboard.views import HtmxHttpRequest, int_param
-from evals_app.stats import GridColumn, batch_grid
+from evals_app.stats import GridColumn
 
 # The batch picker offers this many recent batches (plus the one shown, if older).
 PICKER_SIZE = 50
@@ -37,38 +49,82 @@ def grid(request: HtmxHttpRequest, batch_id: int | None = None) -> HttpResponse:
     if batch is None:
         return render(request, "dashboard/no_batches.html")
 
+    query = GridQuery(
+        suite=request.GET.get("suite", ""),
+        tag=request.GET.get("tag", ""),
+        search=request.GET.get("q", ""),
+        sort=request.GET.get("sort", "case"),
+        status=request.GET.get("status", ""),
+        trials=request.GET.get("trials", "batch"),
+    )
+    show_estimates = request.GET.get("estimates") == "1"
     filters = {
-        "suite": request.GET.get("suite", ""),
-        "tag": request.GET.get("tag", ""),
-        "search": request.GET.get("q", ""),
-        "sort": request.GET.get("sort", "case"),
+        "suite": query.suite,
+        "tag": query.tag,
+        "search": query.search,
+        "sort": query.sort,
+        "status": query.status,
+        "trials": query.trials,
+        "estimates": show_estimates,
     }
-    grid = batch_grid(batch, **filters)
+    flaky = flaky_by_cell(batch)
+    narrowed = narrow_grid(batch, query, flaky=flaky)
+    baseline = find_baseline(batch, query.suite)
+    sort_by_delta(narrowed, baseline, query.sort)
+    grid = narrowed.grid
     offset = max(int_param(request, "offset", 0), 0)
     end = offset + ROWS_PER_PAGE
     more = None
     if end < len(grid.rows):
         more = "?" + urlencode({**{k: v for k, v in request.GET.items() if v}, "offset": end})
+    rows = grid.rows[offset:end]
+    notes = cell_notes(
+        narrowed,
+        query,
+        flaky=flaky,
+        baseline=baseline,
+        show_estimates=show_estimates,
+        rows=rows,
+    )
     if request.htmx and "offset" in request.GET:
         return render(
             request,
             "dashboard/grid.html#grid_rows",
-            {"batch": batch, "grid": grid, "rows": grid.rows[offset:end], "more": more},
+            {"batch": batch, "grid": grid, "rows": rows, "more": more, "notes": notes},
         )
+    column_costs, total_cost = footer_costs(batch, query)
     recent = list(batches.only("id", "created_at", "label", "status", "parent_id")[:PICKER_SIZE])
     if batch not in recent:
         recent.append(batch)
     context = {
         "batch": batch,
         "grid": grid,
-        "rows": grid.rows[offset:end],
+        "rows": rows,
         "more": more,
+        "notes": notes,
         "filters": filters,
+        "status_filters": STATUS_FILTERS,
+        "trial_modes": TRIAL_MODES,
+        "has_reruns": batch.reruns.exists(),
+        "full_text": uses_full_text(),
+        "baseline": baseline,
+        "delta_sort": _sort_link(request, "delta", query.sort) if baseline else None,
+        "toggle_estimates": _toggle(request, "estimates"),
+        "total_cost": total_cost,
+        "flaky_count": len(flaky),
         "recent_batches": recent,
-        "case_sort": _sort_link(request, "case", filters["sort"]),
-        "rate_sort": _sort_link(request, "rate", filters["sort"]),
-        "columns": [
-            (column, _column_sort(request, column, filters["sort"])) for column in grid.columns
+        "case_sort": _sort_link(request, "case", query.sort),
+        "rate_sort": _sort_link(request, "rate", query.sort),
+        "columns": [(column, _column_sort(request, column, query.sort)) for column in grid.columns],
+        "footer": [
+            (
+                column,
+                column_estimate([row.cells[i] for row in grid.rows if row.cells[i] is not None])  # type: ignore[misc]
+                if show_estimates
+                else None,
+                column_costs.get(column.variant.pk),
+            )
+            for i, column in enumerate(grid.columns)
         ],
         # Live updates catch up on what changed after this moment (see consumers.py).
         "rendered_at_ms": int(timezone.now().timestamp() * 1000),
@@ -77,6 +133,14 @@ def grid(request: HtmxHttpRequest, batch_id: int | None = None) -> HttpResponse:
     if request.htmx and request.htmx.target == "grid":
         template += "#grid"
     return render(request, template, context)
+
+
+def _toggle(request: HtmxHttpRequest, name: str) -> str:
+    """The query string that flips the on/off parameter ``name``."""
+    params = {k: v for k, v in request.GET.items() if k not in (name, "offset") and v}
+    if request.GET.get(name) != "1":
+        params[name] = "1"
+    return "?" + urlencode(params)
 
 
 def _column_sort(request: HtmxHttpRequest, column: GridColumn, current: str) -> SortLink:

@@ -1,5 +1,8 @@
 """Rerun buttons: each POST makes a new batch linked to the one it came from, queues it, and
-sends the browser to the new batch's grid, where its cells fill in live."""
+sends the browser to the new batch's grid, where its cells fill in live.
+
+A rerun the CLI would refuse (a case needing a model endpoint this server lacks) starts nothing:
+the browser goes back to the page it came from, which shows the CLI's sentence."""
 
 from __future__ import annotations
 
@@ -7,14 +10,24 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from dashboard.access import batches_for, cases_for, get_or_404, runs_for
+from dashboard.access import batches_for, cases_for, get_or_404, runs_for, trials_for
 from dashboard.throttling import rerun_rate_limited
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import Batch, Trial
-from runner.batches.reruns import RETRYABLE, rerun_batch, rerun_case, rerun_failed, rerun_run
+from runner.batches.planning import InvalidInput
+from runner.batches.reruns import (
+    RETRYABLE,
+    rerun_batch,
+    rerun_case,
+    rerun_errored,
+    rerun_failed,
+    rerun_run,
+    rerun_trial,
+)
 
 
 def _follow(request: HtmxHttpRequest, url: str) -> HttpResponse:
@@ -27,12 +40,30 @@ def _to_new_batch(request: HtmxHttpRequest, batch: Batch) -> HttpResponse:
     return _follow(request, reverse("batch", args=[batch.pk]))
 
 
+def _back(request: HtmxHttpRequest, fallback: str) -> str:
+    """The page the button was on, when it is one of ours; else ``fallback``."""
+    referer = request.headers.get("referer", "")
+    safe = url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    )
+    return referer if referer and safe else fallback
+
+
+def _refused(request: HtmxHttpRequest, refusal: InvalidInput, fallback: str) -> HttpResponse:
+    for problem in refusal.problems:
+        messages.error(request, f"Not rerun: {problem}.")
+    return _follow(request, _back(request, fallback))
+
+
 @login_required
 @require_POST
 @rerun_rate_limited
 def rerun_batch_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     batch = get_or_404(batches_for(request.user), pk=batch_id)
-    return _to_new_batch(request, rerun_batch(batch, user=request.user))
+    try:
+        return _to_new_batch(request, rerun_batch(batch, user=request.user))
+    except InvalidInput as refusal:
+        return _refused(request, refusal, reverse("batch", args=[batch.pk]))
 
 
 @login_required
@@ -46,7 +77,21 @@ def rerun_failed_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
             f"Nothing to rerun: batch {batch.pk} has no failed, errored or timed-out trial.",
         )
         return _follow(request, reverse("batch", args=[batch.pk]))
-    return _to_new_batch(request, rerun_failed(batch, user=request.user))
+    try:
+        return _to_new_batch(request, rerun_failed(batch, user=request.user))
+    except InvalidInput as refusal:
+        return _refused(request, refusal, reverse("batch", args=[batch.pk]))
+
+
+@login_required
+@require_POST
+@rerun_rate_limited
+def rerun_errored_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
+    batch = get_or_404(batches_for(request.user), pk=batch_id)
+    if not Trial.objects.filter(run__batch=batch, status=Trial.Status.ERRORED).exists():
+        messages.info(request, f"Nothing to rerun: batch {batch.pk} has no errored trial.")
+        return _follow(request, reverse("batch", args=[batch.pk]))
+    return _to_new_batch(request, rerun_errored(batch, user=request.user))
 
 
 @login_required
@@ -56,7 +101,10 @@ def rerun_run_view(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = get_or_404(
         runs_for(request.user).select_related("batch", "case_version__case", "variant"), pk=run_id
     )
-    return _to_new_batch(request, rerun_run(run, user=request.user))
+    try:
+        return _to_new_batch(request, rerun_run(run, user=request.user))
+    except InvalidInput as refusal:
+        return _refused(request, refusal, reverse("run", args=[run.pk]))
 
 
 @login_required
@@ -68,4 +116,23 @@ def rerun_case_view(request: HtmxHttpRequest, batch_id: int, case_id: int) -> Ht
     case = get_or_404(
         cases_for(request.user).filter(versions__runs__batch=batch).distinct(), pk=case_id
     )
-    return _to_new_batch(request, rerun_case(batch, case, user=request.user))
+    try:
+        return _to_new_batch(request, rerun_case(batch, case, user=request.user))
+    except InvalidInput as refusal:
+        return _refused(request, refusal, reverse("batch", args=[batch.pk]))
+
+
+@login_required
+@require_POST
+@rerun_rate_limited
+def rerun_trial_view(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
+    trial = get_or_404(
+        trials_for(request.user).select_related(
+            "run__batch", "run__case_version__case", "run__variant"
+        ),
+        pk=trial_id,
+    )
+    try:
+        return _to_new_batch(request, rerun_trial(trial, user=request.user))
+    except InvalidInput as refusal:
+        return _refused(request, refusal, reverse("trial", args=[trial.pk]))

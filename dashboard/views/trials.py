@@ -10,6 +10,7 @@ from dashboard import artifacts
 from dashboard.access import get_or_404, trials_for
 from dashboard.highlighting import highlight_code
 from dashboard.markdown import render_markdown
+from dashboard.mock_timeline import by_mock, place_in_transcript, trial_mock_calls
 from dashboard.transcript_paging import last_seq, last_turn, transcript_page
 from dashboard.validation import trial_check_reports
 from dashboard.views import HtmxHttpRequest, int_param
@@ -29,6 +30,16 @@ def trial_for_page(user, trial_id: int) -> Trial:
     )
 
 
+def neighbours(trial: Trial) -> tuple[Trial | None, Trial | None, int]:
+    """The trials just before and after this one in its cell (run), by index, and how many
+    the cell has (one query)."""
+    siblings = list(trial.run.trials.order_by("index", "id").only("id", "index", "run_id"))
+    position = next(i for i, sibling in enumerate(siblings) if sibling.pk == trial.pk)
+    before = siblings[position - 1] if position > 0 else None
+    after = siblings[position + 1] if position + 1 < len(siblings) else None
+    return before, after, len(siblings)
+
+
 @login_required
 def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
     trial = trial_for_page(request.user, trial_id)
@@ -42,17 +53,26 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
             last_turn=int_param(request, "turn"),
         )
         if request.htmx:
+            trailing = place_in_transcript(page, trial_mock_calls(trial))
             return render(
-                request, "dashboard/trial.html#transcript_page", {"trial": trial, "page": page}
+                request,
+                "dashboard/trial.html#transcript_page",
+                {"trial": trial, "page": page, "trailing_mock_calls": trailing},
             )
     else:
         page = transcript_page(trial, upto=last_seq(trial), last_turn=last_turn(trial))
 
+    mock_calls = trial_mock_calls(trial)
+    trailing_mock_calls = place_in_transcript(page, mock_calls)
     folder = artifacts.trial_folder(trial)
     files, file_count = artifacts.list_files(folder) if folder else ([], 0)
     plan = artifacts.read_small_text(folder, PLAN_PATH) if folder else None
     diff = artifacts.read_small_text(folder, DIFF_PATH) if folder else None
+    previous_trial, next_trial, trial_count = neighbours(trial)
     context = {
+        "previous_trial": previous_trial,
+        "next_trial": next_trial,
+        "trial_count": trial_count,
         "trial": trial,
         "run": trial.run,
         "batch": trial.run.batch,
@@ -67,6 +87,9 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         "consultations": artifacts.with_files(
             folder, list(trial.consultations.order_by("created_at", "id"))
         ),
+        # The agent's calls to the case's mocks: in the transcript by time, and the Mocks tab.
+        "trailing_mock_calls": trailing_mock_calls,
+        "mock_groups": by_mock(trial, mock_calls),
     }
     return render(request, "dashboard/trial.html", context)
 

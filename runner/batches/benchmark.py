@@ -9,7 +9,9 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 
 from evals_app.models import Batch, Trial, Variant
+from evals_app.statistics import mean_pass_k_curves, pass_k_curves
 from evals_app.stats import validity_warnings
+from runner.conversation.planning_writes import WROTE_WHILE_PLANNING, wrote_while_planning
 from runner.jobs import artifacts
 
 FINAL = [s.value for s in Trial.FINAL_STATUSES]
@@ -33,6 +35,7 @@ def summarize(batch: Batch) -> dict[str, Any]:
     )
     names = dict(Variant.objects.filter(runs__batch=batch).values_list("id", "name").distinct())
     warnings_by_name = {names[vid]: counts for vid, counts in validity_warnings(batch).items()}
+    _count_planning_writes(batch, warnings_by_name)
     variants = {}
     for row in rows:
         name = row["run__variant__name"]
@@ -51,6 +54,13 @@ def summarize(batch: Batch) -> dict[str, Any]:
             "output_tokens": row["output_tokens"] or 0,
             "validity_warnings": warnings,
         }
+    cells = _pass_k_cells(batch)
+    for name, variant in variants.items():
+        curves = mean_pass_k_curves(
+            [(c["finished"], c["passed"]) for c in cells if c["variant"] == name]
+        )
+        variant["pass_at_k"] = _rounded(curves["pass@k"])
+        variant["pass_hat_k"] = _rounded(curves["pass^k"])
     return {
         "batch": batch.pk,
         "created_at": batch.created_at.isoformat(),
@@ -59,7 +69,58 @@ def summarize(batch: Batch) -> dict[str, Any]:
             name: v["validity_warnings"] for name, v in variants.items() if v["validity_warnings"]
         },
         "variants": variants,
+        "cells": cells,
     }
+
+
+def _rounded(curve: dict[int, float]) -> dict[str, float]:
+    return {str(k): round(v, 4) for k, v in curve.items()}
+
+
+def _pass_k_cells(batch: Batch) -> list[dict[str, Any]]:
+    """pass@k and pass^k (k = 1..n) of each cell, from its n finished trials of which c
+    passed: a timeout or an error is not a pass, as in ``pass_rate`` (one query)."""
+    rows = (
+        Trial.objects.filter(run__batch=batch)
+        .order_by()
+        .values(
+            "run__case_version__case__suite__slug",
+            "run__case_version__case__slug",
+            "run__case_version__number",
+            "run__variant__name",
+        )
+        .annotate(
+            finished=Count("id", filter=Q(status__in=FINAL)),
+            passed=Count("id", filter=Q(status=Trial.Status.PASSED)),
+        )
+    )
+    cells = []
+    for row in rows:
+        curves = pass_k_curves(row["finished"], row["passed"])
+        cells.append(
+            {
+                "suite": row["run__case_version__case__suite__slug"],
+                "case": row["run__case_version__case__slug"],
+                "case_version": row["run__case_version__number"],
+                "variant": row["run__variant__name"],
+                "finished": row["finished"],
+                "passed": row["passed"],
+                "pass_at_k": _rounded(curves["pass@k"]),
+                "pass_hat_k": _rounded(curves["pass^k"]),
+            }
+        )
+    cells.sort(key=lambda c: (c["suite"], c["case"], c["variant"]))
+    return cells
+
+
+def _count_planning_writes(batch: Batch, warnings: dict[str, dict[str, int]]) -> None:
+    """Plan-mode trials whose workspace changed while planning (the mode failing, recorded in
+    their permission-denials.json) are a validity warning of their variant."""
+    planned = Trial.objects.filter(run__batch=batch).exclude(plan_state="")
+    for trial_id, name in planned.values_list("id", "run__variant__name"):
+        if wrote_while_planning(artifacts.trial_dir(batch.pk, trial_id)):
+            counts = warnings.setdefault(name, {})
+            counts[WROTE_WHILE_PLANNING] = counts.get(WROTE_WHILE_PLANNING, 0) + 1
 
 
 def write_benchmark(batch: Batch) -> dict[str, Any]:

@@ -1,32 +1,35 @@
-"""A finished batch as the plain data ``proctor eval --json`` prints (a fixed number of
-queries, whatever the batch's size)."""
+"""A finished batch as the plain data ``proctor eval --json`` prints: a few queries per 500
+trials, read in chunks so a large batch is never held as model objects all at once."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Prefetch
 
+from evals_app.cost import batch_cost
 from evals_app.models import Batch, Check, Run, Trial
 from runner.batches.benchmark import summarize
 
 
-def batch_report(batch: Batch) -> dict[str, Any]:
+def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str, Any]:
+    """The report, its links to the dashboard at ``dashboard_url`` (default
+    PROCTOR_DASHBOARD_URL; a server passes the address it was reached at)."""
     runs = (
         Run.objects.filter(batch=batch)
         .select_related("case_version__case__suite", "variant")
-        .prefetch_related(
-            Prefetch(
-                "trials",
-                queryset=Trial.objects.order_by("index").prefetch_related(
-                    Prefetch("checks", queryset=Check.objects.order_by("index"))
-                ),
-            )
-        )
+        # The report shows none of these and they are the large fields of a run.
+        .defer("spec", "case_version__definition", "case_version__sources", "variant__spec")
         .order_by("case_version__case__suite__slug", "case_version__case__slug", "variant__name")
     )
+    dashboard = (dashboard_url or settings.PROCTOR_DASHBOARD_URL).rstrip("/")
+    trials_by_run = _trials_by_run(batch, dashboard)
     return {
         "batch": batch.pk,
+        "label": batch.label,
+        "url": f"{dashboard}/batches/{batch.pk}/",
+        "cost_usd": batch_cost(batch).total_usd,
         "validity_warnings": summarize(batch)["validity_warnings"],
         "runs": [
             {
@@ -34,15 +37,37 @@ def batch_report(batch: Batch) -> dict[str, Any]:
                 "case": run.case_version.case.slug,
                 "case_version": run.case_version.number,
                 "variant": run.variant.name,
-                "trials": [_trial(t) for t in run.trials.all()],
+                "run_id": run.pk,
+                "url": f"{dashboard}/runs/{run.pk}/",
+                "trials": trials_by_run.get(run.pk, []),
             }
-            for run in runs
+            for run in runs.iterator(chunk_size=CHUNK)
         ],
     }
 
 
-def _trial(trial: Trial) -> dict[str, Any]:
+CHUNK = 500
+
+
+def _trials_by_run(batch: Batch, dashboard: str) -> dict[int, list[dict[str, Any]]]:
+    """Each run's trials as report entries, in index order, read CHUNK at a time with their
+    checks."""
+    trials = (
+        Trial.objects.filter(run__batch=batch)
+        .order_by("run_id", "index")
+        .prefetch_related(Prefetch("checks", queryset=Check.objects.order_by("index")))
+    )
+    by_run: dict[int, list[dict[str, Any]]] = {}
+    for trial in trials.iterator(chunk_size=CHUNK):
+        by_run.setdefault(trial.run_id, []).append(_trial(trial, dashboard))
+    return by_run
+
+
+def _trial(trial: Trial, dashboard: str) -> dict[str, Any]:
     return {
+        "id": trial.pk,
+        "url": f"{dashboard}/trials/{trial.pk}/",
+        "session_id": trial.session_id or None,
         "index": trial.index,
         "status": trial.status,
         "finish_reason": trial.finish_reason,
@@ -55,6 +80,7 @@ def _trial(trial: Trial) -> dict[str, Any]:
             "responder_cause": trial.responder_cause or None,
         },
         "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
+        "cost_usd": trial.cost_usd,
         "score": trial.score,
         "threshold": trial.threshold,
         "checks": [_check(c) for c in trial.checks.all()],

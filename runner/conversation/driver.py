@@ -13,6 +13,7 @@ failure: the checks still grade what the agent did.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from proctor.conversations import (
     SimulatedUser,
     Turns,
 )
+from runner.conversation.planning_writes import planning_write_records
 from runner.conversation.responder import consult, reply_problem
 from runner.conversation.simulated_user import next_message
 from runner.core.session import AgentSession
@@ -103,6 +105,7 @@ class Conversation:
         plan_mode: bool,
         plan_file: Path | None,
         responder_config: LLMConfig | None,
+        planning_changes: Callable[[], list[str]] | None = None,
     ) -> None:
         self.session = session
         self.opening_prompt = opening_prompt
@@ -113,22 +116,33 @@ class Conversation:
         self.plan_mode = plan_mode
         self.plan_watch = PlanFileWatch(plan_file) if plan_file is not None else None
         self.responder_config = responder_config
+        self.planning_changes = planning_changes
         self.replies: list[str] = []  # what the responder delivered, in order
-        self.messages_sent = 0
+        # Follow-ups delivered: the messages after the opening prompt that the case's script or
+        # its responder wrote. The runner's plan approval is not one (see docs/conversations.md).
+        self.follow_ups = 0
         self.result = ConversationResult(
             outcome="completed", plan_state="planning" if plan_mode else ""
         )
 
     # --- the person speaks ---------------------------------------------------------------------
 
-    def _send(self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = "") -> bool:
+    def _send(
+        self,
+        prompt: str,
+        *,
+        origin: dict[str, Any] | None = None,
+        mode: str = "",
+        follow_up: bool = True,
+    ) -> bool:
         """Deliver one message; False when the agent ran out of time."""
-        self.messages_sent += 1
+        if follow_up:
+            self.follow_ups += 1
         self.session.send(prompt, origin=origin, mode=mode)
         return not self.session.timed_out
 
     def _budget_left(self) -> bool:
-        return self.messages_sent < self.max_turns
+        return self.follow_ups < self.max_turns
 
     def _stop(self, cause: str, responder_cause: str = "") -> ConversationResult:
         self.result.outcome = "stopped"
@@ -206,12 +220,15 @@ class Conversation:
         mode = "plan" if self.plan_mode else ""
         if self.plan_watch is not None:
             self.plan_watch.arm()
-        if not self._send(self.opening_prompt, mode=mode):
+        if not self._send(self.opening_prompt, mode=mode, follow_up=False):
             return self._timed_out()
         if self.plan_mode:
-            if not self._planning_phase():
+            left_planning = self._planning_phase()
+            self._check_planning_writes()
+            if not left_planning:
                 return self.result
-            if not self._send(PLAN_APPROVAL, origin={"runner": "plan_approval"}, mode="act"):
+            approval = {"runner": "plan_approval"}
+            if not self._send(PLAN_APPROVAL, origin=approval, mode="act", follow_up=False):
                 return self._timed_out()
             self.result.approval_round = len(self.session.transcript.turns) - 1
         return self._act_phase("act" if self.plan_mode else "")
@@ -232,6 +249,26 @@ class Conversation:
                 return self._plan_presented(self._last_answer, "responder")
             if step == "stopped":
                 return False
+
+    def _check_planning_writes(self) -> None:
+        """The workspace at the end of the planning phase against its start: any change is a
+        write the mode let through, kept beside the denials (see planning_writes)."""
+        if self.planning_changes is None:
+            return
+        changed = self.planning_changes()
+        if self.plan_watch is not None:
+            # The harness's plan file may live in the workspace (OpenCode's .opencode/plans):
+            # writing the plan there is what planning is for.
+            plan_root = self.plan_watch.path.resolve()
+            workspace = Path(self.session.sandbox.host_workspace).resolve()
+            changed = [
+                rel
+                for rel in changed
+                if not (workspace / rel == plan_root or plan_root in (workspace / rel).parents)
+            ]
+        if changed:
+            last_planning_turn = len(self.session.transcript.turns) - 1
+            self.session.denials.extend(planning_write_records(changed, turn=last_planning_turn))
 
     def _plan_presented(self, plan: str, signal: str) -> bool:
         self.result.plan = plan
@@ -266,7 +303,7 @@ class Conversation:
             self.session.transcript.seeded = seeded
         opening = user.first_message or self.opening_prompt
         sent = 1
-        if not self._send(opening):
+        if not self._send(opening, follow_up=False):
             return self._timed_out()
         history += [("person", opening), ("agent", self._last_answer)]
         # The persona's own bound governs (as promptfoo's maxTurns does); seeded messages and
@@ -320,7 +357,11 @@ def drive_conversation(
     plan_mode: bool = False,
     plan_file: Path | None = None,
     responder_config: LLMConfig | None = None,
+    planning_changes: Callable[[], list[str]] | None = None,
 ) -> ConversationResult:
+    """``max_turns`` bounds the follow-ups (the messages after the opening prompt a script or a
+    responder writes); ``planning_changes`` lists the workspace files changed since the
+    conversation began, checked when a plan-mode case's planning phase ends."""
     return Conversation(
         session,
         opening_prompt=opening_prompt,
@@ -329,4 +370,5 @@ def drive_conversation(
         plan_mode=plan_mode,
         plan_file=plan_file,
         responder_config=responder_config,
+        planning_changes=planning_changes,
     ).run()

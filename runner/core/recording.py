@@ -7,6 +7,7 @@ one place secrets are removed from what a trial reports.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -113,13 +114,31 @@ class MemoryRecorder:
         return "\n".join(parts)
 
 
+# Harness-made strings remembered as clean: short ones, and not too many of them.
+MAX_REMEMBERED_WORD = 64
+MAX_REMEMBERED_WORDS = 1_000
+
+
 class RedactingRecorder:
     """Passes everything to ``inner`` after removing secrets; ``redactor`` may grow mid-trial
-    (prepare's return value becomes known only after prepare ran)."""
+    (prepare's return value becomes known only after prepare ran).
+
+    An agent's event is redacted once, as its raw line: when the line needed no redaction and
+    holds no backslash (so no JSON escape can hide a secret's characters), every string of the
+    event parsed from it that appears in the line verbatim between quotes is a whole JSON string
+    of a clean line, and redacting it again would find nothing. Such events pass as they are;
+    any other (a string the harness made up, an escaped line) is redacted field by field.
+    """
 
     def __init__(self, inner: TrialRecorder, redactor: Redactor) -> None:
         self.inner = inner
         self.redactor = redactor
+        # Per reading thread: the last raw line found clean, and the redactor that found it.
+        self._clean = threading.local()
+        # Short strings a harness adds itself ("agent", "completed"), found clean by
+        # ``_clean_words_of``'s redactor: looked at once, not once per event.
+        self._clean_words: set[str] = set()
+        self._clean_words_of: Redactor | None = None
 
     def add_secrets(self, values: list[str]) -> None:
         self.redactor = self.redactor.with_secrets(values)
@@ -132,12 +151,41 @@ class RedactingRecorder:
         self.inner.turn_started(index, r.redact(prompt), origin=r.redact_obj(origin), mode=mode)
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
-        self.inner.event(
-            turn_index, AgentEvent(event.kind, self.redactor.redact_obj(event.data), event.at_ms)
-        )
+        clean = getattr(self._clean, "line", None)
+        data = event.data
+        if clean is None or clean[1] is not self.redactor or not self._safe(data, clean[0]):
+            data = self.redactor.redact_obj(data)
+        self.inner.event(turn_index, AgentEvent(event.kind, data, event.at_ms))
+
+    def _safe(self, obj: Any, line: str) -> bool:
+        """Whether every string in ``obj`` is a whole JSON string of the clean ``line``, or a
+        short string known clean (see the class docstring); dict keys and other values are
+        never redacted, so they do not count."""
+        if isinstance(obj, str):
+            if not obj or f'"{obj}"' in line:
+                return True
+            if self._clean_words_of is not self.redactor:
+                self._clean_words, self._clean_words_of = set(), self.redactor
+            if obj in self._clean_words:
+                return True
+            if (
+                len(obj) <= MAX_REMEMBERED_WORD
+                and len(self._clean_words) < MAX_REMEMBERED_WORDS
+                and self.redactor.redact(obj) is obj
+            ):
+                self._clean_words.add(obj)
+                return True
+            return False
+        if isinstance(obj, dict):
+            return all(self._safe(value, line) for value in obj.values())
+        if isinstance(obj, list | tuple):
+            return all(self._safe(value, line) for value in obj)
+        return True
 
     def raw_line(self, stream: str, line: str) -> None:
-        self.inner.raw_line(stream, self.redactor.redact(line))
+        redacted = self.redactor.redact(line)
+        self._clean.line = (line, self.redactor) if redacted is line and "\\" not in line else None
+        self.inner.raw_line(stream, redacted)
 
     def log(self, text: str) -> None:
         self.inner.log(self.redactor.redact(text))

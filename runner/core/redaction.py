@@ -44,8 +44,10 @@ _KEY_SHAPES = [
     # Authorization: Bearer <token>
     r"(?i:\bbearer)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})",
     # api_key=..., "token": "...", X-Api-Key: ..., DB_PASSWORD=... (quotes may be JSON-escaped)
+    # A value that is a reference rather than a credential stays as written: a shell expansion
+    # (`worker-secret=${X:-absent}`), a template (`{{ token }}`, `<your key>`).
     r"(?i:\b(?:[a-z0-9]+[_.-]){0,6}(?:api[_-]?key|key|token|secret|password|passwd))\b"
-    r"[\\\"']*\s*[:=]\s*[\\\"']*(?P<value>[^\s\"'\\]{8,})",
+    r"[\\\"']*\s*[:=]\s*[\\\"']*(?P<value>(?![$<{])[^\s\"'\\]{8,})",
 ]
 _KEY_PATTERNS = [re.compile(shape) for shape in _KEY_SHAPES]
 # For each shape, what text must hold for it to match: one of the first literals (as written:
@@ -75,6 +77,11 @@ class Redactor:
         for secret in self._secrets:
             forms.update(encoded_forms(secret))
         self._forms = tuple(sorted(forms, key=lambda s: (-len(s), s)))
+        # One pass over the text says whether any form is in it at all (most lines hold none);
+        # only then is each form's every occurrence found, overlaps included.
+        self._any_form = (
+            re.compile("|".join(re.escape(form) for form in self._forms)) if self._forms else None
+        )
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -93,11 +100,12 @@ class Redactor:
         if not text:
             return text
         spans: list[tuple[int, int]] = []
-        for form in self._forms:
-            start = text.find(form)
-            while start != -1:
-                spans.append((start, start + len(form)))
-                start = text.find(form, start + 1)
+        if self._any_form is not None and self._any_form.search(text):
+            for form in self._forms:
+                start = text.find(form)
+                while start != -1:
+                    spans.append((start, start + len(form)))
+                    start = text.find(form, start + 1)
         folded = ""
         for pattern, (literals, folded_literals) in zip(_KEY_PATTERNS, _KEY_GATES, strict=True):
             # Plain loops, not any(): this runs for every line an agent prints.

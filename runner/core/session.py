@@ -3,6 +3,10 @@ a time, recording everything and keeping the trial's agent-time budget.
 
 The budget (``timeout_ms``) counts only the agent's time: time spent producing the person's
 next message (a responder, a simulated user) is not charged to the agent.
+
+After every turn the workspace is compared with its state before the turn, and what changed
+that the agent did not report itself (a shell command's ``echo bye >> hello.txt``) is added to
+the turn's file changes, as one FileChange event before the turn's Finished.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from runner.core.recording import TrialRecorder
 from runner.core.transcript import Transcript
 from runner.harnesses import Harness, TurnRequest, TurnResult
 from runner.sandboxes import Sandbox
+from runner.workspace.diff import WorkspaceSnapshot
 
 DENIED_STATUSES = {"denied", "refused", "rejected", "blocked", "permission_denied"}
 
@@ -44,6 +49,8 @@ class AgentSession:
         model: str | None,
         system_prompt: str | None,
         timeout_ms: int,
+        workspace_snapshot: WorkspaceSnapshot | None = None,
+        max_events: int | None = None,
     ) -> None:
         self.harness = harness
         self.sandbox = sandbox
@@ -51,12 +58,15 @@ class AgentSession:
         self.model = model
         self.system_prompt = system_prompt
         self.clock = AgentClock(budget_ms=timeout_ms)
-        self.transcript = Transcript()
+        # Capped like what the recorder stores: a million events keep memory bounded.
+        self.transcript = Transcript(max_events=max_events)
         self.session_id: str | None = None
         self.timed_out = False
         self.last_result: TurnResult | None = None
         # Actions refused to the agent (by its harness or its mode), for permission-denials.json.
         self.denials: list[dict[str, Any]] = []
+        # The workspace as the next turn starts (taken at the first turn when not given).
+        self._workspace_before = workspace_snapshot
 
     def seed(self, messages: list[dict[str, str]]) -> None:
         """Start the agent's session from a recorded conversation (harnesses that can)."""
@@ -68,8 +78,14 @@ class AgentSession:
         """Deliver one user message and run the agent until it answers (or time runs out)."""
         turn = self.transcript.start_turn(prompt, origin=origin, mode=mode)
         self.recorder.turn_started(turn.index, prompt, origin=turn.origin, mode=mode)
+        if self._workspace_before is None:
+            self._workspace_before = WorkspaceSnapshot.take(self.sandbox.host_workspace)
+        held_finish: list[AgentEvent] = []
 
         def emit(event: AgentEvent) -> None:
+            if event.kind == "Finished" and not held_finish:
+                held_finish.append(event)  # after the workspace's changes, below
+                return
             turn.add(event)
             self.recorder.event(turn.index, event)
 
@@ -92,6 +108,12 @@ class AgentSession:
             timeout_s=self.clock.remaining_s,
         )
         self.clock.spent_ms += int((time.monotonic() - started) * 1000)
+        unreported = self._unreported_changes(turn.file_changes)
+        if unreported:
+            emit(AgentEvent("FileChange", {"paths": unreported}))
+        for event in held_finish:
+            turn.add(event)
+            self.recorder.event(turn.index, event)
         self.timed_out = self.timed_out or result.timed_out
         self.session_id = result.session_id or self.session_id
         turn.finish_reason = turn.finish_reason or result.finish_reason
@@ -99,6 +121,22 @@ class AgentSession:
         self._note_denials(turn.index, mode, turn.tool_calls, result.permission_denials)
         self.last_result = result
         return result
+
+    def _unreported_changes(self, reported: list[str]) -> list[str]:
+        """The workspace paths (as the agent sees them) changed during the turn that the agent
+        did not report; the next turn compares against the workspace as it is now."""
+        assert self._workspace_before is not None
+        changed, self._workspace_before = self._workspace_before.changes(
+            self.sandbox.host_workspace
+        )
+        root = self.sandbox.workspace.rstrip("/")
+        known = {
+            path.removeprefix(root + "/")
+            if path.startswith(root + "/")
+            else path.removeprefix("./")
+            for path in reported
+        }
+        return [f"{root}/{rel}" for rel in changed if rel not in known]
 
     def _note_denials(
         self, index: int, mode: str, tool_calls: list[dict[str, Any]], refused: list[dict[str, Any]]

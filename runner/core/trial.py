@@ -18,7 +18,9 @@ from typing import Any
 from evals_app.resolution import ResolvedCase
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Source, Variant
+from proctor.mock import merged_mocks
 from runner.conversation.driver import drive_conversation
+from runner.conversation.planning_writes import changed_paths
 from runner.core.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.core.redaction import Redactor, secret_values
 from runner.core.session import AgentSession
@@ -28,9 +30,15 @@ from runner.grading.grade import grade
 from runner.harnesses import HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
 from runner.llm import resolve_config
+from runner.mocks import mock_logs, start_mocks, stop_mocks
 from runner.sandboxes import Sandbox, SandboxError, create_sandbox
-from runner.sandboxes.audit import audit_writes, concurrency_note, concurrent_trials
-from runner.workspace.diff import WorkspaceSnapshot
+from runner.sandboxes.audit import (
+    audit_writes,
+    concurrency_note,
+    concurrent_trials,
+    watch_before_agent,
+)
+from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot
 from runner.workspace.prepare import PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
 
@@ -50,6 +58,8 @@ class TrialPlan:
     # The workspace's source when it is not the case's own: a local repository's commit,
     # unpacked from its bundle on this worker.
     source: Source | None = None
+    # The most events the trial keeps in memory (PROCTOR_MAX_TRIAL_EVENTS); None: all.
+    max_events: int | None = None
 
 
 def responder_config(plan: TrialPlan, user: object):
@@ -124,6 +134,7 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
         )
     finally:
         if sandbox is not None:
+            stop_mocks(sandbox, guarded)  # their calls recorded as mocks/<name>.jsonl
             sandbox.destroy()
     outcome.duration_ms = int((time.monotonic() - started) * 1000)
     guarded.trial_finished(outcome)
@@ -142,6 +153,8 @@ def _run_in(
         cache_dir=plan.cache_root,
         git_host=plan.git_host,
     )
+    # The case's mocks, outside the workspace, up before anything of the agent runs.
+    start_mocks(merged_mocks(resolved.suite.mocks, case.mocks), sandbox)
     harness = create_harness(plan.variant)
     # Keys a profile takes from the worker's environment are secrets from the start.
     if plan.variant.profile is not None:
@@ -170,7 +183,9 @@ def _run_in(
         recorder.artifact("prepare.log", "\n".join(prepared.log_lines) + "\n")
 
     snapshot = WorkspaceSnapshot.take(
-        sandbox.host_workspace, exclude=[case.cache.path] if case.cache else []
+        sandbox.host_workspace,
+        exclude=[case.cache.path] if case.cache else [],
+        ignore=[*DEFAULT_IGNORE, *resolved.suite.diff_ignore],
     )
     session = AgentSession(
         harness=harness,
@@ -179,7 +194,11 @@ def _run_in(
         model=plan.variant.model,
         system_prompt=definition["system_prompt"],
         timeout_ms=definition["limits"]["timeout_ms"],
+        workspace_snapshot=snapshot,
+        max_events=plan.max_events,
     )
+    audit_ignores = [*plan.own_folders, str(plan.cache_root)]
+    watch_before_agent(sandbox, ignore=audit_ignores)
     agent_started = time.time()
     # Other trials of this process running meanwhile: the audit cannot tell their writes apart.
     with concurrent_trials.watching(token) as others_seen:
@@ -191,6 +210,7 @@ def _run_in(
             plan_mode=case.plan_mode,
             plan_file=harness.plan_file(sandbox),
             responder_config=responder_config(plan, case.user),
+            planning_changes=lambda: changed_paths(snapshot.diff(sandbox.host_workspace)),
         )
     others = others_seen()
     transcript = session.transcript
@@ -201,7 +221,7 @@ def _run_in(
         audit_writes,
         sandbox,
         agent_started,
-        ignore=[*plan.own_folders, str(plan.cache_root)],
+        ignore=audit_ignores,
         until=time.time(),
     )
     auditor.shutdown(wait=False)  # its one thread ends with the audit
@@ -227,6 +247,8 @@ def _run_in(
                 "session_id": session.session_id,
                 "initial_messages": transcript.seeded or None,
                 "turns": [turn.to_json() for turn in transcript.turns],
+                # Past the trial's event cap, entries counted but not kept in memory.
+                "events_not_kept": transcript.events_not_kept or None,
             },
             indent=2,
             ensure_ascii=False,
@@ -249,7 +271,9 @@ def _run_in(
         # A trial that ran out of time never passes or fails: its checks are not run.
         return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
 
-    ctx = CheckContext(sandbox=sandbox, transcript=transcript, prepared=prepared.value)
+    ctx = CheckContext(
+        sandbox=sandbox, transcript=transcript, prepared=prepared.value, mocks=mock_logs(sandbox)
+    )
     measures = TrialMeasures(
         agent_ms=session.clock.spent_ms,
         cost_usd=trial_cost(transcript, plan.variant),

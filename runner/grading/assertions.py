@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.assertions import Assertion
+from proctor.assertions import CALL_TYPES, Assertion
 from proctor.definitions import Verdict
 from proctor.judges import Judge
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.grading.checks import CheckContext, CheckResult, clip
 from runner.grading.judges import judge_config, run_judge
+from runner.grading.mock_calls import call_assertion_verdict
 from runner.llm import ConsultationRecord, LLMConfig
 
 
@@ -143,6 +144,9 @@ def run_assertion(
             )
         elif item.type in ("latency", "cost", "turn-count"):
             passed, message = _bound_verdict(item.type, item.value, measures)
+            score = float(passed)
+        elif item.type in CALL_TYPES:
+            passed, message = call_assertion_verdict(item.type, item.value, ctx.mocks)
             score = float(passed)
         else:
             passed, message = _text_verdict(item.type, item.value, ctx.transcript(), ctx.answer())

@@ -17,6 +17,7 @@ from proctor.definitions import Command, Verdict
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.core.transcript import Transcript, TurnTranscript
+from runner.grading.mock_calls import MockLog
 from runner.sandboxes import Sandbox
 
 # Output kept per command check; long test logs are cut in the middle.
@@ -66,12 +67,15 @@ class CheckContext:
         transcript: Transcript,
         prepared: Any,
         env: dict[str, str] | None = None,
+        mocks: dict[str, MockLog] | None = None,
     ) -> None:
         self._sandbox = sandbox
         self._transcript = transcript
         self._env = env or {}
         self.prepared = prepared
         self.workspace = sandbox.workspace
+        # Each mock's calls by name: ctx.mocks["billing"].called("POST", "/refunds").
+        self.mocks: dict[str, MockLog] = mocks or {}
 
     def answer(self) -> str:
         """The agent's last message."""
@@ -135,7 +139,7 @@ def _shared_work(ctx: CheckContext) -> dict[str, Any]:
     """What a validator left on ``ctx`` for the next ones (public attributes that pickle)."""
     shared = {}
     for key, value in vars(ctx).items():
-        if key.startswith("_") or key == "workspace":
+        if key.startswith("_") or key in ("workspace", "mocks"):
             continue
         try:
             pickle.dumps(value)

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from proctor.definitions import Profile, Variant
-from proctor.protocol import AgentEvent
+from proctor.protocol import CLI_VERSION_NOTE, AgentEvent
 from runner.harnesses.base import EventSink, Harness, HarnessError, RawSink, TurnRequest, TurnResult
 from runner.harnesses.profile_env import resolve_profile_env
+from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
 from runner.sandboxes.base import ProcessResult
 
@@ -102,12 +103,15 @@ class AgentCliHarness(Harness):
                 f"{_tail(found)}; {self.install_hint}"
             )
         self.version = found.stdout.strip().splitlines()[0] if found.stdout.strip() else ""
+        if self.version:
+            # Named, so compare can tell two batches that ran different CLI versions apart.
+            log("proctor", f"{CLI_VERSION_NOTE}{self.executable} {self.version}")
 
     def process_env(self, sandbox: Sandbox) -> dict[str, str]:
         env = self.agent_env(sandbox)
         env.update(resolve_profile_env(self.profile.env, profile=self.profile.name))
         path = env.get("PATH") or sandbox.base_env().get("PATH", "/usr/local/bin:/usr/bin:/bin")
-        env["PATH"] = f"{sandbox.home}/{USER_BIN}:{path}"
+        env["PATH"] = shims_first(sandbox, f"{sandbox.home}/{USER_BIN}:{path}")
         return env
 
     # --- a turn ----------------------------------------------------------------------------------

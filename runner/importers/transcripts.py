@@ -1,11 +1,15 @@
-"""Recorded conversations as simulated-user cases.
+"""Recorded conversations as simulated-user cases (the format: docs/conversations.md).
 
 Each ``*.json`` in a folder is one recorded conversation: a list of ``{role, content}``
-messages, or ``{"messages": [...], "outcome": "..."}``. Each becomes a case whose simulated
-user plays the caller: a persona the model writes from the recording, the caller's first
-message, a budget of twice the recorded caller turns (at most 15), and an ``llm-rubric`` that
-the conversation ends the way the recording did. Messages the agent sent before the caller
-first spoke (a greeting) seed the conversation.
+messages, or ``{"messages": [...], "outcome": "..."}`` (``disposition`` is accepted for
+``outcome``). Each becomes a case whose simulated user plays the caller: a persona the model
+writes from the recording, the caller's first message, and a generous hard ceiling of turns.
+It is graded like the reference's generated tests: a weighted table of assertions (a leak of
+serialized objects weighs most; latency is information only) passing at 0.6, where the
+disposition rubric asks for the recorded ending and the turn-efficiency rubric carries the turn
+target (twice the caller's turns, at most 15) as a soft signal, "ideally within N turns".
+Messages the agent sent before the caller first spoke (a greeting), and with ``seed_turns`` the
+first exchanges too, seed the conversation.
 """
 
 from __future__ import annotations
@@ -17,14 +21,52 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proctor.definitions import DEFAULT_MAX_TURNS
 from runner.importers.handles import UniqueHandles, slugify
-from runner.importers.python_source import Call, Module, call, identifier_for
+from runner.importers.python_source import Call, Module, Name, Spread, call, identifier_for
 from runner.llm import LLMConfig, LLMError, complete, parse_json_answer
 
 MAX_TURNS_CAP = 15
+# The hard ceiling when --max-turns is not given: above any turn target, so the target stays
+# a soft signal graded by a rubric and the ceiling only stops a conversation that is circling.
+DEFAULT_CEILING = 20
+THRESHOLD = 0.6
 OPENING_LINE = "Hello."
 METRIC = "disposition-outcome"
+SHARED_NAME = "shared_assertions"
+SHARED = Name(SHARED_NAME)
+# (type, value, weight, metric): the reference's weighted table, less the two rubrics written
+# per case (disposition 2, turn efficiency 0.5).
+SHARED_ASSERTIONS = (
+    ("not-icontains", "[object Object]", 3, "no-json-leak"),
+    (
+        "llm-rubric",
+        "The agent sounds warm and professional throughout: natural sentences, not robotic.",
+        2,
+        "tone",
+    ),
+    (
+        "llm-rubric",
+        "The agent stays in its role as the business's assistant, never claims to be a person "
+        "and never writes the caller's lines.",
+        1.5,
+        "role-adherence",
+    ),
+    (
+        "llm-rubric",
+        "The agent remembers what the caller already said (name, issue, details) and does not "
+        "ask for it again.",
+        1.5,
+        "knowledge-retention",
+    ),
+    (
+        "llm-rubric",
+        "Once the caller's business is done, the agent tries to bring the conversation to a "
+        "natural close.",
+        0.5,
+        "closing-attempt",
+    ),
+    ("latency", 60_000, 0, "latency"),
+)
 # How recordings from other tools name the two sides.
 CALLER_ROLES = {"user", "human", "caller", "customer", "lead", "client"}
 AGENT_ROLES = {"assistant", "agent", "ai", "bot"}
@@ -71,19 +113,19 @@ class Transcript:
     def caller_turns(self) -> int:
         return sum(1 for role, _ in self.messages if role == "user")
 
-    @property
-    def first_message(self) -> str:
-        return next(text for role, text in self.messages if role == "user")
+    def split(self, seed_turns: int = 0) -> tuple[list[tuple[str, str]], str, int]:
+        """(seeded messages, the caller's first new message, the caller's turns from there).
 
-    @property
-    def greeting(self) -> list[tuple[str, str]]:
-        """The agent's messages before the caller first spoke."""
-        before = []
-        for role, text in self.messages:
-            if role == "user":
-                break
-            before.append((role, text))
-        return before
+        The agent's greeting and the first ``seed_turns`` exchanges (a caller message and what
+        the agent said after it) are seeded; the caller message after them opens the case."""
+        callers = [i for i, (role, _) in enumerate(self.messages) if role == "user"]
+        if seed_turns >= len(callers):
+            raise TranscriptError(
+                f"has {len(callers)} caller message{'s' if len(callers) != 1 else ''}; "
+                f"--seed-turns {seed_turns} needs at least {seed_turns + 1}"
+            )
+        opening = callers[seed_turns]
+        return self.messages[:opening], self.messages[opening][1], len(callers) - seed_turns
 
 
 @dataclass
@@ -102,9 +144,13 @@ def read_transcript(path: Path) -> Transcript:
         raise TranscriptError(f"is not valid JSON ({exc})") from None
     outcome = None
     if isinstance(data, dict):
-        outcome = data.get("outcome")
-        if outcome is not None and not isinstance(outcome, str):
-            raise TranscriptError("has an outcome that is not text")
+        given = {key: data[key] for key in ("outcome", "disposition") if data.get(key) is not None}
+        if len(given) == 2 and given["outcome"] != given["disposition"]:
+            raise TranscriptError("has both an outcome and a disposition; keep one")
+        for key, value in given.items():
+            if not isinstance(value, str):
+                raise TranscriptError(f"has a {key} that is not text")
+            outcome = value
         data = data.get("messages")
     if not isinstance(data, list):
         raise TranscriptError(
@@ -178,8 +224,17 @@ def with_directives(instructions: str) -> str:
     return "\n".join([instructions, *missing])
 
 
-def turn_budget(transcript: Transcript) -> int:
-    return min(2 * transcript.caller_turns, MAX_TURNS_CAP)
+def turn_target(caller_turns: int, ceiling: int) -> int:
+    """The soft turn target: twice the caller's turns, at most 15 (and never past the ceiling)."""
+    return min(2 * caller_turns, MAX_TURNS_CAP, ceiling)
+
+
+def efficiency_rubric(target: int) -> str:
+    return (
+        "The conversation reaches its conclusion in a reasonable number of turns, ideally "
+        f"within {target} turns of the caller. A longer conversation that is still making "
+        "progress is a weaker result, not a failure."
+    )
 
 
 def outcome_rubric(outcome: str | None) -> str:
@@ -191,14 +246,22 @@ def outcome_rubric(outcome: str | None) -> str:
     )
 
 
-def transcript_case(transcript: Transcript, instructions: str, case_id: str) -> Call:
-    budget = turn_budget(transcript)
-    seeded = [{"role": role, "content": text} for role, text in transcript.greeting] or None
+def transcript_case(
+    transcript: Transcript,
+    instructions: str,
+    case_id: str,
+    *,
+    ceiling: int = DEFAULT_CEILING,
+    seed_turns: int = 0,
+    shared: Name = SHARED,
+) -> Call:
+    seeded_messages, first_message, caller_turns = transcript.split(seed_turns)
+    seeded = [{"role": role, "content": text} for role, text in seeded_messages] or None
     user = call(
         "simulated_user",
         instructions,
-        first_message=transcript.first_message,
-        max_turns=budget,
+        first_message=first_message,
+        max_turns=ceiling,
         initial_messages=seeded,
     )
     return call(
@@ -206,11 +269,24 @@ def transcript_case(transcript: Transcript, instructions: str, case_id: str) -> 
         case_id,
         name=transcript.path.name,
         user=user,
-        # A conversation stops at the smaller of the case's and the simulated user's limits.
-        max_turns=budget if budget > DEFAULT_MAX_TURNS else None,
         validate=[
-            call("assertion", "llm-rubric", outcome_rubric(transcript.outcome), metric=METRIC)
+            Spread(shared),
+            call(
+                "assertion",
+                "llm-rubric",
+                outcome_rubric(transcript.outcome),
+                weight=2,
+                metric=METRIC,
+            ),
+            call(
+                "assertion",
+                "llm-rubric",
+                efficiency_rubric(turn_target(caller_turns, ceiling)),
+                weight=0.5,
+                metric="turn-efficiency",
+            ),
         ],
+        threshold=THRESHOLD,
     )
 
 
@@ -224,17 +300,21 @@ def cases_from_transcripts(
     suite_id: str,
     config: LLMConfig,
     agent_model: str,
+    ceiling: int = DEFAULT_CEILING,
+    seed_turns: int = 0,
     on_progress: Callable[[Path, str | None], None] | None = None,
 ) -> TranscriptImport:
-    """The eval file for these recordings; one model call each. A recording that cannot be read
-    or whose persona the model does not give is skipped with its reason. ``on_progress`` hears
-    of each file (with the reason when it was skipped)."""
+    """The eval file for these recordings; one model call each. A recording that cannot be read,
+    has too few caller messages for ``seed_turns``, or whose persona the model does not give is
+    skipped with its reason. ``ceiling`` is each simulated user's hard ``max_turns``.
+    ``on_progress`` hears of each file (with the reason when it was skipped)."""
     handles = UniqueHandles()
     result = TranscriptImport(source="")
     cases = []
     for path in paths:
         try:
             transcript = read_transcript(path)
+            transcript.split(seed_turns)  # too short to seed: skipped before the model is asked
             instructions = infer_instructions(transcript, config)
         except TranscriptError as exc:
             result.skipped.append((path.name, str(exc)))
@@ -242,7 +322,11 @@ def cases_from_transcripts(
                 on_progress(path, str(exc))
             continue
         case_id = handles.take(slugify(path.name.removesuffix(".json"), fallback="conversation"))
-        cases.append(transcript_case(transcript, instructions, case_id))
+        cases.append(
+            transcript_case(
+                transcript, instructions, case_id, ceiling=ceiling, seed_turns=seed_turns
+            )
+        )
         result.cases.append(case_id)
         if on_progress:
             on_progress(path, None)
@@ -253,12 +337,21 @@ def cases_from_transcripts(
             "Simulated-user cases from recorded conversations (`proctor cases from-transcripts`).",
             "",
             "Each case's persona was written by a model from one recording; read and adjust them.",
-            "The chat variant is a placeholder: point it at the agent under test (model,",
-            "system_prompt, tools, base_url).",
+            "Point the chat variant at the agent under test (system_prompt, tools, base_url).",
+            "A case passes when the weighted score of its assertions reaches its threshold",
+            "(weight 0 is information only); the turn target is a rubric, max_turns the ceiling.",
         ],
     )
     module.assign(
-        identifier_for(suite_id, fallback="suite"),
+        SHARED_NAME,
+        [
+            call("assertion", kind, value, weight=weight, metric=metric)
+            for kind, value, weight, metric in SHARED_ASSERTIONS
+        ],
+    )
+    suite_name = identifier_for(suite_id, fallback="suite")
+    module.assign(
+        suite_name if suite_name != SHARED_NAME else f"{suite_name}_suite",
         call(
             "suite",
             suite_id,

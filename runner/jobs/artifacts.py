@@ -15,6 +15,16 @@ def trial_dir(batch_id: int, trial_id: int) -> Path:
     return batch_dir(batch_id) / "trials" / str(trial_id)
 
 
+def consultation_folder(kind: str, *, turn_index: int | None, check_index: int | None) -> str:
+    """Where a consultation's prompt.json and verdict.json go, relative to the trial's folder,
+    numbered from 1 as the dashboard numbers turns and checks: ``judges/check-<i>``, and
+    ``responder/turn-<n>`` or ``simulated-user/turn-<n>`` for the reply after turn n."""
+    if kind == "judge":
+        return f"judges/check-{(check_index or 0) + 1}"
+    prefix = "responder" if kind == "responder" else "simulated-user"
+    return f"{prefix}/turn-{(turn_index or 0) + 1}"
+
+
 def write_text(folder: Path, relative_path: str, text: str) -> Path:
     target = (folder / relative_path).resolve()
     if folder.resolve() not in target.parents:

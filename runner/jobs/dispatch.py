@@ -22,6 +22,9 @@ _pool_lock = threading.Lock()
 _pending: set[Future] = set()
 # Set once the process is stopping: work queued after it stays queued in the database.
 _stopped = False
+# Signalled each time a local task ends, for whoever waits on the batch (`proctor eval`).
+_ended = threading.Condition(_pool_lock)
+_ended_count = 0
 
 
 def default_concurrency() -> int:
@@ -60,13 +63,17 @@ def _finalize_tasks() -> None:
 def _run_locally(trial_id: int) -> None:
     from runner.jobs.tasks import run_trial
 
-    close_old_connections()
+    # A pool thread keeps its SQLite connection from one trial to the next (opening one costs
+    # more than a no-op trial's own queries, and it holds no lock between statements); a
+    # PostgreSQL connection is closed after each task, so none outlives the pool's work.
+    keep = connections["default"].vendor == "sqlite"
+    if not keep:
+        close_old_connections()
     try:
         run_trial.apply(args=[trial_id])
     finally:
-        # Each pool thread holds its own connection; close it so SQLite locks and PostgreSQL
-        # connections do not outlive the task.
-        connections.close_all()
+        if not keep:
+            connections.close_all()
 
 
 def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
@@ -93,8 +100,25 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
 
 
 def _forget(future: Future) -> None:
+    global _ended_count
     with _pool_lock:
         _pending.discard(future)
+        _ended_count += 1
+        _ended.notify_all()
+
+
+def ended_count() -> int:
+    """How many local tasks have ended so far (a token for ``wait_for_an_end``)."""
+    with _pool_lock:
+        return _ended_count
+
+
+def wait_for_an_end(seen: int, timeout_s: float) -> int:
+    """Block until a local task ends after the count ``seen`` (or ``timeout_s`` passed); the
+    new count. Lets a waiter react to each trial's end instead of polling the database."""
+    with _pool_lock:
+        _ended.wait_for(lambda: _ended_count != seen, timeout=timeout_s)
+        return _ended_count
 
 
 def stop_local_workers(grace_s: float) -> int:

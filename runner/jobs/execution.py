@@ -16,6 +16,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import OperationalError
+from django.db.models import Q
+from django.utils import timezone
 
 from evals_app.bundle_store import MissingBundle
 from evals_app.loading import LoadError, load_file
@@ -28,6 +30,7 @@ from runner.core.spec import TrialSpec
 from runner.core.trial import TrialPlan, execute_trial
 from runner.jobs import artifacts, bundle_cache, leases, publishing
 from runner.jobs.recorder import DatabaseRecorder
+from runner.sandboxes import containment
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +139,13 @@ def _plan(trial: Trial, spec: TrialSpec, resolved, variant, source) -> TrialPlan
         responder_model=spec.responder_model,
         judge_model=spec.judge_model,
         source=source,
+        max_events=settings.PROCTOR_MAX_TRIAL_EVENTS,
     )
 
 
 def run_trial_by_id(trial_id: int) -> str | None:
-    """Run one queued trial; returns its final status, or None when it was not queued.
+    """Run one queued trial; returns its final status, or None when it was not queued (or
+    another process took it over mid-run: that process records it).
 
     Whatever breaks on the way (the database included), the trial ends with a final status, so
     nobody waits forever on a trial left ``running``.
@@ -157,26 +162,34 @@ def run_trial_by_id(trial_id: int) -> str | None:
     if trial.attempt > 1:
         # A lost run's files (a redelivered message took the trial over): start afresh.
         shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
-    with leases.holding(trial_id):
-        status = _run_claimed(trial, owner)
+    status = _run_claimed(trial, owner)
+    if status is None:
+        return None
     finish_batch_if_done(trial.run.batch_id)
     return status
 
 
-def _run_claimed(trial: Trial, owner: str) -> str:
+def _run_claimed(trial: Trial, owner: str) -> str | None:
+    """Run the claimed trial under its lease. Its processes belong to one scope: a run whose
+    lease another process took over (seen by a flush or by the heartbeat) ends them all and
+    writes nothing more."""
     trial_id = trial.pk
     try:
-        recorder = DatabaseRecorder(trial, owner=owner)
-        try:
-            plan = build_plan(trial)
-        except PlanError as exc:
-            recorder.trial_started()
-            recorder.trial_finished(
-                TrialOutcome(status="errored", finish_reason="definition", error=str(exc))
-            )
-            status = "errored"
-        else:
-            status = execute_trial(plan, recorder).status
+        with containment.trial_scope() as scope:
+            recorder = DatabaseRecorder(trial, owner=owner, on_lost=scope.end)
+            with leases.holding(trial_id, on_lost=recorder.lease_lost):
+                try:
+                    plan = build_plan(trial)
+                except PlanError as exc:
+                    recorder.trial_started()
+                    recorder.trial_finished(
+                        TrialOutcome(status="errored", finish_reason="definition", error=str(exc))
+                    )
+                    status = "errored"
+                else:
+                    status = execute_trial(plan, recorder).status
+            if recorder.lost.is_set():
+                return None
     except Exception as exc:
         log.exception("trial %s broke outside the runner's own error handling", trial_id)
         status = Trial.Status.ERRORED
@@ -194,8 +207,10 @@ def _run_claimed(trial: Trial, owner: str) -> str:
 def abandon_unfinished(batch: Batch, reason: str) -> int:
     """End the batch's trials that nobody will run any more as errored, saying why, and close
     the batch: no trial is left queued forever and the record stays readable."""
+    # A trial another live process runs (its lease is fresh) is that process's to end.
+    held_elsewhere = Q(status=Trial.Status.RUNNING, lease_expires_at__gt=timezone.now())
     count = Trial.end_unfinished(
-        Trial.objects.filter(run__batch=batch),
+        Trial.objects.filter(run__batch=batch).exclude(held_elsewhere),
         reason="not run",
         error=f"the worker could not run this trial: {reason}",
     )
@@ -220,10 +235,19 @@ def finish_batch_if_done(batch_id: int) -> bool:
 
 
 def _finish_batch_if_done(batch_id: int) -> bool:
+    # Every trial but the batch's last finds others left: one unlocked query says so, and the
+    # row lock (close_if_done) is taken only when none seems left.
+    if (
+        Trial.objects.filter(run__batch_id=batch_id)
+        .exclude(status__in=Trial.FINAL_STATUSES)
+        .exists()
+    ):
+        return False
     batch = Batch.objects.get(pk=batch_id)
     if not batch.close_if_done():
         return False
     # Slow I/O after the commit: the report file and the live update.
     benchmark.write_benchmark(batch)
-    publishing.batch_changed(batch_id=batch_id, status=batch.status)
+    # Queued behind its trials' own messages, so a page never sees the batch end first.
+    publishing.batch_changed(batch_id=batch_id, status=batch.status, wait=False)
     return True

@@ -16,7 +16,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from django.conf import settings
 from django.db import connection
@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _held: set[int] = set()
+# What to call when a held trial's lease turns out taken over (the recorder's ``lease_lost``).
+_on_lost: dict[int, Callable[[], None]] = {}
 _identity: tuple[int, str] | None = None
 _heartbeat: threading.Thread | None = None
 
@@ -51,24 +53,41 @@ def held() -> set[int]:
 
 
 @contextlib.contextmanager
-def holding(trial_id: int) -> Iterator[None]:
-    """Keep the lease of ``trial_id`` (already claimed by ``owner()``) fresh while the block runs."""
+def holding(trial_id: int, on_lost: Callable[[], None] | None = None) -> Iterator[None]:
+    """Keep the lease of ``trial_id`` (already claimed by ``owner()``) fresh while the block
+    runs; ``on_lost`` is called (from the heartbeat's thread) if another process took it."""
     with _lock:
         _held.add(trial_id)
+        if on_lost is not None:
+            _on_lost[trial_id] = on_lost
     _ensure_heartbeat()
     try:
         yield
     finally:
         with _lock:
             _held.discard(trial_id)
+            _on_lost.pop(trial_id, None)
 
 
 def renew_now() -> int:
-    """Renew the leases of the trials this process runs (one UPDATE); how many it renewed."""
+    """Renew the leases of the trials this process runs (one UPDATE); how many it renewed.
+    A trial whose lease another process holds now is told so (its ``on_lost``)."""
     ids = held()
     if not ids:
         return 0
-    return Trial.renew_leases(owner(), ids, lease_s=settings.PROCTOR_LEASE_S)
+    renewed = Trial.renew_leases(owner(), ids, lease_s=settings.PROCTOR_LEASE_S)
+    if renewed < len(ids):
+        ours = set(
+            Trial.objects.filter(
+                pk__in=list(ids), lease_owner=owner(), status=Trial.Status.RUNNING
+            ).values_list("pk", flat=True)
+        )
+        for trial_id in ids - ours:
+            with _lock:
+                callback = _on_lost.pop(trial_id, None)
+            if callback is not None:
+                callback()
+    return renewed
 
 
 def _ensure_heartbeat() -> None:

@@ -6,11 +6,21 @@ consumer re-renders the affected fragments on the server. Message types:
 - ``trial.changed``: ``trial_id``, ``run_id``, ``batch_id``, ``status``
 - ``trial.event``: ``trial_id``, ``batch_id``, ``seq`` (a new transcript event was stored)
 - ``batch.changed``: ``batch_id``, ``status``
+
+A running trial does not wait for its messages: the recorder hands them to ``send_later``, and
+one sender thread per process (with one event loop, so the layer keeps its connection) delivers
+them in order. What piled up while it sent is thinned first: of a trial's ``trial.event``
+messages only the newest seq goes (the page re-reads every event up to it), so a busy stream
+costs one message per flush at most, and usually fewer. The process waits for the sender before
+it exits (``wait_until_sent``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import logging
+import queue
 import threading
 from typing import Any
 from urllib.parse import urlsplit
@@ -96,8 +106,99 @@ def publish(batch_id: int, message: dict) -> None:
     outage.worked(layer)
 
 
-def trial_changed(*, trial_id: int, run_id: int, batch_id: int, status: str) -> None:
-    publish(
+class _Sender(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(name="proctor-publisher", daemon=True)
+        self.waiting: queue.Queue[tuple[int, dict]] = queue.Queue()
+
+    def run(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        while True:
+            chunk = [self.waiting.get()]
+            while True:
+                try:
+                    chunk.append(self.waiting.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                for batch_id, message in thinned(chunk):
+                    loop.run_until_complete(_send(batch_id, message))
+            finally:
+                for _ in chunk:
+                    self.waiting.task_done()
+
+
+async def _send(batch_id: int, message: dict) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        try:
+            await layer.group_send(batch_group(batch_id), message)
+        except LAYER_UNREACHABLE:
+            await layer.group_send(batch_group(batch_id), message)  # see publish()
+    except LAYER_UNREACHABLE as error:
+        outage.failed(layer, error)
+        return
+    except Exception:
+        log.warning(
+            "could not publish %s for batch %s", message.get("type"), batch_id, exc_info=True
+        )
+        return
+    outage.worked(layer)
+
+
+def thinned(chunk: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """``chunk`` in order, with each trial's ``trial.event`` messages reduced to the last one
+    (at its place: after the events it covers, before whatever came after it)."""
+    last_event: dict[int, int] = {}
+    for position, (_, message) in enumerate(chunk):
+        if message.get("type") == "trial.event":
+            last_event[message["trial_id"]] = position
+    return [
+        item
+        for position, item in enumerate(chunk)
+        if item[1].get("type") != "trial.event" or last_event[item[1]["trial_id"]] == position
+    ]
+
+
+_sender: _Sender | None = None
+_sender_lock = threading.Lock()
+
+
+def send_later(batch_id: int, message: dict) -> None:
+    """Queue ``message`` for the batch's group and return at once (see the module docstring)."""
+    global _sender
+    with _sender_lock:
+        if _sender is None or not _sender.is_alive():
+            _sender = _Sender()
+            _sender.start()
+            atexit.register(wait_until_sent)
+        sender = _sender
+    sender.waiting.put((batch_id, message))
+
+
+def wait_until_sent(timeout_s: float = 10.0) -> bool:
+    """Wait (up to ``timeout_s``) for every message given to ``send_later``; False on timeout."""
+    sender = _sender
+    if sender is None:
+        return True
+    done = threading.Event()
+
+    def join() -> None:
+        sender.waiting.join()
+        done.set()
+
+    threading.Thread(target=join, daemon=True).start()
+    return done.wait(timeout_s)
+
+
+def trial_changed(
+    *, trial_id: int, run_id: int, batch_id: int, status: str, wait: bool = True
+) -> None:
+    """``wait`` False: queued for the sender thread (a running trial does not wait for it)."""
+    (publish if wait else send_later)(
         batch_id,
         {
             "type": "trial.changed",
@@ -109,11 +210,13 @@ def trial_changed(*, trial_id: int, run_id: int, batch_id: int, status: str) -> 
     )
 
 
-def event_recorded(*, trial_id: int, batch_id: int, seq: int) -> None:
-    publish(
+def event_recorded(*, trial_id: int, batch_id: int, seq: int, wait: bool = True) -> None:
+    (publish if wait else send_later)(
         batch_id, {"type": "trial.event", "trial_id": trial_id, "batch_id": batch_id, "seq": seq}
     )
 
 
-def batch_changed(*, batch_id: int, status: str) -> None:
-    publish(batch_id, {"type": "batch.changed", "batch_id": batch_id, "status": status})
+def batch_changed(*, batch_id: int, status: str, wait: bool = True) -> None:
+    (publish if wait else send_later)(
+        batch_id, {"type": "batch.changed", "batch_id": batch_id, "status": status}
+    )

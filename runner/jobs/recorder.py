@@ -1,12 +1,22 @@
 """The production recorder: persists what a trial reports and publishes it live.
 
-Events are buffered and bulk-written (one INSERT per flush, not per event), appended as they
-arrive to the trial's ``events.jsonl``, and announced to the batch's channel group after each
-flush. A busy stream flushes every FLUSH_EVERY_EVENTS events or FLUSH_EVERY_S seconds as
-events arrive; a lone event (an agent that prints one message, then works for minutes) is
-flushed by the recorder's flusher thread, which wakes every FLUSH_EVERY_S while the trial runs,
-so every event is stored and published within about 2 × FLUSH_EVERY_S of being printed. Raw
-output lines go to ``output.log`` only.
+Everything a trial writes goes through one buffer: events, turns (started, then finished) and
+checks are kept in memory and written in bulk, in one transaction per flush. A flush happens
+when the trial ends (in the same transaction as the trial's final row: a no-op trial is one
+transaction), and while the trial runs whenever something waited FLUSH_AFTER_S: one flusher
+thread per process (``_Flusher``) wakes every FLUSH_TICK_S and flushes the recorders that are
+due, so an event is stored and published within about FLUSH_AFTER_S + FLUSH_TICK_S of being
+printed, even when nothing follows it. A stream faster than the flusher blocks its reader once
+MAX_BUFFERED_EVENTS wait (memory stays bounded; the agent is slowed, never dropped).
+
+**Fenced by the lease.** Every flush first renews the trial's lease with ``UPDATE ... WHERE
+lease_owner = <this process>`` in its transaction; no row means another process took the trial
+over (the reaper re-queued it after a stall, a redelivered message claimed it): the recorder
+drops what it holds, writes nothing more (no events, turns, checks, files), and calls
+``on_lost`` (which kills the trial's processes), so the trial ends quietly in this process.
+
+Live updates go out per flush (one ``trial.event`` with the last seq), through the publisher's
+own thread (``publishing.send_later``), so a trial never waits for the channel layer.
 
 Everything stored is made safe and capped here (issue 11): each event passes through
 ``proctor.protocol.storable_event`` (NUL, lone surrogates, 64-bit numbers, ``at`` in range,
@@ -19,33 +29,53 @@ errors, prompts and check output lose NUL and lone surrogates and are capped lik
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import shutil
 import threading
 import time
-from datetime import UTC, datetime
+import weakref
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
+from evals_app.cost import trial_cost_usd
 from evals_app.models import Check, Consultation, Event, Trial, Turn
 from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
 from runner.core.recording import TrialOutcome
 from runner.grading.checks import CheckResult
 from runner.jobs import artifacts, publishing
+from runner.jobs.mock_call_rows import is_mock_log, store_mock_calls
 
-FLUSH_EVERY_EVENTS = 64
-FLUSH_EVERY_S = 0.25
+log = logging.getLogger(__name__)
+
+# A buffered write waits at most this long for the flusher (issue 11: visible within 1 s).
+FLUSH_AFTER_S = 0.5
+FLUSH_TICK_S = 0.1
+# Past this many unwritten events the reader waits for the flusher (bounded memory).
+MAX_BUFFERED_EVENTS = 5_000
+BULK_BATCH = 1_000
 
 
 class DatabaseRecorder:
-    def __init__(self, trial: Trial, *, owner: str | None = None) -> None:
+    def __init__(
+        self,
+        trial: Trial,
+        *,
+        owner: str | None = None,
+        on_lost: Callable[[], None] | None = None,
+    ) -> None:
         self.trial_id = trial.pk
-        # The lease the run holds: the trial's end is recorded only while it still does.
+        # The lease the run holds: every write is made only while it still does.
         self.owner = owner
+        self.on_lost = on_lost
+        self.lost = threading.Event()
         self.run_id = trial.run_id
         self.batch_id = trial.run.batch_id
         self.folder: Path = artifacts.trial_dir(self.batch_id, trial.pk)
@@ -55,17 +85,29 @@ class DatabaseRecorder:
         self._max_field_bytes: int = settings.PROCTOR_MAX_EVENT_FIELD_BYTES
         self._max_raw_bytes: int = settings.PROCTOR_MAX_OUTPUT_LOG_BYTES
         self._max_events: int = settings.PROCTOR_MAX_TRIAL_EVENTS
+        self._lease_s: float = settings.PROCTOR_LEASE_S
         self._raw_bytes = self._raw_file.tell()
         self._raw_dropped = 0
         self._events_dropped = 0
-        self._pending: list[Event] = []
+        # What waits for the next flush: events as (turn, seq, event), turns not yet inserted,
+        # updates of inserted turns, checks and consultations.
+        self._events: list[tuple[int, int, AgentEvent]] = []
+        self._new_turns: dict[int, Turn] = {}
+        self._turn_updates: dict[int, dict[str, Any]] = {}
+        self._rows: list[Check | Consultation] = []
+        self._waiting_since: float | None = None
         self._seq = Event.objects.filter(trial_id=trial.pk).count()
-        self._last_flush = time.monotonic()
         self._lock = threading.Lock()  # stdout and stderr pumps report from two threads
-        # One flush at a time, so events are published in the order of their seq.
+        self._room = threading.Condition(self._lock)  # a reader waiting for the flusher
+        # One flush at a time, so events are written and published in the order of their seq.
         self._flush_lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._flusher: threading.Thread | None = None
+        self._closed = False
+        # Whether the flusher serves this recorder (between trial_started and trial_finished):
+        # only then does a reader wait for room.
+        self._flushed_live = False
+        # What the harness said the trial cost (Usage cost_usd), None while it said nothing.
+        self._reported_cost: float | None = None
+        self.variant = trial.run.variant
 
     # --- the TrialRecorder interface ---------------------------------------------------------
 
@@ -77,52 +119,49 @@ class DatabaseRecorder:
             status=Trial.Status.RUNNING, started_at=timezone.now(), artifacts_dir=str(self.folder)
         )
         self._announce(Trial.Status.RUNNING)
-        self._flusher = threading.Thread(
-            target=self._flush_lone_events, name=f"proctor-flush-{self.trial_id}", daemon=True
-        )
-        self._flusher.start()
+        self._flushed_live = True
+        _flusher.add(self)
 
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
-        self.flush()
-        Turn.objects.create(
-            trial_id=self.trial_id,
-            index=index,
-            prompt=storable_text(prompt),
-            origin=origin,
-            mode=mode,
-            started_at=timezone.now(),
-        )
+        with self._lock:
+            if self.lost.is_set():
+                return
+            self._new_turns[index] = Turn(
+                trial_id=self.trial_id,
+                index=index,
+                prompt=storable_text(prompt),
+                origin=origin,
+                mode=mode,
+                started_at=timezone.now(),
+            )
+            self._waiting()
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
         with self._lock:
+            # Counted before the event cap, so a dropped Usage event still counts its cost.
+            cost = event.data.get("cost_usd") if event.kind == "Usage" else None
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                self._reported_cost = (self._reported_cost or 0.0) + float(cost)
             if self._seq >= self._max_events:
                 self._events_dropped += 1  # counted, not kept: see _note_dropped_events
                 return
-        self._store(turn_index, event)
+        self._store(turn_index, event, wait_for_room=True)
 
-    def _store(self, turn_index: int, event: AgentEvent) -> None:
+    def _store(self, turn_index: int, event: AgentEvent, *, wait_for_room: bool = False) -> None:
         event = storable_event(event, max_field_bytes=self._max_field_bytes)
         with self._lock:
-            self._events_file.write(
-                json.dumps({"turn": turn_index, **event.to_json()}, ensure_ascii=False) + "\n"
-            )
-            self._pending.append(
-                Event(
-                    trial_id=self.trial_id,
-                    turn_index=turn_index,
-                    seq=self._seq,
-                    kind=event.kind,
-                    at=datetime.fromtimestamp(event.at_ms / 1000, tz=UTC),
-                    data=event.data,
-                )
-            )
+            if self.lost.is_set():
+                return
+            self._events.append((turn_index, self._seq, event))
             self._seq += 1
-            due = (
-                len(self._pending) >= FLUSH_EVERY_EVENTS
-                or time.monotonic() - self._last_flush >= FLUSH_EVERY_S
-            )
-        if due:
-            self.flush()
+            self._waiting()
+            if wait_for_room and len(self._events) >= MAX_BUFFERED_EVENTS and self._flushed_live:
+                _flusher.wake()
+                # Back-pressure: the reader waits for the flusher rather than holding more.
+                self._room.wait_for(
+                    lambda: len(self._events) < MAX_BUFFERED_EVENTS or self.lost.is_set(),
+                    timeout=30,
+                )
 
     def raw_line(self, stream: str, line: str) -> None:
         prefix = b"" if stream == "stdout" else f"[{stream}] ".encode()
@@ -134,7 +173,7 @@ class DatabaseRecorder:
             data = prefix + line.encode("utf-8", "replace") + b"\n"
             size = len(data)
         with self._lock:
-            if self._raw_file.closed:
+            if self._raw_file.closed or self.lost.is_set():
                 return
             if data and self._raw_bytes + size <= self._max_raw_bytes:
                 self._raw_file.write(data)
@@ -152,16 +191,25 @@ class DatabaseRecorder:
         self._store(0, AgentEvent("Log", {"stream": "proctor", "text": text}))
 
     def turn_finished(self, index: int, *, answer: str, usage: dict[str, int]) -> None:
-        self.flush()
-        Turn.objects.filter(trial_id=self.trial_id, index=index).update(
+        fields = dict(
             answer=storable_text(answer, max_bytes=self._max_field_bytes),
             input_tokens=_bigint(usage.get("input_tokens", 0)),
             output_tokens=_bigint(usage.get("output_tokens", 0)),
             finished_at=timezone.now(),
         )
+        with self._lock:
+            if self.lost.is_set():
+                return
+            turn = self._new_turns.get(index)
+            if turn is not None:  # not written yet: written finished
+                for name, value in fields.items():
+                    setattr(turn, name, value)
+            else:
+                self._turn_updates.setdefault(index, {}).update(fields)
+            self._waiting()
 
     def check(self, index: int, result: CheckResult) -> None:
-        Check.objects.create(
+        row = Check(
             trial_id=self.trial_id,
             index=index,
             name=result.name[:300],
@@ -175,14 +223,23 @@ class DatabaseRecorder:
             source_ref=result.source_ref,
             duration_ms=result.duration_ms,
         )
+        with self._lock:
+            if self.lost.is_set():
+                return
+            self._rows.append(row)
+            self._waiting()
 
     def artifact(self, relative_path: str, text: str) -> None:
+        if self.lost.is_set():
+            return  # the folder is the new run's now
         artifacts.write_text(self.folder, relative_path, text)
+        if is_mock_log(relative_path):  # the dashboard reads a mock's calls from rows
+            store_mock_calls(self.trial_id, text)
 
     def consultation(self, record) -> None:
         """A responder, judge or simulated-user call: a row for the dashboard, and its prompt
         and verdict as files (responder/turn-<n>/, judges/check-<i>/) for audit."""
-        Consultation.objects.create(
+        row = Consultation(
             trial_id=self.trial_id,
             kind=record.kind,
             turn_index=record.turn_index,
@@ -195,10 +252,15 @@ class DatabaseRecorder:
             cause=record.cause[:40],
             duration_ms=record.duration_ms,
         )
-        if record.kind == "judge":
-            folder = f"judges/check-{record.check_index}"
-        else:
-            folder = f"{'responder' if record.kind == 'responder' else 'simulated-user'}/turn-{record.turn_index}"
+        with self._lock:
+            if self.lost.is_set():
+                return
+            self._rows.append(row)
+            self._waiting()
+        # Numbered from 1, as the dashboard shows turns and checks.
+        folder = artifacts.consultation_folder(
+            record.kind, turn_index=record.turn_index, check_index=record.check_index
+        )
         self.artifact(
             f"{folder}/prompt.json", json.dumps(record.prompt, indent=2, ensure_ascii=False)
         )
@@ -218,42 +280,62 @@ class DatabaseRecorder:
         )
 
     def trial_finished(self, outcome: TrialOutcome) -> None:
-        self._stop_flusher()
+        _flusher.discard(self)
+        self._flushed_live = False
         self._note_dropped_events()
-        self.flush()
-        self._events_file.close()
-        with self._lock:
-            if self._raw_dropped:
-                self._raw_file.write(
-                    f"{truncation_mark(self._raw_dropped)} not kept in output.log, capped at "
-                    f"{self._max_raw_bytes} bytes\n".encode()
-                )
-            self._raw_file.close()
         usage = {
             k: _bigint(v) if isinstance(v, int) else v for k, v in (outcome.usage or {}).items()
         }
-        recorded = Trial(pk=self.trial_id).finish(
-            outcome.status,
-            owner=self.owner,
-            finish_reason=storable_text(outcome.finish_reason),
-            error=storable_text(outcome.error, max_bytes=self._max_field_bytes),
-            answer=storable_text(outcome.answer, max_bytes=self._max_field_bytes),
-            session_id=storable_text(outcome.session_id),
-            conversation_outcome=outcome.conversation_outcome,
-            stop_cause=outcome.stop_cause,
-            responder_cause=outcome.responder_cause,
-            plan_state=outcome.plan_state,
-            plan_signal=outcome.plan_signal,
-            outside_writes=outcome.outside_writes,
-            usage=usage,
-            score=outcome.score,
-            threshold=outcome.threshold,
-            duration_ms=outcome.duration_ms,
-        )
+        recorded = False
+        with self._flush_lock:
+            with self._lock:
+                if not self.lost.is_set() and self._raw_dropped:
+                    self._raw_file.write(
+                        f"{truncation_mark(self._raw_dropped)} not kept in output.log, capped at "
+                        f"{self._max_raw_bytes} bytes\n".encode()
+                    )
+                self._raw_file.close()
+            # The last of the buffer and the trial's final row: one transaction.
+            with transaction.atomic():
+                if self._write_pending():
+                    recorded = Trial(pk=self.trial_id).finish(
+                        outcome.status,
+                        owner=self.owner,
+                        finish_reason=storable_text(outcome.finish_reason),
+                        error=storable_text(outcome.error, max_bytes=self._max_field_bytes),
+                        answer=storable_text(outcome.answer, max_bytes=self._max_field_bytes),
+                        session_id=storable_text(outcome.session_id),
+                        conversation_outcome=outcome.conversation_outcome,
+                        stop_cause=outcome.stop_cause,
+                        responder_cause=outcome.responder_cause,
+                        plan_state=outcome.plan_state,
+                        plan_signal=outcome.plan_signal,
+                        outside_writes=outcome.outside_writes,
+                        usage=usage,
+                        cost_usd=trial_cost_usd(self.variant, usage, self._reported_cost),
+                        score=outcome.score,
+                        threshold=outcome.threshold,
+                        duration_ms=outcome.duration_ms,
+                    )
+            with self._lock:
+                self._closed = True
+                self._events_file.close()
+        self._published()
         if recorded:
             self._announce(outcome.status)
 
     # --- internals -----------------------------------------------------------------------------
+
+    def _waiting(self) -> None:
+        """Something was buffered (under ``_lock``): start its wait for the flusher."""
+        if self._waiting_since is None:
+            self._waiting_since = time.monotonic()
+
+    def due(self, now: float) -> bool:
+        since = self._waiting_since
+        return since is not None and (
+            now - since >= FLUSH_AFTER_S or len(self._events) >= MAX_BUFFERED_EVENTS
+        )
 
     def _note_dropped_events(self) -> None:
         if self._events_dropped:
@@ -271,38 +353,201 @@ class DatabaseRecorder:
             self._events_dropped = 0
 
     def flush(self) -> None:
+        """Write what waits, in one transaction fenced by the lease, and announce it."""
         with self._flush_lock:
-            with self._lock:
-                pending, self._pending = self._pending, []
-                self._last_flush = time.monotonic()
-                if not self._events_file.closed:
-                    self._events_file.flush()
-            if not pending:
+            if self._closed:
                 return
-            Event.objects.bulk_create(pending)
-            publishing.event_recorded(
-                trial_id=self.trial_id, batch_id=self.batch_id, seq=pending[-1].seq
-            )
+            with transaction.atomic():
+                self._write_pending()
+        self._published()
 
-    def _flush_lone_events(self) -> None:
-        """The flusher thread: writes events that waited FLUSH_EVERY_S with none after them.
-        A busy stream has flushed them already, so it costs that stream nothing."""
+    def _write_pending(self) -> bool:
+        """Inside the caller's transaction (and ``_flush_lock``): renew the lease, then write
+        the buffer. False when the lease is lost (nothing is written, and the loss is acted on)."""
+        with self._lock:
+            events, self._events = self._events, []
+            new_turns, self._new_turns = list(self._new_turns.values()), {}
+            updates, self._turn_updates = self._turn_updates, {}
+            rows, self._rows = self._rows, []
+            self._waiting_since = None
+            self._room.notify_all()
+        if self.lost.is_set():
+            return False
         try:
-            while not self._stopped.wait(FLUSH_EVERY_S):
-                if self._pending and time.monotonic() - self._last_flush >= FLUSH_EVERY_S:
-                    self.flush()
-        finally:
-            connection.close()  # this thread's own database connection
+            if self.owner is not None and not self._renew_lease():
+                self._lose()
+                return False
+            self._write(events, new_turns, updates, rows)
+        except BaseException:
+            # Rolled back: keep what waited for the next flush, in its order.
+            with self._lock:
+                self._events[:0] = events
+                self._new_turns = {**{t.index: t for t in new_turns}, **self._new_turns}
+                for index, fields in updates.items():
+                    self._turn_updates[index] = {**fields, **self._turn_updates.get(index, {})}
+                self._rows[:0] = rows
+                self._waiting()
+            raise
+        return True
 
-    def _stop_flusher(self) -> None:
-        self._stopped.set()
-        if self._flusher is not None:
-            self._flusher.join(timeout=30)
+    def _write(self, events, new_turns, updates, rows) -> None:
+        if new_turns:
+            Turn.objects.bulk_create(new_turns)
+        for index, fields in updates.items():
+            Turn.objects.filter(trial_id=self.trial_id, index=index).update(**fields)
+        if events:
+            _insert_events(self.trial_id, events)
+            self._events_file.write(
+                "".join(
+                    json.dumps({"turn": turn_index, **event.to_json()}, ensure_ascii=False) + "\n"
+                    for turn_index, _, event in events
+                )
+            )
+            self._events_file.flush()
+            self._last_seq = events[-1][1]
+        checks = [row for row in rows if isinstance(row, Check)]
+        if checks:
+            Check.objects.bulk_create(checks)
+        consultations = [row for row in rows if isinstance(row, Consultation)]
+        if consultations:
+            Consultation.objects.bulk_create(consultations)
+
+    def _renew_lease(self) -> bool:
+        return bool(
+            Trial.objects.filter(
+                pk=self.trial_id, lease_owner=self.owner, status=Trial.Status.RUNNING
+            ).update(lease_expires_at=timezone.now() + timedelta(seconds=self._lease_s))
+        )
+
+    def _lose(self) -> None:
+        """Another process owns the trial now: stop writing and stop the trial's processes."""
+        if self.lost.is_set():
+            return
+        self.lost.set()
+        with self._lock:
+            self._events, self._new_turns, self._turn_updates, self._rows = [], {}, {}, []
+            self._room.notify_all()
+        log.warning(
+            "trial %s was taken over by another process (its lease moved on); this process "
+            "stops writing it and ends its agent",
+            self.trial_id,
+        )
+        if self.on_lost is not None:
+            self.on_lost()
+
+    def lease_lost(self) -> None:
+        """Called by the heartbeat when it found the lease gone (a quiet agent flushes nothing)."""
+        self._lose()
+
+    _last_seq: int | None = None
+    _published_seq: int | None = None
+
+    def _published(self) -> None:
+        seq = self._last_seq
+        if seq is not None and seq != self._published_seq and not self.lost.is_set():
+            self._published_seq = seq
+            publishing.event_recorded(
+                trial_id=self.trial_id, batch_id=self.batch_id, seq=seq, wait=False
+            )
 
     def _announce(self, status: str) -> None:
         publishing.trial_changed(
-            trial_id=self.trial_id, run_id=self.run_id, batch_id=self.batch_id, status=status
+            trial_id=self.trial_id,
+            run_id=self.run_id,
+            batch_id=self.batch_id,
+            status=status,
+            wait=False,
         )
+
+
+def _insert_events(trial_id: int, events: list[tuple[int, int, AgentEvent]]) -> None:
+    """INSERT the events in batches of BULK_BATCH rows with ``executemany``: the values are
+    adapted the way the ORM's fields adapt them (datetime, JSON) but without a model object and
+    a compiled query per row, which were most of what ingest cost."""
+    adapt_at = connection.ops.adapt_datetimefield_value
+    data_field = Event._meta.get_field("data")
+    table = connection.ops.quote_name(Event._meta.db_table)
+    sql = (
+        f"INSERT INTO {table} (trial_id, turn_index, seq, kind, at, data) "
+        "VALUES (%s, %s, %s, %s, %s, %s)"
+    )
+    rows = [
+        (
+            trial_id,
+            turn_index,
+            seq,
+            event.kind,
+            adapt_at(datetime.fromtimestamp(event.at_ms / 1000, tz=UTC)),
+            data_field.get_db_prep_save(event.data, connection),
+        )
+        for turn_index, seq, event in events
+    ]
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), BULK_BATCH):
+            cursor.executemany(sql, rows[start : start + BULK_BATCH])
+
+
+class _Flusher:
+    """The process's one flusher thread: flushes every running recorder whose buffer waited
+    FLUSH_AFTER_S. It ends (closing its database connection) once no trial runs, and starts
+    again with the next."""
+
+    IDLE_S = 2.0
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._recorders: weakref.WeakSet[DatabaseRecorder] = weakref.WeakSet()
+        self._thread: threading.Thread | None = None
+
+    def add(self, recorder: DatabaseRecorder) -> None:
+        with self._lock:
+            self._recorders.add(recorder)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="proctor-flusher", daemon=True
+                )
+                self._thread.start()
+
+    def discard(self, recorder: DatabaseRecorder) -> None:
+        with self._lock:
+            self._recorders.discard(recorder)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        idle_since: float | None = None
+        try:
+            while True:
+                self._wake.wait(FLUSH_TICK_S)
+                self._wake.clear()
+                now = time.monotonic()
+                with self._lock:
+                    recorders = list(self._recorders)
+                    if recorders:
+                        idle_since = None
+                    elif idle_since is None:
+                        idle_since = now
+                    elif now - idle_since > self.IDLE_S:
+                        self._thread = None
+                        return
+                for recorder in recorders:
+                    if recorder.due(now):
+                        try:
+                            recorder.flush()
+                        except Exception:  # a locked database: the next tick tries again
+                            log.warning(
+                                "could not write trial %s yet", recorder.trial_id, exc_info=True
+                            )
+                            with contextlib.suppress(Exception):
+                                connection.close()
+        finally:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+
+_flusher = _Flusher()
 
 
 def _bigint(value: object) -> int:

@@ -11,6 +11,10 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.mocks.access import MockAccess
 
 # Called for each output line as it arrives: (stream name "stdout" | "stderr", line without \n).
 LineSink = Callable[[str, str], None]
@@ -59,6 +63,9 @@ class Sandbox(abc.ABC):
     home: str
     host_workspace: Path
     host_home: Path
+    # The trial's mocks once started (runner.mocks): their variables and shims go into every
+    # process's environment; a sandbox with the network off bridges their ports in.
+    mocks: MockAccess | None = None
 
     @abc.abstractmethod
     def base_env(self) -> dict[str, str]:

@@ -140,7 +140,8 @@ class BwrapSandbox(LocalSandbox):
         for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
             if name in env and not self._visible(env[name]):
                 del env[name]
-        return env
+        # The mocks' shims first, before the user's own tools dir (bound in by _bwrap_argv).
+        return self.mocks.apply_env(env) if self.mocks else env
 
     def _bwrap_argv(self, argv: Sequence[str], cwd: str) -> list[str]:
         # /tmp first: a folder exposed below it (or the Python, in a venv under /tmp) then
@@ -161,6 +162,10 @@ class BwrapSandbox(LocalSandbox):
         args += ["--dev", "/dev", "--proc", "/proc", "--symlink", SANDBOX_TMP, "/var/tmp"]
         args += ["--bind", str(self.host_workspace), self.workspace]
         args += ["--bind", str(self.host_home), self.home]
+        if self.mocks:  # the trial's mocks: shims, unix sockets, the bridge (runner.mocks)
+            args += ["--ro-bind", self.mocks.folder, self.mocks.folder]
+            if not self.network:  # only the mocks' ports, bridged to their sockets
+                argv = self.mocks.bridged(argv, sys.executable)
         args += ["--remount-ro", "/", "--unshare-all", "--cap-drop", "ALL"]
         if self.network:
             args.append("--share-net")

@@ -33,6 +33,7 @@ kills and removes the cgroups of Proctor processes that are gone (the watchdog k
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import os
 import signal
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -48,8 +50,9 @@ CGROUP_WRAPPER = 'echo $$ > "$0/cgroup.procs" 2>/dev/null; exec "$@"'
 # How long ending a cgroup waits for the kernel to empty it before giving up on the folder.
 EMPTY_WAIT_S = 2.0
 
-# The watchdog: lines "+<tree>" / "-<tree>" ("cg <folder>", "pg <pgid>" or "docker <engine
-# socket> <container id>"); at EOF it kills the trees still open (a container is removed). Run with ``python -I -S`` so it starts in milliseconds and imports nothing
+# The watchdog: lines "+<tree>" / "-<tree>" ("cg <folder>", "pg <pgid>", "docker <engine
+# socket> <container id>" or "dir <folder>"); at EOF it kills the trees still open (a container
+# is removed), then deletes the folders still listed (sandbox folders awaiting removal). Run with ``python -I -S`` so it starts in milliseconds and imports nothing
 # of Proctor's.
 WATCHDOG = r"""
 import os, signal, sys, time
@@ -62,6 +65,8 @@ for line in sys.stdin:
         open_trees.pop(tree, None)
 for tree in open_trees:
     kind, _, where = tree.partition(" ")
+    if kind == "dir":
+        continue  # removed below, once the processes that may write there are dead
     try:
         if kind == "pg":
             os.killpg(int(where), signal.SIGKILL)
@@ -103,6 +108,11 @@ if sys.argv[1:]:
         os.rmdir(sys.argv[1])
     except OSError:
         pass
+import shutil
+for tree in open_trees:
+    kind, _, where = tree.partition(" ")
+    if kind == "dir":
+        shutil.rmtree(where, ignore_errors=True)
 """
 
 
@@ -287,6 +297,52 @@ def watch_container(engine_socket: str, container_id: str, *, done: bool = False
     containment().tell_watchdog(f"{'-' if done else '+'}docker {engine_socket} {container_id}")
 
 
+class TrialScope:
+    """The process trees started by one trial (on its thread), so that a trial this process
+    must give up (its lease was taken over) can end all of them from another thread, and any
+    it would start afterwards die at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._trees: set[ProcessTree] = set()
+        self.ended = False
+
+    def add(self, tree: ProcessTree) -> bool:
+        """Count ``tree`` in; False when the scope ended (the caller kills it)."""
+        with self._lock:
+            if not self.ended:
+                self._trees.add(tree)
+            return not self.ended
+
+    def discard(self, tree: ProcessTree) -> None:
+        with self._lock:
+            self._trees.discard(tree)
+
+    def end(self) -> None:
+        """SIGKILL every tree of the trial, now and for whatever it starts later."""
+        with self._lock:
+            self.ended = True
+            trees = list(self._trees)
+        for tree in trees:
+            tree.kill()
+
+
+_scope: contextvars.ContextVar[TrialScope | None] = contextvars.ContextVar(
+    "proctor_trial_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def trial_scope() -> Iterator[TrialScope]:
+    """Count the trees started in this block (this thread) as one trial's."""
+    scope = TrialScope()
+    token = _scope.set(scope)
+    try:
+        yield scope
+    finally:
+        _scope.reset(token)
+
+
 class ProcessTree:
     """One run's processes: the program started by ``wrap(argv)`` and all it starts."""
 
@@ -294,6 +350,7 @@ class ProcessTree:
         self.owner = owner
         self.cgroup = cgroup
         self.pgid: int | None = None
+        self.scope = _scope.get()
         if cgroup is not None:
             owner.tell_watchdog(f"+cg {cgroup}")
 
@@ -307,6 +364,8 @@ class ProcessTree:
         self.pgid = pid
         if self.cgroup is None:
             self.owner.tell_watchdog(f"+pg {pid}")
+        if self.scope is not None and not self.scope.add(self):
+            self.kill()  # its trial was given up before it started
 
     def signal(self, sig: int) -> None:
         if self.cgroup is not None:
@@ -317,6 +376,8 @@ class ProcessTree:
 
     def kill(self) -> None:
         """SIGKILL every process of the tree; the cgroup is removed once empty."""
+        if self.scope is not None:
+            self.scope.discard(self)
         if self.pgid is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pgid, signal.SIGKILL)

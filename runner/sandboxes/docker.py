@@ -14,7 +14,8 @@ socket), and else a container whose worker died removes itself when its keep-ali
 later.
 
 Variant options: ``image`` (default proctor-base:latest, built offline by tests/setup/docker.sh;
-never pulled; any image with sh, sleep and cat works), ``cpus`` (2), ``memory`` ("2g"),
+never pulled; any image with sh, sleep and cat works; proctor-agents:latest, built by
+tests/setup/agent-image.sh, adds node and the five agent CLIs: docs/agents-in-docker.md), ``cpus`` (2), ``memory`` ("2g"),
 ``pids`` (512), ``expose=[...]`` (host paths mounted read-only at the same place).
 """
 
@@ -38,6 +39,9 @@ from runner.sandboxes.processes import TERMINATE_GRACE_S, LineSplitter
 log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "proctor-base:latest"
+# The base image plus node and the real agent CLIs (docs/agents-in-docker.md); select it with
+# a variant's image= option.
+AGENT_IMAGE = "proctor-agents:latest"
 DEFAULT_CPUS = 2.0
 DEFAULT_MEMORY = "2g"
 DEFAULT_PIDS = 512
@@ -94,7 +98,8 @@ def docker_problem(image: str = DEFAULT_IMAGE) -> str | None:
     try:
         client.inspect_image(image)
     except docker.errors.ImageNotFound:
-        return f"the image {image} is not on this engine (tests/setup/docker.sh builds proctor-base:latest offline)"
+        builder = "agent-image.sh" if image == AGENT_IMAGE else "docker.sh"
+        return f"the image {image} is not on this engine (tests/setup/{builder} builds it offline)"
     except Exception as exc:
         return f"the engine could not inspect {image} ({type(exc).__name__}: {exc})"
     return None
@@ -203,7 +208,11 @@ class DockerSandbox(LocalSandbox):
     ) -> str:
         from docker.types import Mount
 
+        # The trial's mocks (runner.mocks) live here: shims, unix sockets, the bridge.
+        mocks_folder = self.root / "mocks"
+        mocks_folder.mkdir(exist_ok=True)
         mounts = [
+            Mount(str(mocks_folder), str(mocks_folder), type="bind", read_only=True),
             Mount(SANDBOX_TMP, str(self.tmp), type="bind"),
             Mount(self.workspace, str(self.host_workspace), type="bind"),
             Mount(self.home, str(self.host_home), type="bind"),
@@ -253,7 +262,7 @@ class DockerSandbox(LocalSandbox):
         return output[0]
 
     def base_env(self) -> dict[str, str]:
-        return {
+        env = {
             "PATH": f"{self.home}/.local/bin:{SYSTEM_PATH}",
             "HOME": self.home,
             "TMPDIR": SANDBOX_TMP,
@@ -264,6 +273,7 @@ class DockerSandbox(LocalSandbox):
             "NPM_CONFIG_PREFIX": f"{self.home}/.local",
             "PYTHONPATH": str(Path(self.kit_dir).parent),
         }
+        return self.mocks.apply_env(env) if self.mocks else env
 
     def _exec_quietly(self, argv: Sequence[str]) -> str:
         """A short control command inside the container, as the sandbox's user; its stdout."""
@@ -300,10 +310,12 @@ class DockerSandbox(LocalSandbox):
         started = time.monotonic()
         full_env = self.base_env()
         full_env.update(env or {})
+        # With the network off, only the mocks' ports, bridged to their sockets (runner.mocks).
+        command = self.mocks.bridged(argv, "python3") if self.mocks and not self.network else argv
         try:
             exec_id = self.control.exec_create(
                 self.container_id,
-                list(argv),
+                list(command),
                 stdout=True,
                 stderr=True,
                 stdin=False,

@@ -9,7 +9,6 @@ folder of a trial whose Proctor crashed is removed by the next one (``runner.san
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, Sandbox
-from runner.sandboxes.leftovers import owned_prefix, sweep_once
+from runner.sandboxes.leftovers import owned_prefix, remove_later, sweep_once
 from runner.sandboxes.processes import run_process
 
 # Passed through from the worker so tools behave as they do for the person running Proctor.
@@ -60,7 +59,7 @@ class LocalSandbox(Sandbox):
             TERM="dumb",
             USER=os.environ.get("USER", "proctor"),
         )
-        return env
+        return self.mocks.apply_env(env) if self.mocks else env
 
     def run(
         self,
@@ -78,4 +77,5 @@ class LocalSandbox(Sandbox):
         )
 
     def destroy(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        # Gone under its name at once; deleted off the trial's path (runner.sandboxes.leftovers).
+        remove_later(self.root)

@@ -1,93 +1,221 @@
-"""The workspace diff artifact: what the agent changed, as a git-style unified diff.
+"""What the agent changed in the workspace: the whole-trial diff artifact and each turn's changes.
 
 A snapshot is taken once the workspace is ready (source materialized, prepare done), so the
-diff shows the agent's work and not the setup's. The snapshot copies the workspace into a
-private temp folder rather than relying on the workspace's own git state: the agent may commit,
-reset or delete ``.git``, and a ``files()`` workspace has no repository at all.
+diff shows the agent's work and not the setup's; the session takes one before every turn, so a
+turn's file changes include what its shell commands wrote. The snapshot is the workspace's own
+record, not its git state: the agent may commit, reset or delete ``.git``, and a ``files()``
+workspace has no repository at all.
+
+It is cheap to take again: a snapshot keeps each file's stat, a hash of its content and, for
+files small enough to diff, its bytes: in memory up to :data:`MEMORY_BUDGET_BYTES` for the
+snapshots of one trial, in a private temp folder beyond (a very large workspace). :meth:`WorkspaceSnapshot.changes` stats every file and reads only
+those whose size, times, inode or mode moved (and those written in the same instant the
+previous snapshot was taken, whose stat cannot be trusted, as git's "racily clean" files); the
+next snapshot reuses everything else. The diff text is written here (difflib for the hunks), in
+``git diff`` format, with no process and no scratch copy.
+
+Generated files are left out of both by default (:data:`DEFAULT_IGNORE`: Python byte code,
+tool caches, object files); a suite's ``diff_ignore`` adds patterns. A pattern without an
+inner ``/`` matches a file or folder name at any depth (``*.pyc``, ``__pycache__``, ``build/``;
+a trailing ``/`` is ignored); one with an inner ``/`` matches the path from the workspace root
+(``web/build``, ``dist/*.js``).
 """
 
 from __future__ import annotations
 
-import filecmp
+import difflib
+import fnmatch
 import hashlib
 import os
+import re
 import shutil
 import stat
-import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.sandboxes.leftovers import owned_prefix
 
 # A diff of a multi-megabyte file (a build output, a database) helps nobody and bloats the
-# artifact; such files are only named.
+# artifact; such files are only named, and compared by hash.
 LARGE_FILE_BYTES = 2 * 1024 * 1024
-DIFF_TIMEOUT_S = 120
+# How many bytes of file contents a trial's snapshots hold in memory; the rest is written to
+# a temp folder, so a huge repository costs disk, not the worker's memory.
+MEMORY_BUDGET_BYTES = 256 * 1024 * 1024
+
+# Left out of the diff and of the turns' file changes unless a suite says otherwise: what
+# running the code or its tools leaves behind, never what the agent wrote.
+DEFAULT_IGNORE: tuple[str, ...] = (
+    "__pycache__",
+    "*.pyc",
+    "*.pyo",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    "*.o",
+    "*.obj",
+    "*.class",
+    ".DS_Store",
+    ".aider.tags.cache.v*",  # Aider's repository map (a SQLite file)
+)
+
+# A file whose mtime or ctime is this close to the moment of its snapshot may be rewritten
+# within the same clock tick without its stat changing: its content is compared instead.
+RACY_NS = 2_000_000_000
+# git's test for binary content: a NUL byte in the first 8000 bytes.
+BINARY_PROBE = 8000
+NULL_ID = "0000000"
+# Lines as git splits them: at "\n" only (str.splitlines also splits at \r, \f, ...).
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 
 
 @dataclass(frozen=True)
 class _Entry:
-    """One path in a tree: a regular file, a symlink (never followed) or a large file."""
+    """One path of a tree: a regular file, a symlink (never followed) or a large file."""
 
     kind: str  # "file", "link" or "large"
-    detail: str = ""  # the link's target, or the large file's sha256
+    mode: str  # git's: 100644, 100755 or 120000
+    stat_key: tuple[int, ...]
+    digest: str  # git's blob id of a file or a link's target; a large file's sha256
+    data: bytes | None = None  # a file's bytes or a link's target, when kept in memory
+    spilled: str = ""  # else the file holding them
+
+    def same_content(self, other: _Entry) -> bool:
+        return self.kind == other.kind and self.digest == other.digest
+
+    def content(self) -> bytes:
+        if self.data is not None:
+            return self.data
+        if self.spilled:
+            return Path(self.spilled).read_bytes()
+        return b""
+
+
+class _Store:
+    """Where the snapshots of one workspace keep file contents: memory up to the budget, then
+    a temp folder, removed by :meth:`close` or when the last snapshot is gone."""
+
+    def __init__(self) -> None:
+        self.kept = 0
+        self.folder: str | None = None
+        self._count = 0
+        self._cleanup: weakref.finalize | None = None
+
+    def keep(self, data: bytes) -> tuple[bytes | None, str]:
+        if self.kept + len(data) <= MEMORY_BUDGET_BYTES:
+            self.kept += len(data)
+            return data, ""
+        if self.folder is None:
+            # Named after this process, so the start-up sweep removes it if Proctor crashes.
+            self.folder = tempfile.mkdtemp(prefix=owned_prefix("snapshot"))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self.folder, True)
+        self._count += 1
+        path = os.path.join(self.folder, str(self._count))
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return None, path
+
+    def close(self) -> None:
+        if self._cleanup is not None:
+            self._cleanup()
+
+
+class Ignore:
+    """Which workspace paths are nobody's work: fixed folders (the case's cache) and patterns,
+    compiled into two regular expressions (names, paths from the root): a walk tests every
+    entry against them."""
+
+    def __init__(self, exact: Sequence[str], patterns: Sequence[str]) -> None:
+        self.exact = tuple(exact)
+        self.patterns = tuple(patterns)
+        names = [p.rstrip("/") for p in self.patterns if "/" not in p.rstrip("/")]
+        paths = [p.strip("/") for p in self.patterns if "/" in p.rstrip("/")]
+        self._names = re.compile("|".join(fnmatch.translate(p) for p in names) or "(?!)")
+        anchored = [fnmatch.translate(p) for p in paths]
+        anchored += [re.escape(p) + r"/.*\Z" for p in (*paths, *self.exact)]
+        anchored += [re.escape(p) + r"\Z" for p in self.exact]
+        self._paths = re.compile("|".join(anchored) or "(?!)", re.DOTALL)
+
+    @classmethod
+    def of(cls, exclude: Sequence[str] = (), patterns: Iterable[str] | None = None) -> Ignore:
+        chosen = DEFAULT_IGNORE if patterns is None else tuple(patterns)
+        return cls(
+            exact=[p for p in (_normalized(e) for e in exclude) if p],
+            patterns=[p.strip() for p in chosen if p.strip()],
+        )
+
+    def __call__(self, rel: str, name: str) -> bool:
+        return bool(self._names.match(name) or self._paths.match(rel))
 
 
 class WorkspaceSnapshot:
-    """The state of a workspace at one moment, kept in a private temp folder until discarded."""
+    """The state of a workspace at one moment, held in memory."""
 
-    def __init__(self, copy_dir: Path, entries: dict[str, _Entry], exclude: tuple[str, ...]):
-        self._copy_dir: Path | None = copy_dir
-        self._entries = entries
-        self._exclude = exclude
+    def __init__(
+        self,
+        entries: dict[str, _Entry],
+        ignore: Ignore,
+        taken_ns: int,
+        store: _Store,
+        *,
+        owns_store: bool,
+    ):
+        self._entries: dict[str, _Entry] | None = entries
+        self._ignore = ignore
+        self._taken_ns = taken_ns
+        self._store = store
+        self._owns_store = owns_store
 
     @classmethod
-    def take(cls, workspace: Path, *, exclude: Sequence[str] = ()) -> WorkspaceSnapshot:
-        """Copy the workspace's files (except ``.git`` and the excluded relative paths) into a
-        temp folder. Costs one read of every file and the disk space of the small ones."""
-        excluded = tuple(_normalized(p) for p in exclude if _normalized(p))
-        # Named after this process, so the start-up sweep removes it if Proctor crashes.
-        copy_dir = Path(tempfile.mkdtemp(prefix=owned_prefix("snapshot")))
-        try:
-            entries: dict[str, _Entry] = {}
-            for rel, entry in _walk(workspace, excluded):
-                entries[rel] = entry
-                if entry.kind != "large":
-                    _copy_entry(workspace / rel, copy_dir / rel, entry)
-        except BaseException:
-            shutil.rmtree(copy_dir, ignore_errors=True)
-            raise
-        return cls(copy_dir, entries, excluded)
+    def take(
+        cls,
+        workspace: Path,
+        *,
+        exclude: Sequence[str] = (),
+        ignore: Iterable[str] | None = None,
+    ) -> WorkspaceSnapshot:
+        """Record the workspace's files, except ``.git``, the ``exclude`` folders and what the
+        ``ignore`` patterns match (``DEFAULT_IGNORE`` when None). Reads every file once."""
+        rules = Ignore.of(exclude, ignore)
+        taken_ns = time.time_ns()
+        store = _Store()
+        entries = dict(_scan(workspace, rules, store, previous={}, since_ns=0))
+        return cls(entries, rules, taken_ns, store, owns_store=True)
+
+    def changes(self, workspace: Path) -> tuple[list[str], WorkspaceSnapshot]:
+        """The relative paths that were added, modified, removed or re-moded since this
+        snapshot, sorted, and a snapshot of the workspace as it is now (this one stays valid).
+        Reads only the files whose stat moved."""
+        before = self._live()
+        taken_ns = time.time_ns()
+        now = dict(
+            _scan(workspace, self._ignore, self._store, previous=before, since_ns=self._taken_ns)
+        )
+        changed = [
+            rel
+            for rel in sorted(before.keys() | now.keys())
+            if _differs(before.get(rel), now.get(rel))
+        ]
+        return changed, WorkspaceSnapshot(
+            now, self._ignore, taken_ns, self._store, owns_store=False
+        )
 
     def diff(self, workspace: Path) -> str:
         """A git-style unified diff from the snapshot to the workspace as it is now; empty when
-        nothing changed. Runs ``git diff --no-index`` over copies of the changed files only."""
-        if self._copy_dir is None:
-            raise RuntimeError("this workspace snapshot was discarded")
-        now = dict(_walk(workspace, self._exclude))
-        changed: list[tuple[str, _Entry | None, _Entry | None]] = []
-        large: list[str] = []
-        for rel in sorted(self._entries.keys() | now.keys()):
-            before, after = self._entries.get(rel), now.get(rel)
-            if before == after and not self._content_differs(workspace, rel, before):
-                continue
-            if (before and before.kind == "large") or (after and after.kind == "large"):
-                large.append(rel)
-            else:
-                changed.append((rel, before, after))
-
-        text = self._git_diff(workspace, changed) if changed else ""
-        if large:
-            text += "".join(f"large file changed: {rel}\n" for rel in large)
-        return text
+        nothing changed. Large files are named on a line of their own after the diff."""
+        changed, after = self.changes(workspace)
+        return diff_between(self, after, changed)
 
     def discard(self) -> None:
-        """Remove the temp copy. The snapshot cannot diff after this."""
-        if self._copy_dir is not None:
-            shutil.rmtree(self._copy_dir, ignore_errors=True)
-            self._copy_dir = None
+        """Let go of the recorded contents (and, for the first snapshot, of every later one's
+        temp folder). The snapshot cannot compare after this."""
+        self._entries = None
+        if self._owns_store:
+            self._store.close()
 
     def __enter__(self) -> WorkspaceSnapshot:
         return self
@@ -95,97 +223,111 @@ class WorkspaceSnapshot:
     def __exit__(self, *exc: object) -> None:
         self.discard()
 
-    def _content_differs(self, workspace: Path, rel: str, entry: _Entry | None) -> bool:
-        if entry is None or entry.kind != "file":
-            return False  # links and large files compare by their recorded detail
-        assert self._copy_dir is not None
-        old, new = self._copy_dir / rel, workspace / rel
-        if stat.S_IMODE(old.stat().st_mode) != stat.S_IMODE(new.stat().st_mode):
-            return True
-        return not filecmp.cmp(old, new, shallow=False)
+    def _live(self) -> dict[str, _Entry]:
+        if self._entries is None:
+            raise RuntimeError("this workspace snapshot was discarded")
+        return self._entries
 
-    def _git_diff(
-        self, workspace: Path, changed: list[tuple[str, _Entry | None, _Entry | None]]
-    ) -> str:
-        assert self._copy_dir is not None
-        with tempfile.TemporaryDirectory(prefix="proctor-diff-") as scratch:
-            # Folders named a and b, diffed with --no-prefix from their parent, give git's usual
-            # a/<path> and b/<path> names without rewriting every line.
-            root = Path(scratch)
-            for rel, before, after in changed:
-                if before is not None:
-                    _copy_entry(self._copy_dir / rel, root / "a" / rel, before)
-                if after is not None:
-                    _copy_entry(workspace / rel, root / "b" / rel, after)
-            (root / "a").mkdir(exist_ok=True)
-            (root / "b").mkdir(exist_ok=True)
-            result = subprocess.run(
-                [
-                    "git",
-                    "-c",
-                    "core.quotepath=off",
-                    "diff",
-                    "--no-index",
-                    "--no-color",
-                    "--no-ext-diff",
-                    "--no-renames",
-                    "--no-prefix",
-                    "a",
-                    "b",
-                ],
-                cwd=root,
-                env=_isolated_git_env(),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=DIFF_TIMEOUT_S,
-            )
-        # git diff exits 1 when the trees differ; anything above means it failed.
-        if result.returncode > 1:
-            reason = result.stderr.decode("utf-8", "replace").strip()
-            raise RuntimeError(f"git diff of the workspace failed: {reason}")
-        output = result.stdout.decode("utf-8", "replace")
-        return "".join(_fix_header(line) for line in output.splitlines(keepends=True))
+
+def diff_between(
+    before: WorkspaceSnapshot, after: WorkspaceSnapshot, changed: Sequence[str] | None = None
+) -> str:
+    """The git-style diff text between two snapshots of one workspace."""
+    old, new = before._live(), after._live()
+    paths = (
+        changed
+        if changed is not None
+        else [r for r in sorted(old.keys() | new.keys()) if _differs(old.get(r), new.get(r))]
+    )
+    text: list[str] = []
+    large: list[str] = []
+    for rel in paths:
+        a, b = old.get(rel), new.get(rel)
+        if (a and a.kind == "large") or (b and b.kind == "large"):
+            large.append(rel)
+        elif a and b and (a.kind == "link") != (b.kind == "link"):
+            # git shows a change of type as a deletion and an addition.
+            text.append(_file_diff(rel, a, None))
+            text.append(_file_diff(rel, None, b))
+        else:
+            text.append(_file_diff(rel, a, b))
+    return "".join(text) + "".join(f"large file changed: {rel}\n" for rel in large)
+
+
+def _differs(a: _Entry | None, b: _Entry | None) -> bool:
+    if a is None or b is None:
+        return a is not b
+    return a.mode != b.mode or not a.same_content(b)
 
 
 def _normalized(rel: str) -> str:
     return rel.strip().removeprefix("./").strip("/")
 
 
-def _is_excluded(rel: str, excluded: tuple[str, ...]) -> bool:
-    return any(rel == ex or rel.startswith(ex + "/") for ex in excluded)
-
-
-def _walk(workspace: Path, excluded: tuple[str, ...]) -> Iterator[tuple[str, _Entry]]:
+def _scan(
+    workspace: Path,
+    ignore: Ignore,
+    store: _Store,
+    *,
+    previous: dict[str, _Entry],
+    since_ns: int,
+) -> Iterator[tuple[str, _Entry]]:
     """Every file and symlink under the workspace, by relative posix path. Symlinks are
-    reported as links and never followed, so nothing outside the workspace is read."""
+    reported as links and never followed, so nothing outside the workspace is read. An entry
+    of ``previous`` whose stat is unchanged (and not racily recent) is reused unread."""
     pending = [""]
     while pending:
         prefix = pending.pop()
-        with os.scandir(workspace / prefix if prefix else workspace) as listing:
-            items = sorted(listing, key=lambda item: item.name)
+        try:
+            listing = os.scandir(workspace / prefix if prefix else workspace)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed while being walked
+        with listing:
+            items = list(listing)
         for item in items:
             rel = f"{prefix}/{item.name}" if prefix else item.name
             # .git at any depth: the repository (or a submodule's) is not the agent's work.
-            if item.name == ".git" or _is_excluded(rel, excluded):
+            if item.name == ".git" or ignore(rel, item.name):
                 continue
-            if item.is_symlink():
-                yield rel, _Entry("link", os.readlink(item.path))
-            elif item.is_dir(follow_symlinks=False):
+            try:
+                info = item.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
                 pending.append(rel)
-            elif item.is_file(follow_symlinks=False):
-                if item.stat(follow_symlinks=False).st_size > LARGE_FILE_BYTES:
-                    yield rel, _Entry("large", _sha256(Path(item.path)))
-                else:
-                    yield rel, _Entry("file")
-            # sockets, fifos and devices have no content to diff
+                continue
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                continue  # sockets, fifos and devices have no content to diff
+            key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_mode)
+            known = previous.get(rel)
+            if (
+                known is not None
+                and known.stat_key == key
+                and since_ns - max(info.st_mtime_ns, info.st_ctime_ns) > RACY_NS
+            ):
+                yield rel, known
+                continue
+            entry = _read(Path(item.path), info, key, store)
+            if entry is not None:
+                # Unchanged content keeps the earlier entry's bytes (one copy kept).
+                if known is not None and known.mode == entry.mode and known.same_content(entry):
+                    entry = replace(known, stat_key=key)
+                yield rel, entry
 
 
-def _copy_entry(source: Path, target: Path, entry: _Entry) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if entry.kind == "link":
-        os.symlink(entry.detail, target)
-    else:
-        shutil.copy2(source, target, follow_symlinks=False)
+def _read(path: Path, info: os.stat_result, key: tuple[int, ...], store: _Store) -> _Entry | None:
+    try:
+        if stat.S_ISLNK(info.st_mode):
+            target = os.fsencode(os.readlink(path))
+            return _Entry("link", "120000", key, _blob_id(target), data=target)
+        mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
+        if info.st_size > LARGE_FILE_BYTES:
+            return _Entry("large", mode, key, _sha256(path))
+        data = path.read_bytes()
+    except (FileNotFoundError, PermissionError):
+        return None  # gone, or unreadable to us: not something a diff can show
+    kept, spilled = store.keep(data)
+    return _Entry("file", mode, key, _blob_id(data), data=kept, spilled=spilled)
 
 
 def _sha256(path: Path) -> str:
@@ -196,29 +338,67 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fix_header(line: str) -> str:
-    """Name both sides a/<path> b/<path> on a ``diff --git`` line.
-
-    For an added or deleted file git repeats the one existing side (``b/x b/x``). Both halves
-    hold the same path behind a one-letter folder, so the path is recovered by length.
-    """
-    if not line.startswith("diff --git "):
-        return line
-    rest = line[len("diff --git ") :].rstrip("\n")
-    quote = '"' if rest.startswith('"') else ""
-    # rest is  {q}X/path{q} {q}Y/path{q}  with X, Y in {a, b}
-    overhead = 2 * (len(quote) * 2 + 2) + 1
-    if (len(rest) - overhead) % 2:
-        return line
-    length = (len(rest) - overhead) // 2
-    path = rest[len(quote) + 2 : len(quote) + 2 + length]
-    return f"diff --git {quote}a/{path}{quote} {quote}b/{path}{quote}\n"
+def _blob_id(data: bytes) -> str:
+    """git's object id of ``data`` (its ``index`` lines show the first 7 digits)."""
+    digest = hashlib.sha1(b"blob %d\0" % len(data), usedforsecurity=False)
+    digest.update(data)
+    return digest.hexdigest()
 
 
-def _isolated_git_env() -> dict[str, str]:
-    # The diff must look the same on every machine: ignore the user's and system git config
-    # (diff.noprefix, color.ui, diff.external, ...).
-    env = dict(os.environ)
-    env["GIT_CONFIG_NOSYSTEM"] = "1"
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
-    return env
+def _quoted(path: str) -> str:
+    """A path as git prints it with core.quotepath=off: C-quoted only when it holds a quote,
+    a backslash or a control character."""
+    if not any(c in path for c in '"\\') and all(ord(c) >= 32 and c != "\x7f" for c in path):
+        return path
+    escapes = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    body = "".join(
+        escapes.get(c, c if ord(c) >= 32 and c != "\x7f" else f"\\{ord(c):03o}") for c in path
+    )
+    return f'"{body}"'
+
+
+def _side(prefix: str, rel: str) -> str:
+    quoted = _quoted(rel)
+    return f'"{prefix}/{quoted[1:]}' if quoted.startswith('"') else f"{prefix}/{quoted}"
+
+
+def _file_diff(rel: str, a: _Entry | None, b: _Entry | None) -> str:
+    old_name, new_name = _side("a", rel), _side("b", rel)
+    lines = [f"diff --git {old_name} {new_name}\n"]
+    old_data = a.content() if a else b""
+    new_data = b.content() if b else b""
+    same_data = a is not None and b is not None and a.digest == b.digest
+    old_id = a.digest[:7] if a else NULL_ID
+    new_id = b.digest[:7] if b else NULL_ID
+    if a is None and b is not None:
+        lines.append(f"new file mode {b.mode}\n")
+        lines.append(f"index {old_id}..{new_id}\n")
+    elif b is None and a is not None:
+        lines.append(f"deleted file mode {a.mode}\n")
+        lines.append(f"index {old_id}..{new_id}\n")
+    elif a is not None and b is not None:
+        if a.mode != b.mode:
+            lines.append(f"old mode {a.mode}\nnew mode {b.mode}\n")
+            if not same_data:
+                lines.append(f"index {old_id}..{new_id}\n")
+        else:
+            lines.append(f"index {old_id}..{new_id} {a.mode}\n")
+    if same_data or (not old_data and not new_data):
+        return "".join(lines)
+    if b"\0" in old_data[:BINARY_PROBE] or b"\0" in new_data[:BINARY_PROBE]:
+        left = old_name if a is not None else "/dev/null"
+        right = new_name if b is not None else "/dev/null"
+        lines.append(f"Binary files {left} and {right} differ\n")
+        return "".join(lines)
+    # git ends a ---/+++ name holding a space with a tab, so patch tools find where it ends.
+    tab = "\t" if " " in rel else ""
+    lines.append(f"--- {old_name + tab if a is not None else '/dev/null'}\n")
+    lines.append(f"+++ {new_name + tab if b is not None else '/dev/null'}\n")
+    old_lines = _LINE.findall(old_data.decode("utf-8", "replace"))
+    new_lines = _LINE.findall(new_data.decode("utf-8", "replace"))
+    hunks = difflib.unified_diff(old_lines, new_lines, n=3, lineterm="\n")
+    # difflib's first two lines are its own ---/+++ header (empty names); ours is above.
+    for number, line in enumerate(hunks):
+        if number >= 2:
+            lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)

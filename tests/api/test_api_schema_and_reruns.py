@@ -121,6 +121,31 @@ def test_it_reruns_only_the_failed_trials_of_a_batch(reruns, api_as, alice, acme
     assert response.json()["trial_counts"]["total"] == 8
 
 
+def test_it_reruns_only_the_errored_trials_of_a_batch(reruns, api_as, alice, acme_world):
+    response = api_as(alice).post(
+        f"/api/batches/{acme_world.batch.id}/rerun/", {"scope": "errored"}, format="json"
+    )
+
+    new_batch = assert_created_rerun(response, acme_world.batch)
+    # Each run had one errored trial; its failed one is a result about the agent and stays.
+    assert response.json()["trial_counts"]["total"] == 4
+    assert new_batch.runs.count() == 4
+
+
+def test_it_refuses_to_rerun_the_errors_of_a_batch_without_any(api_as, alice, acme, globex_world):
+    clean = make_batch(
+        acme, [make_case(acme, "shaky")], [make_variant(acme, "solid")], statuses=["failed"]
+    )
+
+    response = api_as(alice).post(
+        f"/api/batches/{clean.id}/rerun/", {"scope": "errored"}, format="json"
+    )
+
+    assert response.status_code == 400
+    assert response.json() == {"scope": f"Batch {clean.id} has no errored trials to rerun."}
+    assert clean.reruns.count() == 0
+
+
 def test_it_reruns_one_run(reruns, api_as, bob, acme_world):
     run = acme_world.runs[0]
 

@@ -90,7 +90,8 @@ def real_id(path: str, world) -> int | None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 def test_every_response_matches_the_schema(case, token, acme_world):
-    headers = {"Authorization": f"Token {token}"}
+    # The in-process (WSGI) transport does not undo gzip, which the site applies when asked.
+    headers = {"Authorization": f"Token {token}", "Accept-Encoding": "identity"}
     response = case.call(headers=headers)
     case.validate_response(response, checks=CHECKS)
 

@@ -108,8 +108,8 @@ def test_a_judge_that_passes_the_work_passes_the_trial(
         JUDGE_MODEL,
     )
     assert "The agent added a cache." in json.dumps(consultation["prompt"])
-    assert json.loads(trial.artifact("judges/check-0/verdict.json"))["verdict"] == "passed"
-    shown = trial.artifact("judges/check-0/prompt.json")
+    assert json.loads(trial.artifact("judges/check-1/verdict.json"))["verdict"] == "passed"
+    shown = trial.artifact("judges/check-1/prompt.json")
     # The judge grades the evidence against its rubric, not against the case's expected output.
     assert (
         "The agent added a cache." in shown
@@ -140,7 +140,7 @@ def test_an_unreadable_judge_answer_is_a_failed_check_that_says_so(
     (consultation,) = trial.consultations("judge")
     assert consultation["answer"] == "Looks good to me!"
     assert consultation["cause"] == "malformed_verdict"
-    assert trial.has_artifact("judges/check-0/prompt.json")
+    assert trial.has_artifact("judges/check-1/prompt.json")
 
 
 def test_a_judge_score_under_its_threshold_fails_even_when_it_says_passed(
@@ -165,8 +165,8 @@ def test_a_judge_beside_a_validator_grades_as_its_own_check(
     ]
     (consultation,) = trial.consultations("judge")
     assert consultation["check_index"] == 1
-    assert trial.has_artifact("judges/check-1/prompt.json") and trial.has_artifact(
-        "judges/check-1/verdict.json"
+    assert trial.has_artifact("judges/check-2/prompt.json") and trial.has_artifact(
+        "judges/check-2/verdict.json"
     )
     # The judge is not shown the other checks.
     (request,) = judge_script.sent(JUDGE, "[case:judge-beside-validator]")

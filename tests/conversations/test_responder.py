@@ -104,14 +104,14 @@ def test_it_answers_the_agents_question_and_completes_when_the_responder_says_do
     )
 
     # What the responder was shown: the request and the agent's last message, never the grading.
-    shown = trial.artifact("responder/turn-0/prompt.json")
+    shown = trial.artifact("responder/turn-1/prompt.json")
     assert OPENING in shown and QUESTION in shown
     assert "EXPECTED-MARKER" not in shown and CHECK not in shown
-    first = json.loads(trial.artifact("responder/turn-0/verdict.json"))
+    first = json.loads(trial.artifact("responder/turn-1/verdict.json"))
     assert (first["verdict"], first["reason"]) == ("answer", REASON)
-    last = json.loads(trial.artifact("responder/turn-1/verdict.json"))
+    last = json.loads(trial.artifact("responder/turn-2/verdict.json"))
     assert (last["verdict"], last["reason"]) == ("done", "the cache is in place")
-    assert "In memory, please." in trial.artifact("responder/turn-1/prompt.json")
+    assert "In memory, please." in trial.artifact("responder/turn-2/prompt.json")
     assert [(c["verdict"], c["turn_index"]) for c in trial.consultations("responder")] == [
         ("answer", 0),
         ("done", 1),
@@ -203,10 +203,10 @@ STOPS: dict[str, tuple[str, str, list]] = {
         "user=responder(max_turns=2)",
         [answer("First choice."), answer("Second choice."), answer("Third choice.")],
     ),
-    "case-cap": (
+    "case-above-responder": (
         "[ask-forever]",
-        "user=responder(), max_turns=2",
-        [answer("First choice."), answer("Second choice.")],
+        "user=responder(max_turns=2), max_turns=5",
+        [answer("First choice."), answer("Second choice."), answer("Third choice.")],
     ),
     "empty-reply": ("[ask]", "user=responder()", [answer("   ")]),
     # 1,001 characters but 2,002 bytes: the limit is on bytes.
@@ -334,11 +334,14 @@ def test_it_stops_at_the_responders_bound_when_the_agent_keeps_asking(
     assert trial.row["status"] == "passed"
 
 
-def test_the_cases_max_turns_counts_the_opening_prompt(stops_backend, stops_batch) -> None:
-    trial = stopped(stops_backend, stops_batch, "case-cap")
+def test_a_larger_case_max_turns_neither_adds_follow_ups_nor_counts_the_opening_prompt(
+    stops_backend, stops_batch
+) -> None:
+    trial = stopped(stops_backend, stops_batch, "case-above-responder")
 
+    # Both limits count follow-ups only; the smaller (the responder's 2) is the one reached.
     assert trial.row["stop_cause"] == "max_turns_reached"
-    assert trial.user_messages[1:] == ["First choice."]
+    assert trial.user_messages[1:] == ["First choice.", "Second choice."]
 
 
 @pytest.mark.parametrize("case_id", sorted(REJECTED))
@@ -353,7 +356,7 @@ def test_a_rejected_reply_is_never_delivered_and_stops_with_its_cause(
     assert trial.conversation["responder_outcome"] == {"cause": REJECTED[case_id]}
     delivered = ["In memory."] if case_id == "reply-repeated" else []
     assert trial.user_messages[1:] == delivered
-    assert trial.has_artifact(f"responder/turn-{len(delivered)}/prompt.json")
+    assert trial.has_artifact(f"responder/turn-{len(delivered) + 1}/prompt.json")
 
 
 @pytest.mark.parametrize("case_id", ["reply-too-long"])
@@ -364,7 +367,7 @@ def test_the_consultation_of_a_rejected_reply_records_why_it_was_rejected(
 
     (consultation,) = trial.consultations("responder")
     assert consultation["cause"] == REJECTED[case_id]
-    assert json.loads(trial.artifact("responder/turn-0/verdict.json"))["cause"] == REJECTED[case_id]
+    assert json.loads(trial.artifact("responder/turn-1/verdict.json"))["cause"] == REJECTED[case_id]
 
 
 @pytest.mark.parametrize("case_id", sorted(NO_REPLY))
@@ -379,7 +382,7 @@ def test_a_consultation_without_a_reply_stops_with_its_cause(
     assert trial.user_messages == [f"[case:{case_id}] [ask] add caching"]
     (consultation,) = trial.consultations("responder")
     assert consultation["cause"] == NO_REPLY[case_id]
-    assert json.loads(trial.artifact("responder/turn-0/verdict.json"))["cause"] == NO_REPLY[case_id]
+    assert json.loads(trial.artifact("responder/turn-1/verdict.json"))["cause"] == NO_REPLY[case_id]
 
 
 def test_the_declined_consultation_keeps_the_responders_reason(stops_backend, stops_batch) -> None:

@@ -37,7 +37,8 @@ SCRIPTS = {
         'agent_response_matches="(?i)time ?zone"))',
         "",
     ),
-    "longer-than-allowed": ("[ask-forever]", 'turns("One.", "Two.", "Three.")', ", max_turns=3"),
+    # max_turns counts the follow-ups, not the opening prompt: two of the three are sent.
+    "longer-than-allowed": ("[ask-forever]", 'turns("One.", "Two.", "Three.")', ", max_turns=2"),
 }
 
 

@@ -181,7 +181,7 @@ def test_it_renders_plan_md_and_the_responders_and_judges_verdicts(client, cast,
     (tmp_path / "outputs" / "plan.md").write_text(
         "# The plan\n\n1. Add the **route**\n2. Test it\n"
     )
-    verdict_dir = tmp_path / "responder" / "turn-1"
+    verdict_dir = tmp_path / "responder" / "turn-2"
     verdict_dir.mkdir(parents=True)
     (verdict_dir / "verdict.json").write_text(json.dumps({"verdict": "done"}))
     trial = make_trial_with_events(run, artifacts_dir=tmp_path)
@@ -214,8 +214,8 @@ def test_it_renders_plan_md_and_the_responders_and_judges_verdicts(client, cast,
     assert "chip--done" in consultations and "the agent reported the route works" in consultations
     assert "Judge · check 3" in consultations and "the answer never mentions tests" in consultations
     # Links to the files on disk only: the judge's folder was never written.
-    assert f'href="/trials/{trial.pk}/artifacts/responder/turn-1/verdict.json"' in consultations
-    assert "judges/check-2" not in consultations
+    assert f'href="/trials/{trial.pk}/artifacts/responder/turn-2/verdict.json"' in consultations
+    assert "judges/check-3" not in consultations
 
 
 def test_it_serves_artifacts_as_inert_plain_text(client, cast, run, tmp_path):

@@ -168,7 +168,7 @@ def test_it_shows_each_assertions_mean_score_on_the_run_page(client, cast, run):
 def test_it_marks_the_simulated_users_turns_and_shows_what_it_was_shown(
     client, cast, run, tmp_path
 ):
-    folder = tmp_path / "simulated-user" / "turn-0"
+    folder = tmp_path / "simulated-user" / "turn-1"
     folder.mkdir(parents=True)
     (folder / "prompt.json").write_text(json.dumps([{"role": "system", "content": PERSONA}]))
     trial = make_simulated_conversation(run, artifacts_dir=tmp_path)
@@ -190,7 +190,7 @@ def test_it_marks_the_simulated_users_turns_and_shows_what_it_was_shown(
     assert "Simulated user · after turn 1" in shown
     assert "What it was shown" in shown and "3 messages" in shown
     assert PERSONA in shown and "Does Tuesday at 10 suit you?" in shown
-    assert f'href="/trials/{trial.pk}/artifacts/simulated-user/turn-0/prompt.json"' in shown
+    assert f'href="/trials/{trial.pk}/artifacts/simulated-user/turn-1/prompt.json"' in shown
     # The usage table names the origin too.
     assert re.search(r"<td>simulated user</td>", html)
 

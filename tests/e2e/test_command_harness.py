@@ -272,13 +272,6 @@ def test_the_shell_recorder_records_traced_commands_once(harness_batch: HarnessB
     assert harness_batch.journal("traced")[-1][0] == "Finished"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a profile run that names its script relative to the profile folder ('python3 "
-    "kit_agent.py', the form proctor/runner.py's docstring documents and the seed's 'bun run "
-    "agent.ts' uses) cannot find it: runner/harnesses/command/harness.py starts run from the workspace and "
-    "only puts $HOME/profile on PATH, which python does not search",
-)
 def test_a_profile_run_names_its_script_relative_to_the_profile_folder(
     sqlite_backend: Backend, tmp_path: Path
 ):
@@ -286,9 +279,10 @@ def test_a_profile_run_names_its_script_relative_to_the_profile_folder(
         tmp_path,
         "kit.eval.py",
         f"""
-    from proctor import command, profile, suite, variant, case
+    from proctor import command, files, profile, suite, variant, case
 
-    s = suite("kit", prompt="Add a /health route", cases=[case("relative-run", validate=command("true"))],
+    s = suite("kit", prompt="Add a /health route", source=files({{"app/routes.py": "ROUTES = {{}}\\n"}}),
+              cases=[case("relative-run", validate=command("grep -q health app/routes.py"))],
               variants=[variant("command", profile=profile("kit", dir={str(AGENTS)!r}, run="python3 kit_agent.py"))])
     """,
     )
@@ -297,3 +291,4 @@ def test_a_profile_run_names_its_script_relative_to_the_profile_folder(
 
     (trial,) = only_run(report, "relative-run")["trials"]
     assert trial["finish_reason"] == "done"
+    assert trial["status"] == "passed"

@@ -52,6 +52,11 @@ def rule(
 
 RULES = [
     rule(
+        "diff-ignore-not-a-pattern",
+        ["rules.eval.py", "suite rules", "diff_ignore[2]", "glob pattern"],
+        suite_fields=", diff_ignore=['build/', 3]",
+    ),
+    rule(
         "id-uppercase",
         ["rules.eval.py", "case Health-Route", "id", "lowercase"],
         case_id="Health-Route",

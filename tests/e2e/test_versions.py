@@ -55,6 +55,12 @@ class VersionedProject:
             "JOIN evals_app_case c ON v.case_id = c.id WHERE c.slug = 'fix-total' ORDER BY v.number"
         )
 
+    def source_text(self, digest: str) -> str:
+        ((text,),) = self.backend.rows(
+            "SELECT text FROM evals_app_sourcefile WHERE digest = ?", digest
+        )
+        return text
+
     def trials_by_version(self) -> list[tuple]:
         """(version number, trial id, status) of every trial, oldest first."""
         return self.backend.rows(
@@ -78,8 +84,11 @@ def test_a_changed_definition_makes_a_new_version_and_history_stays(backend: Bac
     versions = project.versions()
     assert [number for number, *_ in versions] == [1, 2]
     assert versions[0] == v1, "version 1 is never edited"
-    v1_source = backend.json_value(v1[3])["versions.eval.py"]
-    v2_source = backend.json_value(versions[1][3])["versions.eval.py"]
+    # A version's row names each captured file by digest; the text is stored once, apart.
+    v1_source, v2_source = (
+        project.source_text(backend.json_value(row[3])["versions.eval.py"])
+        for row in (v1, versions[1])
+    )
     assert 'return "Fixed" in ctx.answer()\n' in v1_source, "version 1 keeps the source it ran"
     assert 'return "Fixed" in ctx.answer() and "total" in ctx.answer()\n' in v2_source
     assert project.trials_by_version()[:2] == v1_trials, "version 1's trials are untouched"

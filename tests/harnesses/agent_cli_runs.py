@@ -22,6 +22,7 @@ from runner.core.recording import MemoryRecorder
 from runner.core.session import AgentSession
 from runner.core.transcript import TurnTranscript
 from runner.harnesses import TurnResult, create_harness
+from runner.sandboxes import Sandbox
 from runner.sandboxes.local import LocalSandbox
 
 CLI_BIN = REPO / ".proctor" / "agent-clis" / "node_modules" / ".bin"
@@ -56,8 +57,9 @@ class CliTrial:
         *,
         workspace_files: dict[str, str] | None = None,
         system_prompt: str | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
-        self.sandbox = LocalSandbox()
+        self.sandbox = sandbox or LocalSandbox()
         for relative, text in (workspace_files or {}).items():
             self.sandbox.write_text(relative, text)
         self.harness = create_harness(variant)

@@ -253,7 +253,7 @@ def test_it_lets_the_model_answer_after_the_fifth_round_of_tool_calls(
     assert len(fake_model_server.requests) == 6
 
 
-def test_it_stops_a_model_that_keeps_calling_tools_after_five_rounds(
+def test_after_five_rounds_the_model_is_asked_once_more_without_tools_for_its_words(
     fake_model_server: FakeModelServer,
 ) -> None:
     booking = Booking()
@@ -262,19 +262,41 @@ def test_it_stops_a_model_that_keeps_calling_tools_after_five_rounds(
             tool_call_reply(("schedule_appointment", json.dumps({"date": f"day {n}"})))
             for n in range(MAX_TOOL_ROUNDS + 1)
         ],
+        "I booked five days; which others matter most?",
     )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[booking.tool])))
 
     result = turns.send("Book me every day")
 
-    # Five rounds of calls ran; the sixth request's calls are recorded but not run.
+    # Five rounds of calls ran; the sixth request's calls are recorded but not run; the
+    # seventh request offers no tools, and its words are the reply.
     assert result.finish_reason == "tool_rounds_exhausted"
-    assert result.answer == ""
-    assert len(fake_model_server.requests) == 6 and fake_model_server.unused_replies() == 0
+    assert result.answer == "I booked five days; which others matter most?"
+    assert len(fake_model_server.requests) == 7 and fake_model_server.unused_replies() == 0
+    assert "tools" in fake_model_server.requests[5].body
+    assert "tools" not in fake_model_server.requests[6].body
     assert len(booking.calls) == 5
     assert [c["status"] for c in turns.of_kind("ToolCall")] == ["completed"] * 5 + ["skipped"]
-    assert turns.of_kind("Message") == []
+    assert [m["text"] for m in turns.of_kind("Message")] == [result.answer]
     assert turns.of_kind("Finished") == [{"reason": "tool_rounds_exhausted"}]
+
+
+def test_a_model_that_calls_tools_even_when_offered_none_ends_the_turn_without_an_answer(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        *[
+            tool_call_reply(("schedule_appointment", '{"date": "soon"}'))
+            for _ in range(MAX_TOOL_ROUNDS + 2)
+        ],
+    )
+    turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[Booking().tool])))
+
+    result = turns.send("Book me")
+
+    assert result.finish_reason == "tool_rounds_exhausted" and result.answer == ""
+    assert len(fake_model_server.requests) == 7
+    assert [c["status"] for c in turns.of_kind("ToolCall")] == ["completed"] * 5 + ["skipped"] * 2
 
 
 def test_a_turn_after_exhausted_rounds_sends_a_history_that_answers_every_call(
@@ -285,6 +307,7 @@ def test_a_turn_after_exhausted_rounds_sends_a_history_that_answers_every_call(
             tool_call_reply(("schedule_appointment", '{"date": "soon"}'))
             for _ in range(MAX_TOOL_ROUNDS + 1)
         ],
+        "I could not finish the booking.",
         "Sorry, I got stuck. When would you like to come in?",
     )
     turns = Turns(ChatHarness(chat_variant(fake_model_server, tools=[Booking().tool])))
@@ -293,7 +316,7 @@ def test_a_turn_after_exhausted_rounds_sends_a_history_that_answers_every_call(
     result = turns.send("Tuesday", index=1)
 
     assert result.answer == "Sorry, I got stuck. When would you like to come in?"
-    messages = sent_messages(fake_model_server, 6)
+    messages = sent_messages(fake_model_server, 7)
     called = [
         c["id"] for m in messages if m["role"] == "assistant" for c in m.get("tool_calls", [])
     ]

@@ -105,7 +105,8 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
         ("Write", "completed"),
     ]
     assert json.loads(turn.tool_calls[2]["input"]) == {"file_path": notes, "content": "# Notes\n"}
-    assert turn.file_changes == [notes]
+    # The write tool is reported by the CLI; the shell's hello.txt by the workspace compare.
+    assert turn.file_changes == [notes, notes.replace("notes.md", "hello.txt")]
     assert [m["text"] for m in turn.messages] == ["Writing notes.", "Done: hello.txt holds hi."]
     assert turn.usage == {
         "input_tokens": 4 * PER_CALL_INPUT,
@@ -118,7 +119,7 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
         "session_id": result.session_id,
         "model": MODEL,
     }
-    assert trial.kinds(0)[-2:] == ["Usage", "Finished"]
+    assert trial.kinds(0)[-3:] == ["Usage", "FileChange", "Finished"]
     assert (trial.workspace / "hello.txt").read_text() == "hi\n"
     # The key came from the worker's environment by name; the project's hook was not loaded.
     assert {r.headers.get("x-api-key") for r in anthropic_server.requests_to("/v1/messages")} == {

@@ -67,7 +67,11 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
     assert commands(turn) == [("echo hi > hello.txt && cat hello.txt", 0), ("ls /nope", 2)]
     assert turn.commands[0]["output"] == "hi\n"
     assert "No such file or directory" in turn.commands[1]["output"]
-    assert turn.file_changes == [f"{codex_trial.sandbox.workspace}/notes.md"]
+    # Codex reports its patch; the shell's hello.txt comes from the workspace compare.
+    assert turn.file_changes == [
+        f"{codex_trial.sandbox.workspace}/notes.md",
+        f"{codex_trial.sandbox.workspace}/hello.txt",
+    ]
     assert (codex_trial.workspace / "notes.md").read_text() == "# Notes\n"
     assert turn.answer == "Done: hello.txt holds hi."
     assert turn.usage == usage_of_calls(4)
@@ -76,7 +80,7 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
         "session_id": result.session_id,
         "model": MODEL,
     }
-    assert codex_trial.kinds(0)[-2:] == ["Usage", "Finished"]
+    assert codex_trial.kinds(0)[-3:] == ["Usage", "FileChange", "Finished"]
     # The profile's provider was used, with the key named from the worker's environment, and
     # the suite's system prompt reached the model as developer instructions.
     requests = responses_server.requests_to("/v1/responses")

@@ -108,7 +108,8 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
         ("write_file", "completed"),
     ]
     assert json.loads(turn.tool_calls[2]["input"]) == {"file_path": notes, "content": "# Notes\n"}
-    assert turn.file_changes == [notes]
+    # The write tool is reported by the CLI; the shell's hello.txt by the workspace compare.
+    assert turn.file_changes == [notes, notes.replace("notes.md", "hello.txt")]
     assert [m["text"] for m in turn.messages] == ["Writing notes.", "Done: hello.txt holds hi."]
     assert turn.usage == {
         "input_tokens": 4 * USAGE_PER_CALL["promptTokenCount"],
@@ -121,7 +122,7 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
         "session_id": result.session_id,
         "model": MODEL,
     }
-    assert trial.kinds(0)[-2:] == ["Usage", "Finished"]
+    assert trial.kinds(0)[-3:] == ["Usage", "FileChange", "Finished"]
     assert (trial.workspace / "hello.txt").read_text() == "hi\n"
     calls = gemini_server.agent_calls()
     # The prompt arrived whole, the suite's system prompt as the CLI's memory, the key by name.

@@ -94,7 +94,8 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
         ("write", "completed"),
     ]
     assert json.loads(turn.tool_calls[2]["input"]) == {"filePath": notes, "content": "# Notes\n"}
-    assert turn.file_changes == [notes]
+    # The write tool is reported by the CLI; the shell's hello.txt by the workspace compare.
+    assert turn.file_changes == [notes, notes.replace("notes.md", "hello.txt")]
     assert [m["text"] for m in turn.messages] == ["Writing notes.", "Done: hello.txt holds hi."]
     # Four model steps, each reported on its own and added up for the turn.
     assert turn.usage == {

@@ -1,7 +1,8 @@
 """`proctor cases from-transcripts`: each recorded conversation becomes a simulated-user case
-with a persona the model wrote, the caller's first message, twice the caller's turns (at most
-15) and a rubric for the recorded outcome; a recording the model cannot describe is skipped
-with its reason while the others are written."""
+with a persona the model wrote, the caller's first message, a hard ceiling of turns and the
+reference's weighted assertions (tests/simulated/test_cases_from_recordings.py has the table,
+the turn target and the flags); a recording the model cannot describe is skipped with its
+reason while the others are written."""
 
 from __future__ import annotations
 
@@ -107,26 +108,27 @@ def test_it_turns_each_recording_into_a_simulated_user_case(
     # The model's persona, with both directives added when it left them out...
     assert demo.user.instructions == "\n".join([JORDAN, REACTIVE_DIRECTIVE, WRAP_UP_DIRECTIVE])
     assert demo.user.first_message == "Hi, I'd like a demo."
-    assert demo.user.max_turns == 6
-    assert list(demo.checks) == [
+    assert demo.user.max_turns == 20
+    assert (
         Assertion(
             "llm-rubric",
             "The conversation ends the way the recorded one did: Demo booked for Thursday 2pm",
+            weight=2,
             metric="disposition-outcome",
         )
-    ]
+        in demo.checks
+    )
     # ...and not repeated when it wrote them itself.
     assert invoice.user.instructions == RIVER
-    assert (invoice.user.max_turns, invoice.max_turns) == (15, 15)
-    assert invoice.checks[0].type == "llm-rubric" and "handles it" in invoice.checks[0].value
+    assert invoice.user.max_turns == 20
+    assert any(
+        "handles it" in check.value for check in invoice.checks if check.type == "llm-rubric"
+    )
     # The agent's greeting before the caller spoke seeds the conversation.
     assert callback.user.initial_messages == (
         ("assistant", "Hi, this is Acme returning your call."),
     )
-    assert (callback.user.first_message, callback.user.max_turns) == (
-        "Yes, this is Sam speaking.",
-        2,
-    )
+    assert callback.user.first_message == "Yes, this is Sam speaking."
     assert ruff_problems(output) == ""
 
     first_request = fake_model_server.requests[0].body
@@ -149,7 +151,15 @@ def test_the_command_writes_the_cases_and_lists_what_it_skipped(
     fake_model_server.script(persona(JORDAN), "I cannot help with that.")
     proctor.env.update(PROCTOR_LLM_BASE_URL=fake_model_server.url, PROCTOR_LLM_MODEL=PERSONA_MODEL)
 
-    run = proctor("cases", "from-transcripts", "calls", "--suite", "recorded-calls")
+    run = proctor(
+        "cases",
+        "from-transcripts",
+        "calls",
+        "--suite",
+        "recorded-calls",
+        "--agent-model",
+        "gpt-4.1",
+    )
 
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-2:] == [
@@ -162,7 +172,8 @@ def test_the_command_writes_the_cases_and_lists_what_it_skipped(
     )
     suite = load_valid_suites(proctor.cwd / "recorded-calls.eval.py")["recorded-calls"]
     assert [c.id for c in suite.cases] == ["demo"]
-    assert suite.variants[0].model == PERSONA_MODEL
+    # The agent's model is the one named, never the persona writer's.
+    assert suite.variants[0].model == "gpt-4.1"
 
 
 @pytest.mark.parametrize(
@@ -173,9 +184,10 @@ def test_the_command_writes_the_cases_and_lists_what_it_skipped(
         ("calls", ["calls", "--suite", "Bad Id"], "--suite 'Bad Id' must be lowercase letters"),
         (
             "calls",
-            ["calls"],
+            ["calls", "--agent-model", "gpt-4.1"],
             "A model writes each caller's persona, but no model endpoint configured",
         ),
+        ("calls", ["calls"], "Name the model of the agent under test with --agent-model MODEL"),
     ],
 )
 def test_the_command_fails_in_one_sentence(

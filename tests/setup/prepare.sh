@@ -58,4 +58,6 @@ bash "$(dirname "$0")/agent-clis.sh"
 
 # Docker: the engine and the offline base image of the docker sandbox's tests.
 bash "$(dirname "$0")/docker.sh"
+# The docker sandbox's image for the real agent CLIs: the base image plus node and the CLIs.
+bash "$(dirname "$0")/agent-image.sh"
 exit 0

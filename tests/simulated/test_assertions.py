@@ -282,7 +282,7 @@ def test_a_rubric_is_graded_by_the_judge_shown_the_conversation(
     [sent] = module_roles.sent(JUDGE, "[case:rubric-fail]")
     shown = "\n".join(m["content"] for m in sent["messages"])
     assert "The agent asks for a phone number." in shown and BOOKED in shown
-    assert trial.has_artifact("judges/check-0/prompt.json")
+    assert trial.has_artifact("judges/check-1/prompt.json")
 
 
 def test_a_failing_weight_zero_assertion_is_information_only(

@@ -99,7 +99,13 @@ bookings = suite(
 """
 
 
-def always_calling_the_tool(body: dict[str, Any]) -> dict[str, Any]:
+LAST_WORDS = "Sorry, the booking system kept me busy; could you tell me the time again?"
+
+
+def always_calling_the_tool(body: dict[str, Any]) -> dict[str, Any] | str:
+    """A model that calls its tool whenever it is offered one, and talks only when it is not."""
+    if not body.get("tools"):
+        return LAST_WORDS
     return tool_call_reply(
         ("reserve_table", RESERVE_ARGUMENTS), content="Let me check that for you."
     )
@@ -112,8 +118,8 @@ def shared(module_sqlite: Backend, module_roles: ModelRoles, tmp_path_factory) -
         tool_call_reply(("reserve_table", RESERVE_ARGUMENTS)),
         "You're all set: Friday at 8pm, a table for two.",
     )
-    # More tool calls than a turn may make: only six requests may be answered.
-    module_roles.agent("[case:endless-tools]", *[always_calling_the_tool] * 6)
+    # More tool calls than a turn may make: six requests with tools, then one without.
+    module_roles.agent("[case:endless-tools]", *[always_calling_the_tool] * 7)
     # The agent checks its booking with the tool first: the persona must see only its words.
     module_roles.agent(
         "[case:seeded-call]",
@@ -188,17 +194,20 @@ def test_a_chat_agents_weighted_assertions_are_stored_per_metric(
     assert score_and_threshold(trial) == (1.0, 0.8)
 
 
-def test_a_model_still_calling_tools_after_five_rounds_ends_the_turn_without_a_reply(
+def test_a_model_still_calling_tools_after_five_rounds_is_asked_once_more_without_tools(
     shared: EvalRun, module_sqlite: Backend, module_roles: ModelRoles
 ) -> None:
     trial = trial_of(shared, module_sqlite, "endless-tools")
 
-    # Five rounds of calls ran; the sixth answer's calls were not run; no seventh request.
-    assert len(module_roles.sent(AGENT, "[case:endless-tools]")) == 6
+    # Five rounds of calls ran; the sixth answer's calls were not run; the seventh request
+    # offered no tools, and its words are the reply.
+    sent = module_roles.sent(AGENT, "[case:endless-tools]")
+    assert len(sent) == 7
+    assert [bool(body.get("tools")) for body in sent] == [True] * 6 + [False]
     assert [e["status"] for e in tool_events(trial)] == ["completed"] * 5 + ["skipped"]
     assert trial.turns[0]["finish_reason"] == "tool_rounds_exhausted"
     # Neither a stub's result nor the model's "let me check" is the reply.
-    assert trial.turns[0]["answer"] == ""
+    assert trial.turns[0]["answer"] == LAST_WORDS
     assert trial.row["status"] == "failed"
     [check] = check_rows(trial)
     assert check["message"] == "the agent never said 'reserved'"

@@ -124,9 +124,9 @@ def test_it_plays_the_persona_from_its_first_message_until_the_agent_says_stop(
         {"role": "assistant", "content": OPENING},
         {"role": "user", "content": opening["answer"]},
     ]
-    assert json.loads(trial.artifact("simulated-user/turn-0/prompt.json")) == consultation["prompt"]
+    assert json.loads(trial.artifact("simulated-user/turn-1/prompt.json")) == consultation["prompt"]
     assert (
-        json.loads(trial.artifact("simulated-user/turn-0/verdict.json"))["answer"]
+        json.loads(trial.artifact("simulated-user/turn-1/verdict.json"))["answer"]
         == "Just that, bye!"
     )
 
@@ -150,8 +150,8 @@ def test_it_ends_completed_when_the_persona_says_stop_and_delivers_nothing_more(
         (0, "reply"),
         (1, "stop"),
     ]
-    assert json.loads(trial.artifact("simulated-user/turn-1/verdict.json"))["verdict"] == "stop"
-    assert "Tuesday at 7pm works." in trial.artifact("simulated-user/turn-1/prompt.json")
+    assert json.loads(trial.artifact("simulated-user/turn-2/verdict.json"))["verdict"] == "stop"
+    assert "Tuesday at 7pm works." in trial.artifact("simulated-user/turn-2/prompt.json")
 
 
 def test_a_persona_consults_its_own_model_when_it_names_one(
@@ -213,7 +213,7 @@ def test_a_persona_whose_endpoint_fails_stops_the_conversation_with_the_cause(
     assert consultation["cause"] == "dispatch_failed"
     assert (
         "nothing scripted"
-        in json.loads(trial.artifact("simulated-user/turn-0/verdict.json"))["reason"]
+        in json.loads(trial.artifact("simulated-user/turn-1/verdict.json"))["reason"]
     )
     assert trial.row["status"] == "passed"
 

@@ -6,6 +6,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from rest_framework.authtoken.models import Token
 
+from runner.jobs.database import ensure_database
+
 
 class Command(BaseCommand):
     help = (
@@ -21,6 +23,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, username: str, reset: bool, **options) -> None:
+        ensure_database()  # a fresh PROCTOR_HOME has no tables yet: say "no user", not a traceback
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(

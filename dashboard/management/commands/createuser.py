@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from evals_app.models import Organization
+from runner.jobs.database import ensure_database
 
 
 class Command(BaseCommand):
@@ -40,7 +41,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--email", default="")
         parser.add_argument(
-            "--staff", action="store_true", help="Let the user open the Django admin."
+            "--staff",
+            action="store_true",
+            help="Let the user open the Django admin, to read their organizations' records.",
         )
 
     def handle(
@@ -59,6 +62,8 @@ class Command(BaseCommand):
                 f"--org must be a slug (lowercase letters, digits and hyphens), like {slugify(org)!r}."
             )
         password = password or os.environ.get("PROCTOR_PASSWORD", "") or self._ask_password()
+        # The first command on a fresh machine may be this one: make the tables first.
+        ensure_database()
         User = get_user_model()
         user = User.objects.filter(username=username).first()
         if user is None and not password:

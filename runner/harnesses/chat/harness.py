@@ -12,11 +12,12 @@ One turn: the person's message goes to the model with the conversation so far. W
 calls tools, each stub runs here in the worker (never in the sandbox) with the call's arguments
 as a dict, its text goes back to the model as the tool's result, and the model is asked again.
 That repeats for up to MAX_TOOL_ROUNDS rounds of tool calls; after the last round the model is
-asked once more, so a turn makes at most MAX_TOOL_ROUNDS + 1 model calls. The model's text
-without tool calls is the reply. A tool result is never the reply: a model still calling tools
-after the last round ends the turn with ``tool_rounds_exhausted`` and no answer (its last calls
-are recorded as ``skipped`` and not run). Text the model writes alongside tool calls ("let me
-check") stays in its history but is not a reply either.
+asked once more. The model's text without tool calls is the reply. A tool result is never the
+reply: a model still calling tools after the last round has those calls recorded as
+``skipped`` (not run), and is asked one last time with no tools offered, for a reply in words;
+the turn ends with ``tool_rounds_exhausted`` and that reply, so the person is never shown an
+empty message. A turn makes at most MAX_TOOL_ROUNDS + 2 model calls. Text the model writes
+alongside tool calls ("let me check") stays in its history but is not a reply.
 
 The conversation is held in memory by this harness instance, which lives for one trial.
 """
@@ -287,12 +288,24 @@ class _ToolLoop:
                 return FINISHED_DONE, completion.text
             if round_number == MAX_TOOL_ROUNDS:
                 self._skip(completion.tool_calls)
-                return FINISHED_TOOL_ROUNDS_EXHAUSTED, ""
+                return self._last_words()
             for call in completion.tool_calls:
                 self._call_tool(call)
         raise AssertionError("unreachable: the last round returns")
 
-    def _ask(self) -> Completion | str:
+    def _last_words(self) -> tuple[str, str]:
+        """The rounds are spent: one more call, offering no tools, so the model answers in words.
+        One that still calls tools (or says nothing) leaves the turn without an answer."""
+        completion = self._ask(with_tools=False)
+        if isinstance(completion, str):
+            return completion, ""
+        self.history.append(completion.message)
+        if completion.tool_calls:
+            self._skip(completion.tool_calls)
+            return FINISHED_TOOL_ROUNDS_EXHAUSTED, ""
+        return FINISHED_TOOL_ROUNDS_EXHAUSTED, completion.text
+
+    def _ask(self, *, with_tools: bool = True) -> Completion | str:
         """The model's next message, or the finish reason when none came."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
@@ -301,7 +314,10 @@ class _ToolLoop:
         config = dataclasses.replace(self.config, timeout_s=remaining) if capped else self.config
         try:
             completion = complete(
-                config, self.history, tools=self.specs or None, temperature=self.harness.temperature
+                config,
+                self.history,
+                tools=(self.specs or None) if with_tools else None,
+                temperature=self.harness.temperature,
             )
         except LLMError as error:
             if error.cause == DISPATCH_TIMED_OUT and capped:

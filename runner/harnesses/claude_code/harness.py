@@ -43,6 +43,7 @@ from runner.harnesses.base import (
     TurnResult,
 )
 from runner.harnesses.claude_code.stream import ClaudeStreamParser
+from runner.mocks.agent_config import claude_mcp_args
 from runner.sandboxes import Sandbox
 
 ACT_PERMISSION_MODE = "bypassPermissions"
@@ -120,6 +121,7 @@ class ClaudeCodeHarness(AgentCliHarness):
     ) -> TurnResult:
         new_session_id = None if request.session_id else str(uuid.uuid4())
         argv = self.command_line(request, new_session_id=new_session_id)
+        argv[-2:-2] = claude_mcp_args(sandbox)  # the case's MCP mocks, before "--" PROMPT
         parser = ClaudeStreamParser(cwd=sandbox.workspace)
         return self.run_cli(
             sandbox,

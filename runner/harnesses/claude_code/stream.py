@@ -251,7 +251,12 @@ class ClaudeStreamParser:
                 )
         if isinstance(obj.get("usage"), dict):
             self.usage = usage_of_result(obj["usage"])
-            events.append(AgentEvent("Usage", dict(self.usage)))
+            data: dict[str, Any] = dict(self.usage)
+            cost = obj.get("total_cost_usd")
+            # What Claude Code says the invocation cost (its own price table).
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e9:
+                data["cost_usd"] = float(cost)
+            events.append(AgentEvent("Usage", data))
         return events
 
     def _absolute(self, path: str) -> str:

@@ -43,6 +43,7 @@ from runner.harnesses.base import (
 )
 from runner.harnesses.codex.stream import CodexStreamParser
 from runner.harnesses.profile_env import resolve_profile_env
+from runner.mocks.agent_config import codex_mcp_servers
 from runner.sandboxes import Sandbox
 
 PROVIDER_ID = "proctor"
@@ -140,9 +141,13 @@ class CodexHarness(AgentCliHarness):
         parser = CodexStreamParser(
             cwd=sandbox.workspace, model=request.model, previous_totals=previous
         )
+        argv = self.command_line(request)
+        # The case's MCP mocks as [mcp_servers.<name>] overrides, before "--" PROMPT.
+        for name, server in codex_mcp_servers(sandbox).items():
+            argv[-2:-2] = ["-c", f"mcp_servers.{name}={toml_value(server)}"]
         result = self.run_cli(
             sandbox,
-            self.command_line(request),
+            argv,
             parser,
             emit=emit,
             raw=raw,

@@ -2,7 +2,10 @@
 
 The profile says what to run (``run``, through ``bash -c`` from the workspace), what to install
 once (``install``) and which folder to ship (``dir``, copied to ``$HOME/profile``, exposed as
-``PROCTOR_PROFILE_DIR`` and put first on ``PATH``). The process gets the ``SPHYNX_*`` variables
+``PROCTOR_PROFILE_DIR`` and put first on ``PATH``; never into the workspace, so the graded diff
+does not see it). A word of ``run`` or ``install`` naming a file of that folder
+(``"bun run agent.ts"``, ``"python3 agent.py"``) is made absolute before it runs, unless the
+workspace has that path: see ``runner.harnesses.command.run_line``. The process gets the ``SPHYNX_*`` variables
 of the original protocol, so a runner written for it runs unchanged; follow-up turns run the
 profile again with ``PROCTOR_SESSION_ID`` (the previous ``Started`` session id) and
 ``PROCTOR_MODE`` (``plan`` or ``act``) set.
@@ -25,8 +28,10 @@ from runner.harnesses.base import (
     TurnRequest,
     TurnResult,
 )
+from runner.harnesses.command.run_line import with_profile_paths
 from runner.harnesses.profile_env import resolve_profile_env
 from runner.harnesses.shell_trace import RECORDER_SCRIPT, read_trace
+from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
 
 INSTALL_TIMEOUT_S = 30 * 60
@@ -80,7 +85,7 @@ class CommandHarness(Harness):
             shutil.copytree(source, sandbox.host_home / "profile", symlinks=True)
         if self.profile.install:
             result = sandbox.run(
-                ["bash", "-c", self.profile.install],
+                ["bash", "-c", self._line(sandbox, self.profile.install)],
                 env=self._env(sandbox, prompt="", model=self.variant.model, trace=False),
                 timeout_s=INSTALL_TIMEOUT_S,
                 on_line=log,
@@ -92,6 +97,17 @@ class CommandHarness(Harness):
                     f"profile {self.profile.name}: install {status}"
                     + (": " + " | ".join(tail) if tail else "")
                 )
+
+    def _line(self, sandbox: Sandbox, line: str) -> str:
+        """``line`` with its words that name the profile folder's files made absolute."""
+        if not self.profile.dir:
+            return line
+        return with_profile_paths(
+            line,
+            profile_dir=sandbox.host_home / "profile",
+            workspace=sandbox.host_workspace,
+            sandbox_dir=f"{sandbox.home}/profile",
+        )
 
     def _env(
         self,
@@ -130,6 +146,8 @@ class CommandHarness(Harness):
             env["BASH_ENV"] = f"{proctor_dir}/shell_recorder.sh"
         env.update(resolve_profile_env(self.profile.env, profile=self.profile.name))
         env["PATH"] = f"{profile_dir}:{env.get('PATH') or sandbox.base_env()['PATH']}"
+        # The case's cli mocks first, even before the agent's own folder (runner.mocks).
+        env["PATH"] = shims_first(sandbox, env["PATH"])
         return env
 
     def run_turn(
@@ -169,7 +187,10 @@ class CommandHarness(Harness):
             mode=request.mode,
         )
         result = sandbox.run(
-            ["bash", "-c", self.profile.run or ""], env=env, timeout_s=timeout_s, on_line=on_line
+            ["bash", "-c", self._line(sandbox, self.profile.run or "")],
+            env=env,
+            timeout_s=timeout_s,
+            on_line=on_line,
         )
         for event in read_trace(trace_log, already_printed=state.printed_commands):
             emit(event)

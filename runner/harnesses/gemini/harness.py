@@ -60,6 +60,7 @@ from runner.harnesses.gemini.settings import (
     write_user_settings,
 )
 from runner.harnesses.gemini.stream import GeminiStreamParser
+from runner.mocks.agent_config import gemini_mcp_servers
 from runner.sandboxes import Sandbox
 
 PLAN_MIRROR = ".proctor/gemini-plans"
@@ -110,6 +111,7 @@ class GeminiHarness(AgentCliHarness):
             api_key_login="GEMINI_API_KEY" in self.profile.env,
             workspace_settings=None if self.options.get("project_settings") else workspace,
             log=log,
+            mcp_servers=gemini_mcp_servers(sandbox),
         )
 
     def command_line(

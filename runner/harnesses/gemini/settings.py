@@ -37,6 +37,7 @@ def write_user_settings(
     api_key_login: bool,
     workspace_settings: Path | None,
     log: RawSink,
+    mcp_servers: dict | None = None,
 ) -> None:
     """Add what headless runs need to the user settings at ``path`` (the profile's, if any):
     the API-key login when ``api_key_login``, no telemetry, no auto-update, and the hooks that
@@ -63,6 +64,8 @@ def write_user_settings(
             disabled = settings.setdefault("hooksConfig", {}).setdefault("disabled", [])
             disabled.extend(name for name in hooks if name not in disabled)
             log("stdout", f"gemini: workspace hooks disabled (not under test): {', '.join(hooks)}")
+    if mcp_servers:  # the case's MCP mocks (runner.mocks.agent_config)
+        settings.setdefault("mcpServers", {}).update(mcp_servers)
     path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
 

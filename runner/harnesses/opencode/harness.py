@@ -59,6 +59,7 @@ from runner.harnesses.base import (
     TurnResult,
 )
 from runner.harnesses.jsonl import as_json_text, json_object, whole_number
+from runner.mocks.agent_config import write_opencode_mcp
 from runner.sandboxes import Sandbox
 
 SHELL_TOOL = "bash"
@@ -126,7 +127,7 @@ class OpenCodeStreamParser:
             events += self._tool(part)
         elif kind == "step_finish":
             self._last_step = str(part.get("reason") or "")
-            events += self._usage(part.get("tokens"))
+            events += self._usage(part.get("tokens"), part.get("cost"))
         elif kind == "error":
             self._error = _error_text(obj.get("error"))
             events.append(
@@ -212,9 +213,10 @@ class OpenCodeStreamParser:
                 )
         return events
 
-    def _usage(self, tokens: Any) -> list[AgentEvent]:
-        """One step's tokens. OpenCode counts cache reads and writes apart from ``input``;
-        Proctor's input counts every prompt token, and reasoning is output."""
+    def _usage(self, tokens: Any, cost: Any = None) -> list[AgentEvent]:
+        """One step's tokens, and the USD OpenCode says the step cost. OpenCode counts cache
+        reads and writes apart from ``input``; Proctor's input counts every prompt token, and
+        reasoning is output."""
         if not isinstance(tokens, dict):
             return []
         cache = _object(tokens.get("cache"))
@@ -229,7 +231,10 @@ class OpenCodeStreamParser:
         step["total_tokens"] = step["input_tokens"] + step["output_tokens"]
         for key, value in step.items():
             self.usage[key] = self.usage.get(key, 0) + value
-        return [AgentEvent("Usage", step)]
+        data: dict[str, Any] = dict(step)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost < 1e9:
+            data["cost_usd"] = float(cost)
+        return [AgentEvent("Usage", data)]
 
     def _absolute(self, path: str) -> str:
         if os.path.isabs(path) or not self.cwd:
@@ -278,6 +283,11 @@ class OpenCodeHarness(AgentCliHarness):
         if (sandbox.host_workspace / ".git").exists():
             return sandbox.host_workspace / ".opencode" / "plans"
         return sandbox.host_home / ".local" / "share" / "opencode" / "plans"
+
+    def setup(self, sandbox: Sandbox, log: RawSink) -> None:
+        super().setup(sandbox, log)
+        # The case's MCP mocks, in the global config beside the profile's (runner.mocks).
+        write_opencode_mcp(sandbox, sandbox.host_home / self.config_dir / "opencode.json")
 
     def agent_env(self, sandbox: Sandbox) -> dict[str, str]:
         env = {

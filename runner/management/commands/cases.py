@@ -1,5 +1,6 @@
-"""proctor cases from-transcripts DIR [-o OUT] [--suite ID]: recorded conversations become
-simulated-user cases in one eval file (a model writes each caller's persona)."""
+"""proctor cases from-transcripts DIR --agent-model MODEL [-o OUT] [--suite ID] [--max-turns N]
+[--seed-turns N]: recorded conversations become simulated-user cases in one eval file (a model
+writes each caller's persona). The recording format is in docs/conversations.md."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from evals_app.loading import EVAL_SUFFIX
-from proctor.validation import handle_problem
+from proctor.validation import MAX_TURNS_RANGE, handle_problem
 from runner.importers import ImportFailed, write_new_file
 from runner.importers.handles import slugify
-from runner.importers.transcripts import cases_from_transcripts, transcript_files
+from runner.importers.transcripts import (
+    DEFAULT_CEILING,
+    cases_from_transcripts,
+    transcript_files,
+)
 from runner.llm import KIND_UNCONFIGURED, UNCONFIGURED_MESSAGE, resolve_config
-
-PLACEHOLDER_MODEL = "gpt-4.1"
 
 
 class Command(BaseCommand):
@@ -38,6 +41,27 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--suite", metavar="ID", help="the suite's id (default: from the folder's name)"
+        )
+        parser.add_argument(
+            "--agent-model",
+            metavar="MODEL",
+            help="the model of the agent under test, for the chat variant (required: the model "
+            "that writes the personas is not the agent's)",
+        )
+        parser.add_argument(
+            "--max-turns",
+            metavar="N",
+            type=int,
+            default=DEFAULT_CEILING,
+            help="the hard ceiling of each simulated caller's turns (default: "
+            f"{DEFAULT_CEILING}); the turn target, twice the caller's turns up to 15, is a rubric",
+        )
+        parser.add_argument(
+            "--seed-turns",
+            metavar="N",
+            type=int,
+            default=0,
+            help="start each case mid-conversation: the first N exchanges become initial_messages",
         )
         parser.add_argument(
             "--force", action="store_true", help="replace the output file when it exists"
@@ -73,6 +97,17 @@ class Command(BaseCommand):
         paths = transcript_files(folder)
         if not paths:
             raise ImportFailed(f"{folder} holds no *.json recorded conversations.")
+        agent_model = (options["agent_model"] or "").strip()
+        if not agent_model:
+            raise ImportFailed(
+                "Name the model of the agent under test with --agent-model MODEL; the model "
+                "that writes the personas is not the agent's."
+            )
+        low, high = MAX_TURNS_RANGE
+        if not low <= options["max_turns"] <= high:
+            raise ImportFailed(f"--max-turns must be {low} to {high}, not {options['max_turns']}.")
+        if options["seed_turns"] < 0:
+            raise ImportFailed(f"--seed-turns must be 0 or more, not {options['seed_turns']}.")
         config = resolve_config()
         if config.kind == KIND_UNCONFIGURED:
             raise ImportFailed(f"A model writes each caller's persona, but {UNCONFIGURED_MESSAGE}.")
@@ -84,7 +119,9 @@ class Command(BaseCommand):
             paths,
             suite_id=suite_id,
             config=config,
-            agent_model=config.model or PLACEHOLDER_MODEL,
+            agent_model=agent_model,
+            ceiling=options["max_turns"],
+            seed_turns=options["seed_turns"],
             on_progress=self._progress,
         )
         if not result.cases:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import sys
@@ -9,12 +10,16 @@ import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db.models import Count
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from evals_app.comparison import Comparison, baseline_comparisons, compare_batches
 from evals_app.models import Batch, Organization, Trial
+from runner.batches.comparison_output import comparison_url, print_comparison
+from runner.batches.junit import junit_path_problem, write_junit
 from runner.batches.planning import (
     InvalidInput,
     Selection,
@@ -30,6 +35,17 @@ from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished
 
 POLL_S = 0.2
+LOCAL_WAIT_S = 1.0
+MIN_READ_S = 0.05
+SUITE_BASELINE = "suite-baseline"
+
+
+def proctor_version() -> str:
+    """The installed Proctor's version: the harness code a batch ran with."""
+    try:
+        return importlib.metadata.version("proctor")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def pass_rate(value: str) -> float:
@@ -45,10 +61,15 @@ class Command(BaseCommand):
     # Django's system checks import the URLconf (DRF, the dashboard, the admin): a batch needs
     # none of them, and `proctor check` and every web process still run them.
     requires_system_checks: list[str] = []
-    help = "Run *.eval.py files (default: every one below the current folder) as one batch."
+    help = (
+        "Run *.eval.py and *.eval.json files (default: every one below the current folder) "
+        "as one batch."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("paths", nargs="*", help="eval files or folders to search")
+        parser.add_argument(
+            "paths", nargs="*", help="eval files (*.eval.py, *.eval.json) or folders to search"
+        )
         parser.add_argument(
             "--case",
             action="append",
@@ -85,6 +106,23 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--json", action="store_true", help="print only the results as JSON on stdout"
+        )
+        parser.add_argument(
+            "--label", default="", metavar="TEXT", help="a label for the batch (shown in lists)"
+        )
+        parser.add_argument(
+            "--junit", metavar="PATH", help="also write the results as a JUnit XML report"
+        )
+        parser.add_argument(
+            "--baseline",
+            metavar="BATCH",
+            help="compare the batch with batch BATCH, or with each suite's baseline "
+            "(suite-baseline), and print the comparison",
+        )
+        parser.add_argument(
+            "--fail-on-regression",
+            action="store_true",
+            help="exit 1 when the comparison with --baseline shows a significant regression",
         )
         parser.add_argument(
             "--org",
@@ -126,6 +164,18 @@ class Command(BaseCommand):
             self._invalid(err, ["--trials must be 1 or more"])
         if options["jobs"] < 1:
             self._invalid(err, ["-j must be 1 or more"])
+        if options["junit"] and (problem := junit_path_problem(options["junit"])):
+            self._invalid(err, [problem])
+        if options["fail_on_regression"] and not options["baseline"]:
+            self._invalid(err, ["--fail-on-regression needs --baseline BATCH or suite-baseline"])
+        if options["baseline"] and options["server"]:
+            self._invalid(
+                err,
+                [
+                    "--baseline compares in this installation's database; with --server, "
+                    "compare on the server's dashboard or its /api/analysis/compare/ endpoint"
+                ],
+            )
         try:
             loaded = load_suites(options["paths"])
             planned = plan_batch(
@@ -138,6 +188,8 @@ class Command(BaseCommand):
                     "jobs": options["jobs"],
                     "responder_model": options["responder_model"],
                     "judge_model": options["judge_model"],
+                    "label": options["label"],
+                    "proctor_version": proctor_version(),
                 },
                 max_bytes=settings.BUNDLE_MAX_BYTES,
                 own_folders=(settings.PROCTOR_HOME, settings.CACHE_DIR, settings.ARTIFACTS_DIR),
@@ -150,6 +202,7 @@ class Command(BaseCommand):
             return
         ensure_database()
         organization = self._organization(err, options["org"] or Organization.EMBEDDED_SLUG)
+        baseline = self._baseline(err, organization, options["baseline"])
         dispatch.configure_local_workers(options["jobs"])
         try:
             batch, trial_ids, new_versions = record_locally(organization, submission)
@@ -168,7 +221,10 @@ class Command(BaseCommand):
         self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
         batch.refresh_from_db()
         footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
-        self._finish(out, err, batch_report(batch), footer, options)
+        comparisons = None
+        if options["baseline"]:
+            comparisons = self._compare(err, batch, baseline)
+        self._finish(out, err, batch_report(batch), footer, options, comparisons=comparisons)
 
     def _run_on_server(self, out: Console, err: Console, submission, options) -> None:
         """Upload the bundles the server lacks, record the batch there, follow its workers'
@@ -227,20 +283,85 @@ class Command(BaseCommand):
         )
         err.print(f"Batch {batch}: {trials} trial{'s' if trials != 1 else ''}{versions}")
 
-    def _finish(self, out: Console, err: Console, report: dict, footer: str, options) -> None:
-        """Print the results (a table, or --json) and exit by --fail-under: the same for a
-        batch run here and one run by a server."""
+    def _finish(
+        self,
+        out: Console,
+        err: Console,
+        report: dict,
+        footer: str,
+        options,
+        *,
+        comparisons: list[Comparison] | None = None,
+    ) -> None:
+        """Print the results (a table, or --json), write --junit, and exit by --fail-under and
+        --fail-on-regression: the same for a batch run here and one run by a server."""
+        if options["junit"]:
+            try:
+                written = write_junit(report, options["junit"])
+            except OSError as exc:
+                self._invalid(err, [f"--junit {options['junit']}: cannot write it ({exc})"])
+            if not options["json"]:
+                err.print(f"JUnit report: {written}", markup=False)
         if options["json"]:
+            if comparisons is not None:
+                report = {
+                    **report,
+                    "comparisons": [{**c.to_dict(), "url": comparison_url(c)} for c in comparisons],
+                }
             sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
         else:
             self._print_table(out, report, footer)
+            for comparison in comparisons or []:
+                out.print()
+                print_comparison(out, comparison, changed_only=True)
+        failed = False
         rate = report_pass_rate(report)
         if options["fail_under"] is not None and rate < options["fail_under"]:
             if not options["json"]:
                 err.print(
                     f"[red]Pass rate {rate:.0%} is under --fail-under {options['fail_under']:.0%}.[/red]"
                 )
+            failed = True
+        if options["fail_on_regression"] and any(
+            c.has_significant_regression for c in comparisons or []
+        ):
+            if not options["json"]:
+                err.print(
+                    "[red]A significant regression against the baseline "
+                    "(--fail-on-regression).[/red]"
+                )
+            failed = True
+        if failed:
             sys.exit(1)
+
+    def _baseline(self, err: Console, organization: Organization, raw: str | None) -> Batch | None:
+        """The batch --baseline names (None for none, or for suite-baseline: resolved per
+        suite once the batch ran); a bad value exits 2 before anything runs."""
+        if not raw or raw == SUITE_BASELINE:
+            return None
+        if not raw.isdigit():
+            self._invalid(err, [f"--baseline {raw}: give a batch id or {SUITE_BASELINE}"])
+        batch = Batch.objects.filter(pk=int(raw), organization=organization).first()
+        if batch is None:
+            self._invalid(
+                err,
+                [f"--baseline {raw}: there is no batch {raw} in organization {organization.slug}"],
+            )
+        return batch
+
+    def _compare(self, err: Console, batch: Batch, baseline: Batch | None) -> list[Comparison]:
+        """The comparisons --baseline asks for; a suite with no baseline is said, not failed
+        (the first run of a pipeline has nothing to compare with)."""
+        if baseline is not None:
+            # Only what this batch ran: a baseline of every suite is no regression of a subset.
+            return [compare_batches(baseline, batch, suites=batch.suite_slugs())]
+        comparisons, missing = baseline_comparisons(batch)
+        for slug in missing:
+            err.print(
+                f"[yellow]suite {escape(slug)} has no baseline yet[/]: nothing to compare it "
+                f"with (mark one: proctor compare --mark-baseline {batch.pk})"
+            )
+        return comparisons
 
     def _invalid(self, err: Console, problems) -> None:
         for problem in problems:
@@ -269,12 +390,17 @@ class Command(BaseCommand):
             task = progress.add_task(
                 "trials", total=total, passed=0, failed=0, timed_out=0, errored=0
             )
+            ended = dispatch.ended_count()
             while True:
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
-                for status in trials.filter(status__in=Trial.FINAL_STATUSES).values_list(
-                    "status", flat=True
+                # Counted by the database: one row per status, whatever the batch's size.
+                for status, count in (
+                    trials.filter(status__in=Trial.FINAL_STATUSES)
+                    .values_list("status")
+                    .annotate(count=Count("id"))
+                    .order_by()
                 ):
-                    counts[status] += 1
+                    counts[status] += count
                 done = sum(counts.values())
                 progress.update(task, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
                 if done >= total:
@@ -286,7 +412,13 @@ class Command(BaseCommand):
                         batch, "; ".join(failures) or "the local worker returned without running it"
                     ):
                         continue  # counted as errored on the next pass
-                time.sleep(POLL_S)
+                if settings.EMBEDDED:
+                    # Woken by each local trial's end; the timeout still notices trials that
+                    # other processes end (a lease taken over, the reaper).
+                    ended = dispatch.wait_for_an_end(ended, LOCAL_WAIT_S)
+                    time.sleep(MIN_READ_S)  # trials ending together: one read for all of them
+                else:
+                    time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.
         for _ in range(50):
             if Batch.objects.filter(pk=batch.pk, status=Batch.Status.FINISHED).exists():

@@ -1,0 +1,72 @@
+"""The compare page: batch B measured against batch A (any two batches, or B against the
+baseline of its suite), per variant and per cell, regressions first, the warnings on top."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import render
+
+from dashboard.access import batches_for, get_or_404
+from dashboard.views import HtmxHttpRequest, int_param
+from evals_app.comparison import compare_batches, suite_baseline
+from evals_app.models import Batch
+
+# The side A that means "the baseline of B's suite" in ?a=baseline.
+BASELINE = "baseline"
+PICKER_SIZE = 50
+
+
+def _batch(request: HtmxHttpRequest, name: str) -> Batch | None:
+    """The batch named by ``?<name>=<id>`` among the reader's, None when not given; another
+    organization's batch, or no such batch, is a 404."""
+    if not request.GET.get(name):
+        return None
+    number = int_param(request, name)
+    if number is None:
+        raise Http404
+    return get_or_404(batches_for(request.user).select_related("created_by"), pk=number)
+
+
+def _baseline_for(request: HtmxHttpRequest, b: Batch) -> tuple[Batch | None, str]:
+    """The baseline to measure ``b`` against: that of ``?suite=`` when given, else of the first
+    of b's suites that has one. Returns the batch (None when no suite has one) and the suite."""
+    wanted = request.GET.get("suite", "")
+    slugs = [wanted] if wanted else b.suite_slugs()
+    for slug in slugs:
+        baseline = suite_baseline(b.organization, slug)
+        if baseline is not None and baseline.organization_id == b.organization_id:
+            return baseline, slug
+    return None, (slugs[0] if slugs else "")
+
+
+def _recent(request: HtmxHttpRequest, *shown: Batch | None) -> list[Batch]:
+    recent = list(
+        batches_for(request.user).only("id", "created_at", "label", "is_baseline")[:PICKER_SIZE]
+    )
+    recent += [batch for batch in shown if batch is not None and batch not in recent]
+    return recent
+
+
+@login_required
+def compare_view(request: HtmxHttpRequest) -> HttpResponse:
+    b = _batch(request, "b")
+    against_baseline = request.GET.get("a") == BASELINE
+    a = None if against_baseline else _batch(request, "a")
+    suite = ""
+    if b is not None and against_baseline:
+        a, suite = _baseline_for(request, b)
+    merged = request.GET.get("trials", "latest") != "all"
+    context: dict = {
+        "a": a,
+        "b": b,
+        "against_baseline": against_baseline,
+        "suite": suite,
+        "merged": merged,
+        "comparison": None,
+        # The pickers offer recent batches (and the ones shown, if older).
+        "recent_batches": _recent(request, a, b),
+    }
+    if a is not None and b is not None:
+        context["comparison"] = compare_batches(a, b, merged=merged)
+    return render(request, "dashboard/compare.html", context)

@@ -1,0 +1,205 @@
+"""Flaky cells: the same agent on the same case version does not always come out the same.
+
+A cell (case version x variant) is flaky when its graded trials have mixed outcomes: some
+passed and some did not, within one batch (2 of 3 passes) or across the batches that ran that
+very case version under that very variant. A Variant row is one spec, profile digest included,
+so "the same variant" means the same agent, byte for byte. Errored trials (infrastructure, not
+the agent) are left out; a timeout counts as not passing.
+
+Each function costs a fixed number of queries, whatever the number of cells or batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Count, Max, Min, Q
+
+from evals_app.models import Batch, Organization, Run, Trial
+
+GRADED = (Trial.Status.PASSED, Trial.Status.FAILED, Trial.Status.TIMED_OUT)
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """How one batch's trials of the cell came out."""
+
+    batch_id: int
+    created_at: datetime
+    label: str
+    passed: int
+    graded: int
+
+    @property
+    def mixed(self) -> bool:
+        return 0 < self.passed < self.graded
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch_id,
+            "created_at": self.created_at.isoformat(),
+            "label": self.label,
+            "passed": self.passed,
+            "graded": self.graded,
+        }
+
+
+@dataclass
+class FlakyHistory:
+    """A cell's outcomes batch by batch, oldest first, and why it counts as flaky."""
+
+    case_version_id: int
+    variant_id: int
+    suite: str
+    case: str
+    case_version: int
+    variant: str
+    history: list[BatchOutcome] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        return sum(h.passed for h in self.history)
+
+    @property
+    def graded(self) -> int:
+        return sum(h.graded for h in self.history)
+
+    @property
+    def mixed_within_batch(self) -> bool:
+        """Some batch's own trials of the cell disagree."""
+        return any(h.mixed for h in self.history)
+
+    @property
+    def mixed_across_batches(self) -> bool:
+        """The batches disagree: one passed every trial, another passed none, or the like."""
+        rates = {h.passed / h.graded for h in self.history if h.graded}
+        return len(rates) > 1
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.passed < self.graded
+
+    @property
+    def reason(self) -> str:
+        """Why it is flaky, for a tooltip: "2/3 passed in batch 4; 5/9 over 3 batches"."""
+        parts = [
+            f"{h.passed}/{h.graded} passed in batch {h.batch_id}" for h in self.history if h.mixed
+        ]
+        if len(self.history) > 1:
+            parts.append(f"{self.passed}/{self.graded} over {len(self.history)} batches")
+        return "; ".join(parts) or f"{self.passed}/{self.graded} passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.suite,
+            "case": self.case,
+            "case_version": self.case_version,
+            "case_version_id": self.case_version_id,
+            "variant": self.variant,
+            "variant_id": self.variant_id,
+            "passed": self.passed,
+            "graded": self.graded,
+            "mixed_within_batch": self.mixed_within_batch,
+            "mixed_across_batches": self.mixed_across_batches,
+            "reason": self.reason,
+            "history": [h.to_dict() for h in self.history],
+        }
+
+
+def _outcomes(trials) -> list[dict[str, Any]]:
+    return list(
+        trials.filter(status__in=GRADED)
+        .order_by()
+        .values(
+            "run__case_version_id",
+            "run__variant_id",
+            "run__batch_id",
+        )
+        .annotate(
+            created_at=Min("run__batch__created_at"),
+            label=Max("run__batch__label"),
+            passed=Count("id", filter=Q(status=Trial.Status.PASSED)),
+            graded=Count("id"),
+        )
+    )
+
+
+def _histories(rows: list[dict[str, Any]], names: dict[tuple[int, int], tuple]) -> dict:
+    found: dict[tuple[int, int], FlakyHistory] = {}
+    for row in sorted(rows, key=lambda r: (r["created_at"], r["run__batch_id"])):
+        pair = (row["run__case_version_id"], row["run__variant_id"])
+        if pair not in names:
+            continue
+        if pair not in found:
+            suite, case, number, variant = names[pair]
+            found[pair] = FlakyHistory(pair[0], pair[1], suite, case, number, variant)
+        found[pair].history.append(
+            BatchOutcome(
+                row["run__batch_id"], row["created_at"], row["label"], row["passed"], row["graded"]
+            )
+        )
+    return found
+
+
+_NAME_FIELDS = (
+    "case_version_id",
+    "variant_id",
+    "case_version__case__suite__slug",
+    "case_version__case__slug",
+    "case_version__number",
+    "variant__name",
+)
+
+
+def flaky_cells(batch: Batch) -> dict[int, FlakyHistory]:
+    """``{run id: FlakyHistory}`` for each cell of ``batch`` that is flaky, within the batch or
+    across every batch of its organization that ran the same case version and variant (two
+    queries)."""
+    runs = list(Run.objects.filter(batch=batch).order_by().values("id", *_NAME_FIELDS))
+    names = {
+        (r["case_version_id"], r["variant_id"]): (
+            r["case_version__case__suite__slug"],
+            r["case_version__case__slug"],
+            r["case_version__number"],
+            r["variant__name"],
+        )
+        for r in runs
+    }
+    trials = Trial.objects.filter(
+        run__batch__organization_id=batch.organization_id,
+        run__case_version_id__in={r["case_version_id"] for r in runs},
+        run__variant_id__in={r["variant_id"] for r in runs},
+    )
+    histories = _histories(_outcomes(trials), names)
+    return {
+        r["id"]: history
+        for r in runs
+        if (history := histories.get((r["case_version_id"], r["variant_id"]))) and history.flaky
+    }
+
+
+def flaky_list(organization: Organization, suite_slug: str) -> list[FlakyHistory]:
+    """Every flaky cell (case version x variant) of the suite ``suite_slug`` over all the
+    organization's batches, the most uncertain first (pass rate nearest one half), in two
+    queries."""
+    runs = Run.objects.filter(
+        batch__organization=organization, case_version__case__suite__slug=suite_slug
+    )
+    names = {
+        (r["case_version_id"], r["variant_id"]): (
+            r["case_version__case__suite__slug"],
+            r["case_version__case__slug"],
+            r["case_version__number"],
+            r["variant__name"],
+        )
+        for r in runs.order_by().values(*_NAME_FIELDS).distinct()
+    }
+    trials = Trial.objects.filter(
+        run__batch__organization=organization,
+        run__case_version__case__suite__slug=suite_slug,
+    )
+    flaky = [h for h in _histories(_outcomes(trials), names).values() if h.flaky]
+    flaky.sort(key=lambda h: (abs(h.passed / h.graded - 0.5), h.case, h.case_version, h.variant))
+    return flaky

@@ -1,0 +1,125 @@
+"""proctor compare A B [--json]: is batch B better than batch A, where did it regress, and can
+the difference be trusted. A is a batch id or ``suite-baseline`` (the baseline of each suite
+B ran); ``--mark-baseline N`` makes batch N the baseline of its suites."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandParser
+from rich.console import Console
+
+from evals_app.comparison import Comparison, baseline_comparisons, compare_batches
+from evals_app.models import Batch, Organization
+from runner.batches.comparison_output import comparison_url, print_comparison
+from runner.jobs.database import ensure_database
+
+SUITE_BASELINE = "suite-baseline"
+
+
+class Command(BaseCommand):
+    requires_system_checks: list[str] = []
+    help = "Compare batch B with batch A (or with the suites' baselines): regressions first."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "a", nargs="?", metavar="A", help=f"the reference: a batch id or {SUITE_BASELINE}"
+        )
+        parser.add_argument("b", nargs="?", metavar="B", help="the batch to judge: a batch id")
+        parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+        parser.add_argument(
+            "--all-trials",
+            action="store_true",
+            help="read each batch with all the trials of its reruns (default: the latest per cell)",
+        )
+        parser.add_argument(
+            "--no-merge", action="store_true", help="read each batch alone, without its reruns"
+        )
+        parser.add_argument(
+            "--changed", action="store_true", help="show only the cells that changed"
+        )
+        parser.add_argument(
+            "--fail-on-regression",
+            action="store_true",
+            help="exit 1 when B has a significant regression",
+        )
+        parser.add_argument(
+            "--mark-baseline",
+            type=int,
+            metavar="BATCH",
+            help="make BATCH the baseline of every suite it ran, and exit",
+        )
+        parser.add_argument(
+            "--org", metavar="SLUG", help="organization (default: the embedded one)"
+        )
+
+    def handle(self, *args, **options) -> None:
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        out = Console(highlight=False, soft_wrap=True)
+        ensure_database()
+        organization = self._organization(err, options["org"])
+        if options["mark_baseline"] is not None:
+            batch = self._batch(err, organization, str(options["mark_baseline"]), "--mark-baseline")
+            batch.mark_baseline()
+            suites = ", ".join(batch.suite_slugs()) or "no suite"
+            err.print(f"Batch {batch.pk} is now the baseline of {suites}.", markup=False)
+            return
+        if not options["a"] or not options["b"]:
+            self._invalid(err, f"give two batches: proctor compare A B (A may be {SUITE_BASELINE})")
+        b = self._batch(err, organization, options["b"], "B")
+        merged = not options["no_merge"]
+        mode = "all" if options["all_trials"] else "latest"
+        if options["a"] == SUITE_BASELINE:
+            comparisons, missing = baseline_comparisons(b, merged=merged, mode=mode)
+            if missing:
+                self._invalid(
+                    err,
+                    f"suite {', '.join(missing)} of batch {b.pk} has no baseline: mark one with "
+                    f"`proctor compare --mark-baseline BATCH`",
+                )
+            if not comparisons:
+                self._invalid(err, f"batch {b.pk} is itself the baseline of its suites")
+        else:
+            a = self._batch(err, organization, options["a"], "A")
+            comparisons = [compare_batches(a, b, merged=merged, mode=mode)]
+        if options["json"]:
+            data = [self._json(c) for c in comparisons]
+            payload = data[0] if options["a"] != SUITE_BASELINE else {"comparisons": data}
+            sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        else:
+            for i, comparison in enumerate(comparisons):
+                if i:
+                    out.print()
+                print_comparison(out, comparison, changed_only=options["changed"])
+        if options["fail_on_regression"] and any(c.has_significant_regression for c in comparisons):
+            if not options["json"]:
+                err.print("[red]B has a significant regression (--fail-on-regression).[/red]")
+            sys.exit(1)
+
+    def _json(self, comparison: Comparison) -> dict:
+        return {**comparison.to_dict(), "url": comparison_url(comparison)}
+
+    def _invalid(self, err: Console, problem: str) -> None:
+        err.print(problem, markup=False)
+        sys.exit(2)
+
+    def _organization(self, err: Console, slug: str | None) -> Organization:
+        if not slug or slug == Organization.EMBEDDED_SLUG:
+            return Organization.embedded_default()
+        organization = Organization.objects.filter(slug=slug).first()
+        if organization is None:
+            self._invalid(err, f"--org {slug}: no such organization")
+        assert organization is not None  # _invalid exits
+        return organization
+
+    def _batch(self, err: Console, organization: Organization, raw: str, which: str) -> Batch:
+        if not raw.isdigit():
+            self._invalid(err, f"{which}: {raw!r} is not a batch id (a number)")
+        batch = Batch.objects.filter(pk=int(raw), organization=organization).first()
+        if batch is None:
+            self._invalid(
+                err, f"{which}: there is no batch {raw} in organization {organization.slug}"
+            )
+        assert batch is not None  # _invalid exits
+        return batch

@@ -1,0 +1,150 @@
+"""A trial's mocks from start to finish: start them in the sandbox's mock folder before the
+agent, hand their call logs to grading, record the logs, stop them when the trial ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from proctor.mock import Mock
+from runner.core.recording import TrialRecorder
+from runner.grading.mock_calls import MockLog
+from runner.mocks.access import McpEndpoint, MockAccess
+
+if TYPE_CHECKING:
+    from runner.mocks.server import Listening, MockServer
+
+HERE = Path(__file__).resolve().parent
+# The file the command harness's agent reads its MCP servers from (PROCTOR_MCP_CONFIG).
+MCP_CONFIG = "mcp.json"
+
+
+class TrialMocks:
+    """The running mocks of one trial. ``access`` is what its sandbox adds to each process."""
+
+    def __init__(self, runtimes: dict[str, Any], server: MockServer, access: MockAccess) -> None:
+        self.runtimes = runtimes
+        self.server = server
+        self.access = access
+        self._stopped = False
+
+    def logs(self) -> dict[str, MockLog]:
+        """Each mock's calls so far, by name (what checks read as ``ctx.mocks``)."""
+        return {name: runtime.log.snapshot() for name, runtime in self.runtimes.items()}
+
+    def record(self, recorder: TrialRecorder) -> None:
+        """Each mock's calls as ``mocks/<name>.jsonl`` (the database recorder keeps them as rows
+        too), and one line per mock in the trial's log."""
+        for name, log in self.logs().items():
+            lines = [json.dumps(call.to_json(), ensure_ascii=False, default=str) for call in log]
+            recorder.artifact(f"mocks/{name}.jsonl", "".join(line + "\n" for line in lines))
+            recorder.log(f"mock {name} ({log.kind}): {len(log)} call(s)")
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            self.server.stop()
+
+
+def _write_executable(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def _shim(name: str, url: str) -> str:
+    body = (HERE / "cli_shim.py").read_text(encoding="utf-8")
+    body = body.replace('"{name}"', json.dumps(name)).replace('"{url}"', json.dumps(url))
+    return "#!/usr/bin/env python3\n" + body
+
+
+def start_mocks(
+    mocks: Sequence[Mock], sandbox: Any, *, limit_s: float | None = None
+) -> TrialMocks | None:
+    """Start ``mocks`` for the trial in ``sandbox`` and attach them to it (``sandbox.mocks``);
+    None when the case has none. Raises MockServerError when the server cannot start.
+    ``limit_s`` bounds each handler call (default: the worker's tool limit)."""
+    if not mocks:
+        return None
+    # Imported here: the MCP SDK alone takes seconds to import, and most trials have no mocks.
+    from runner.mocks.api import ApiMock
+    from runner.mocks.cli import CliMock
+    from runner.mocks.server import Listening, MockServer
+
+    folder = Path(sandbox.root) / "mocks"
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    runtimes: dict[str, Any] = {}
+    apps: dict[str, tuple[Any, Listening]] = {}
+    lifespans = []
+    env: dict[str, str] = {}
+    endpoints = []
+    for item in mocks:
+        listening = Listening(item.name, folder)
+        base = f"http://127.0.0.1:{listening.port}"
+        runtime: Any
+        if item.kind == "api":
+            runtime = ApiMock(item, limit_s)
+            env[item.env_var] = base
+        elif item.kind == "cli":
+            runtime = CliMock(item, limit_s)
+            _write_executable(bin_dir / item.name, _shim(item.name, base + "/"))
+        else:
+            from runner.mocks.mcp_tools import MCP_PATH, McpMock
+
+            runtime = McpMock(item, limit_s)
+            lifespans.append(runtime.running())
+            url = base + MCP_PATH
+            env[item.env_var] = url
+            endpoints.append(McpEndpoint(item.name, url, (str(folder / "mcp_stdio.py"), url)))
+        runtimes[item.name] = runtime
+        apps[item.name] = (runtime, listening)
+    for script in ("netbridge.py", "mcp_stdio.py"):
+        (folder / script).write_text((HERE / script).read_text(encoding="utf-8"), encoding="utf-8")
+    if endpoints:
+        config = {
+            "mcpServers": {e.name: {"type": "http", "url": e.url} for e in endpoints},
+        }
+        (folder / MCP_CONFIG).write_text(json.dumps(config, indent=2), encoding="utf-8")
+        env["PROCTOR_MCP_CONFIG"] = str(folder / MCP_CONFIG)
+    server = MockServer(apps, lifespans)
+    server.start()
+    access = MockAccess(
+        folder=str(folder),
+        bin_dir=str(bin_dir),
+        env=env,
+        routes=tuple((listening.port, listening.socket_path) for _, listening in apps.values()),
+        bridge=str(folder / "netbridge.py"),
+        mcp=tuple(endpoints),
+    )
+    trial_mocks = TrialMocks(runtimes, server, access)
+    sandbox.mocks = access
+    sandbox.mock_runtime = trial_mocks
+    os.chmod(folder, 0o755)
+    return trial_mocks
+
+
+def stop_mocks(sandbox: Any, recorder: TrialRecorder | None = None) -> None:
+    """Record the calls of the sandbox's mocks (when ``recorder`` is given) and stop them; a
+    sandbox without mocks is left as it is. Safe to call twice."""
+    running: TrialMocks | None = getattr(sandbox, "mock_runtime", None)
+    if running is None:
+        return
+    sandbox.mock_runtime = None
+    try:
+        if recorder is not None:
+            running.record(recorder)
+    except Exception as exc:  # the trial is ending: its outcome must still be reported
+        assert recorder is not None  # only recording can fail
+        recorder.log(f"the mocks' calls could not be recorded: {type(exc).__name__}: {exc}")
+    finally:
+        running.stop()
+
+
+def mock_logs(sandbox: Any) -> dict[str, MockLog]:
+    """The calls of the sandbox's mocks so far (empty without mocks)."""
+    running: TrialMocks | None = getattr(sandbox, "mock_runtime", None)
+    return running.logs() if running is not None else {}
