@@ -13,7 +13,13 @@ from harnesses.test_chat_harness import KEY, tool_call_reply
 
 from proctor import case, command, suite, tool, variant
 from proctor.validation import case_problems
-from runner.core.limits import UserCodeError, UserCodeRaised, UserCodeTimedOut, run_forked
+from runner.core.limits import (
+    UserCodeError,
+    UserCodeRaised,
+    UserCodeTimedOut,
+    run_forked,
+    run_in_thread,
+)
 from runner.harnesses.base import TurnRequest
 from runner.harnesses.chat.harness import ChatHarness
 
@@ -114,8 +120,47 @@ def test_a_hanging_tool_stub_fails_its_call_and_the_turn_goes_on(
     assert call["error"] == "Error: tool check_calendar did not finish within 0.5 s."
     (log,) = [e.data["text"] for e in events if e.kind == "Log"]
     assert log == (
-        "tool check_calendar did not finish within 0.5 s; its thread is left running in the "
-        "worker (a Python thread cannot be stopped)"
+        "tool check_calendar did not finish within 0.5 s; its thread is stopped at its next "
+        "Python step (a call blocked in C ends when that call returns)"
     )
     tool_message = fake_model_server.requests[1].body["messages"][-1]
     assert tool_message["content"] == "Error: tool check_calendar did not finish within 0.5 s."
+
+
+def test_a_tool_stub_spinning_forever_is_stopped_after_its_limit() -> None:
+    spins = []
+
+    def spin() -> str:
+        while True:  # a stub stuck in a loop: it never returns and never sleeps
+            spins.append(1)
+            if len(spins) > 1000:
+                spins.clear()
+
+    with pytest.raises(UserCodeTimedOut, match="tool spin did not finish within 0.3 s"):
+        run_in_thread(spin, limit_s=0.3, what="tool spin")
+
+    deadline = time.monotonic() + 10
+    while _threads_named("proctor-tool spin") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _threads_named("proctor-tool spin") == []
+
+
+def test_a_stub_that_swallows_exceptions_is_still_stopped() -> None:
+    def stubborn() -> str:
+        while True:
+            try:
+                time.sleep(0.01)
+            except Exception:  # noqa: SIM105  # the author's catch-all cannot keep it alive
+                continue
+
+    with pytest.raises(UserCodeTimedOut):
+        run_in_thread(stubborn, limit_s=0.3, what="tool stubborn")
+
+    deadline = time.monotonic() + 10
+    while _threads_named("proctor-tool stubborn") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _threads_named("proctor-tool stubborn") == []
+
+
+def _threads_named(name: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == name and t.is_alive()]

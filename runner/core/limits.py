@@ -15,11 +15,13 @@ ways to bound it, used where each is sound:
   validator sets on ``ctx`` (shared work, ``ctx.response = ...``) are copied back when
   picklable. Commands a hung child started through the sandbox are not in its process group
   (the sandbox starts them in their own session); the sandbox's teardown ends them.
-- **An abandoned daemon thread** (``run_in_thread``), for tool stubs. A stub often keeps
-  state between calls (a fake calendar that remembers bookings) which a child would lose, so
-  it runs in this process. Past the limit the call is given up and the trial goes on, but the
-  thread itself cannot be stopped: it stays, asleep or spinning, until the stub returns or the
-  process exits. The caller reports that plainly.
+- **A stopped daemon thread** (``run_in_thread``), for tool stubs and mock handlers. A stub
+  often keeps state between calls (a fake calendar that remembers bookings) which a child
+  would lose, and validators read that state, so it runs in this process. Past the limit the
+  call is given up and the trial goes on; the thread is then sent ``UserCodeStopped``
+  (``PyThreadState_SetAsyncExc``), which Python raises at the thread's next bytecode: a
+  ``while True`` loop ends at once, a call blocked in C (a long ``time.sleep``, a socket read)
+  ends when that call returns. The caller reports that plainly.
 
 Defaults come from ``use_limits`` (installed from Django settings ``PROCTOR_CHECK_TIMEOUT_S``,
 ``PROCTOR_PREPARE_TIMEOUT_S`` and ``PROCTOR_TOOL_TIMEOUT_S`` by RunnerConfig.ready); a case
@@ -29,6 +31,7 @@ overrides the first two with ``check_timeout_ms`` and ``prepare_timeout_ms``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import os
 import pickle
@@ -85,6 +88,11 @@ class UserCodeError(Exception):
 
 class UserCodeTimedOut(UserCodeError):
     pass
+
+
+class UserCodeStopped(BaseException):
+    """Raised inside a thread whose call ran past its limit, to end it (a BaseException, so a
+    stub's own ``except Exception`` cannot swallow it)."""
 
 
 class UserCodeRaised(UserCodeError):
@@ -239,9 +247,19 @@ def run_in_thread(call: Callable[[], T], *, limit_s: float, what: str) -> T:
         finally:
             done.set()
 
-    threading.Thread(target=target, name=f"proctor-{what}", daemon=True).start()
+    thread = threading.Thread(target=target, name=f"proctor-{what}", daemon=True)
+    thread.start()
     if not done.wait(limit_s):
+        _stop_thread(thread)
         raise UserCodeTimedOut(f"{what} did not finish within {seconds(limit_s)}")
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _stop_thread(thread: threading.Thread) -> None:
+    """Ask Python to raise UserCodeStopped in ``thread`` at its next bytecode."""
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(UserCodeStopped)
+        )

@@ -8,8 +8,8 @@ trial's tmp folder, kept across the trial's steps), /proc and /dev. Everything e
 
 Each run gets fresh namespaces (user, pid, ipc, uts, cgroup and network unless the variant
 allows the network) and no capabilities, even when Proctor runs as root. The process tree lives
-in its own pid namespace, so it ends with its first process: run_process kills the run's cgroup
-(or the bwrap process group) and the namespace dies with it (``--die-with-parent``).
+in its own pid namespace, so it ends with its first process: run_process kills the bwrap
+process group and the namespace dies with it (``--die-with-parent``), with no per-run cgroup.
 
 Variant options: ``expose=[...]`` adds host paths, read-only at the same place (a CLI installed
 outside the system folders, say). The resource limits ``cpus=``, ``memory=`` and ``pids=`` are
@@ -189,6 +189,7 @@ class BwrapSandbox(LocalSandbox):
             cwd=str(self.root),
             timeout_s=timeout_s,
             on_line=on_line,
+            own_namespace=True,  # --unshare-all --die-with-parent: no cgroup needed
         )
         return self._own_failure(argv, result)
 

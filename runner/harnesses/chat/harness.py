@@ -342,8 +342,8 @@ class _ToolLoop:
                     "Log",
                     {
                         "stream": "proctor",
-                        "text": f"{exc}; its thread is left running in the worker "
-                        "(a Python thread cannot be stopped)",
+                        "text": f"{exc}; its thread is stopped at its next Python step "
+                        "(a call blocked in C ends when that call returns)",
                     },
                 )
             )
