@@ -66,32 +66,36 @@ def rerun_batch_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
         return _refused(request, refusal, reverse("batch", args=[batch.pk]))
 
 
+def _rerun_some(
+    request: HtmxHttpRequest, batch_id: int, statuses, rerun, nothing: str
+) -> HttpResponse:
+    """Rerun the trials of a batch that ended in one of ``statuses``; with none, say
+    ``nothing`` (a sentence about the batch) and start nothing."""
+    batch = get_or_404(batches_for(request.user), pk=batch_id)
+    here = reverse("batch", args=[batch.pk])
+    if not Trial.objects.filter(run__batch=batch, status__in=statuses).exists():
+        messages.info(request, f"Nothing to rerun: batch {batch.pk} has no {nothing}.")
+        return _follow(request, here)
+    try:
+        return _to_new_batch(request, rerun(batch, user=request.user))
+    except InvalidInput as refusal:
+        return _refused(request, refusal, here)
+
+
 @login_required
 @require_POST
 @rerun_rate_limited
 def rerun_failed_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
-    batch = get_or_404(batches_for(request.user), pk=batch_id)
-    if not Trial.objects.filter(run__batch=batch, status__in=RETRYABLE).exists():
-        messages.info(
-            request,
-            f"Nothing to rerun: batch {batch.pk} has no failed, errored or timed-out trial.",
-        )
-        return _follow(request, reverse("batch", args=[batch.pk]))
-    try:
-        return _to_new_batch(request, rerun_failed(batch, user=request.user))
-    except InvalidInput as refusal:
-        return _refused(request, refusal, reverse("batch", args=[batch.pk]))
+    return _rerun_some(
+        request, batch_id, RETRYABLE, rerun_failed, "failed, errored or timed-out trial"
+    )
 
 
 @login_required
 @require_POST
 @rerun_rate_limited
 def rerun_errored_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
-    batch = get_or_404(batches_for(request.user), pk=batch_id)
-    if not Trial.objects.filter(run__batch=batch, status=Trial.Status.ERRORED).exists():
-        messages.info(request, f"Nothing to rerun: batch {batch.pk} has no errored trial.")
-        return _follow(request, reverse("batch", args=[batch.pk]))
-    return _to_new_batch(request, rerun_errored(batch, user=request.user))
+    return _rerun_some(request, batch_id, [Trial.Status.ERRORED], rerun_errored, "errored trial")
 
 
 @login_required

@@ -51,6 +51,7 @@ def judged_run(cast):
     version = make_version(case, definition=make_definition("api", case.slug, checks=checks))
     run = make_run(make_batch(cast.acme), version, make_variant(cast.acme, "claude"))
     make_trial(run, status=Trial.Status.FAILED)
+    make_trial(run, status=Trial.Status.ERRORED, index=1)
     return run
 
 
@@ -72,7 +73,7 @@ def test_the_rerun_button_is_refused_with_the_clis_sentence(
     assert queued == []
 
 
-@pytest.mark.parametrize("button", ["rerun", "rerun-failed", "case"])
+@pytest.mark.parametrize("button", ["rerun", "rerun-failed", "rerun-errored", "case", "trial"])
 def test_every_batch_rerun_button_applies_the_check(
     client, cast, judged_run, no_endpoint, queued, button
 ):
@@ -81,7 +82,9 @@ def test_every_batch_rerun_button_applies_the_check(
     url = {
         "rerun": f"/batches/{batch.pk}/rerun/",
         "rerun-failed": f"/batches/{batch.pk}/rerun-failed/",
+        "rerun-errored": f"/batches/{batch.pk}/rerun-errored/",
         "case": f"/batches/{batch.pk}/cases/{judged_run.case_version.case_id}/rerun/",
+        "trial": f"/trials/{judged_run.trials.first().pk}/rerun/",
     }[button]
 
     response = client.post(url, follow=True)
@@ -119,4 +122,4 @@ def test_with_an_endpoint_the_rerun_goes_ahead(
 
     new = Batch.objects.order_by("-id").first()
     assert response["Location"] == f"/batches/{new.pk}/" and new.parent_id == judged_run.batch_id
-    assert len(queued) == 1
+    assert len(queued) == 2  # the run's two trials, again
