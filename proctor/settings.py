@@ -91,6 +91,7 @@ MIDDLEWARE = [
     # headers, and Django pads each gzip body with random bytes (the "Heal the BREACH" fix).
     "django.middleware.gzip.GZipMiddleware",
     "dashboard.content_security.ContentSecurityPolicyMiddleware",
+    "dashboard.nul_bytes.RefuseNulBytesInQueries",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

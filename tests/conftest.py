@@ -38,6 +38,16 @@ def tier_unavailable(tier: str, reason: str) -> None:
     pytest.skip(f"{tier} tier skipped: {reason}")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items: list[pytest.Item]) -> None:
+    """Run the browser tier last. Playwright's sync API leaves its event loop marked running
+    in the main thread for the rest of the session, and Django then refuses database work
+    there (SynchronousOnlyOperation) in every later test. pytest's own reordering by
+    parametrized module fixtures would otherwise pull browser modules between others."""
+    browser = REPO / "tests" / "browser"
+    items.sort(key=lambda item: Path(str(item.path)).is_relative_to(browser))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if _skipped_tiers:
         terminalreporter.section("skipped tiers")
