@@ -10,11 +10,13 @@ browser does. The 2,000-trial batch is the baseline; the goal is a ratio of at m
 the same query count at both sizes. Prints, never asserts; ratios last.
 
     .venv/bin/python bench/grid.py [--repeat 9] [--postgres postgresql://postgres@127.0.0.1:5432]
+        [--grid-rows 50]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
 import os
 import statistics
@@ -65,7 +67,7 @@ def pages(batch_id: int) -> dict[str, str]:
     }
 
 
-def _request(client, url: str) -> tuple[list[float], int, int, str]:
+def _request(client, url: str) -> tuple[list[float], int, int, str, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -74,23 +76,29 @@ def _request(client, url: str) -> tuple[list[float], int, int, str]:
         response = client.get(url, HTTP_ACCEPT_ENCODING="gzip")
         seconds = time.perf_counter() - started
     assert response.status_code == 200, f"{url} answered {response.status_code}"
-    return [seconds], len(queries), len(response.content), response.get("Content-Encoding", "-")
+    body = response.content
+    if response.get("Content-Encoding") == "gzip":
+        body = gzip.decompress(body)
+    # Grid rows drawn: the 2,000-trial grid has 50 cases, the 20,000-trial one a page of 100.
+    rows = body.count(b'<tr id="case-row-')
+    encoding = response.get("Content-Encoding", "-")
+    return [seconds], len(queries), len(response.content), encoding, rows
 
 
 def measure(
     targets: dict[int, tuple[Any, str]], repeat: int
-) -> dict[int, tuple[float, int, int, str]]:
+) -> dict[int, tuple[float, int, int, str, int]]:
     """Median seconds, queries, bytes sent and Content-Encoding per size, the sizes' requests
     interleaved (small, large, small, large...) so a change of load hits both alike."""
     for client, url in targets.values():
         client.get(url, HTTP_ACCEPT_ENCODING="gzip")  # warm up
     times: dict[int, list[float]] = {size: [] for size in targets}
-    last: dict[int, tuple[int, int, str]] = {}
+    last: dict[int, tuple[int, int, str, int]] = {}
     for _ in range(repeat):
         for size, (client, url) in targets.items():
-            seconds, queries, sent, encoding = _request(client, url)
+            seconds, queries, sent, encoding, rows = _request(client, url)
             times[size] += seconds
-            last[size] = (queries, sent, encoding)
+            last[size] = (queries, sent, encoding, rows)
     return {size: (statistics.median(times[size]), *last[size]) for size in targets}
 
 
@@ -110,6 +118,13 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=9, help="requests per page (the median)")
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server, no database name")
+    parser.add_argument(
+        "--grid-rows",
+        type=int,
+        metavar="N",
+        help="rows the grid draws per request (default the dashboard's, 100); 50 draws as many "
+        "rows at both sizes, which separates the batch's size from the page's",
+    )
     args = parser.parse_args()
 
     home = Path(tempfile.mkdtemp(prefix="proctor-bench-grid-"))
@@ -132,6 +147,10 @@ def main() -> None:
     from runner.jobs.database import ensure_database
 
     ensure_database()
+    if args.grid_rows:
+        import dashboard.views.grid
+
+        dashboard.views.grid.ROWS_PER_PAGE = args.grid_rows
     print(
         f"seeding {' and '.join(str(c * VARIANTS * TRIALS) for c in SIZES)} trials "
         f"({connection.vendor}) ..."
@@ -148,7 +167,7 @@ def main() -> None:
         clients[cases].force_login(reader)
 
     urls = {cases: pages(batch_id) for cases, batch_id in batches.items()}
-    results: dict[str, dict[int, tuple[float, int, int, str]]] = {
+    results: dict[str, dict[int, tuple[float, int, int, str, int]]] = {
         name: measure({c: (clients[c], urls[c][name]) for c in SIZES}, args.repeat)
         for name in urls[SIZES[0]]
     }
@@ -156,13 +175,14 @@ def main() -> None:
     small, large = SIZES
     trials = {c: c * VARIANTS * TRIALS for c in SIZES}
     print(
-        f"{'page':<22} {'trials':>7} {'server ms':>10} {'queries':>8} {'KB sent':>8} {'encoding':>9}"
+        f"{'page':<22} {'trials':>7} {'server ms':>10} {'queries':>8} {'KB sent':>8} "
+        f"{'encoding':>9} {'rows':>5}"
     )
     for name, by_size in results.items():
-        for cases, (seconds, queries, size, encoding) in by_size.items():
+        for cases, (seconds, queries, size, encoding, rows) in by_size.items():
             print(
                 f"{name:<22} {trials[cases]:>7,} {seconds * 1000:>10.1f} {queries:>8} "
-                f"{size / 1024:>8.1f} {encoding:>9}"
+                f"{size / 1024:>8.1f} {encoding:>9} {rows or '':>5}"
             )
     print(f"ratios {trials[large]:,} / {trials[small]:,} trials (goal <= {GOAL_RATIO}):")
     for name, by_size in results.items():

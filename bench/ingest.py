@@ -6,12 +6,16 @@ one-event trial run the same way (the sandbox, the check), is the time the strea
 lines in this process. Peak RSS is the `proctor eval` child's (``wait4``). Prints figures,
 never asserts them; the ratio is last.
 
-    .venv/bin/python bench/ingest.py [--events 100000] [--repeats 3]
+    .venv/bin/python bench/ingest.py [--events 100000] [--repeats 3] [--postgres URL]
+
+``--postgres postgresql://postgres@127.0.0.1:5432`` stores the trials in a fresh PostgreSQL
+database made on that server for the run (and dropped after), instead of SQLite.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +80,7 @@ def bare_loop_s(lines: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def one_eval(folder: Path, events: int) -> tuple[float, int]:
+def one_eval(folder: Path, events: int, database_url: str | None = None) -> tuple[float, int]:
     """The trial's seconds and the peak RSS (KB) of a `proctor eval` of a trial printing
     ``events``."""
     profile_dir = folder / f"agent-{events}"
@@ -86,6 +91,8 @@ def one_eval(folder: Path, events: int) -> tuple[float, int]:
     env = {**os.environ, "PROCTOR_HOME": str(folder / ".proctor")}
     env.pop("DATABASE_URL", None)
     env.pop("REDIS_URL", None)
+    if database_url:
+        env["DATABASE_URL"] = database_url
     proc = subprocess.Popen(
         [sys.executable, "-m", "proctor.cli", "eval", str(eval_file), "--json"],
         env=env,
@@ -104,25 +111,47 @@ def one_eval(folder: Path, events: int) -> tuple[float, int]:
     return trial["duration_ms"] / 1000, usage.ru_maxrss
 
 
+@contextlib.contextmanager
+def fresh_database(server: str | None) -> Iterator[str | None]:
+    """A new empty database on the PostgreSQL ``server`` for the run, dropped after; None
+    (SQLite in the eval's PROCTOR_HOME) without a server."""
+    if not server:
+        yield None
+        return
+    import psycopg
+
+    name = f"proctor_ingest_{os.getpid()}"
+    with psycopg.connect(server.rstrip("/") + "/postgres", autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield server.rstrip("/") + "/" + name
+    finally:
+        with psycopg.connect(server.rstrip("/") + "/postgres", autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server to store in")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="proctor-ingest-"))
     lines = agent_lines(args.events)
     bare = statistics.median(bare_loop_s(lines) for _ in range(args.repeats))
-    one_eval(folder, 1)  # makes the database
-    small = [one_eval(folder, 1) for _ in range(args.repeats)]
-    large = [one_eval(folder, args.events) for _ in range(args.repeats)]
+    with fresh_database(args.postgres) as database_url:
+        one_eval(folder, 1, database_url)  # makes the database
+        small = [one_eval(folder, 1, database_url) for _ in range(args.repeats)]
+        large = [one_eval(folder, args.events, database_url) for _ in range(args.repeats)]
     spent = statistics.median(w for w, _ in large) - statistics.median(w for w, _ in small)
     rate = len(lines) / spent
     bare_rate = len(lines) / bare
     print(
-        f"one trial printing {len(lines)} protocol lines, medians of {args.repeats}; "
+        f"one trial printing {len(lines)} protocol lines on "
+        f"{'PostgreSQL' if args.postgres else 'SQLite'}, medians of {args.repeats}; "
         f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print(f"proctor: {spent:.2f} s more than a one-event trial, {rate:,.0f} events/s")

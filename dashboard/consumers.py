@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 
 from dashboard import artifacts, fragments
 from dashboard.access import batches_for, runs_for, trials_for
+from dashboard.mock_timeline import live_mock_calls
 from dashboard.query_numbers import NumberOutOfRange, whole_number
 from evals_app.models import Batch, Run, Trial
 from evals_app.stats import changed_run_ids
@@ -43,6 +44,8 @@ class Watch:
     # The trial page's last event and turn shown.
     after: int = -1
     turns_shown: int = -1
+    # The last mock call shown (its id): later ones are appended as they are stored.
+    calls: int = -1
 
     @classmethod
     def from_query(cls, query_string: bytes) -> Watch | None:
@@ -58,6 +61,7 @@ class Watch:
                 watch.trial_id = whole_number("trial", params["trial"])
                 watch.after = whole_number("after", params.get("after", "-1"))
                 watch.turns_shown = whole_number("turn", params.get("turn", "-1"))
+                watch.calls = whole_number("calls", params.get("calls", "-1"))
             elif watch.kind != "grid":
                 return None
         except (KeyError, ValueError, OverflowError, OSError, NumberOutOfRange):
@@ -236,11 +240,15 @@ class BatchConsumer(AsyncWebsocketConsumer):
 
     def _transcript_tail(self) -> str:
         assert self.trial is not None
+        shown = self.watch.after
         tail = fragments.transcript_tail(
-            self.trial, after=self.watch.after, turns_shown=self.watch.turns_shown
+            self.trial, after=shown, turns_shown=self.watch.turns_shown
         )
         self.watch.after, self.watch.turns_shown = tail.last_seq, tail.turns_shown
-        return tail.html
+        # The mock calls stored since, placed before or after the new events by time.
+        calls = live_mock_calls(self.trial, after_id=self.watch.calls, events_after=shown)
+        self.watch.calls = calls.last_id
+        return calls.before + tail.html + calls.after
 
     def _batch_status(self) -> str:
         self.batch.refresh_from_db()

@@ -2,9 +2,13 @@
 status and by a search over what the trials produced, and sorted by pass rate or by the
 change against the suite's baseline.
 
-The plain batch grid comes from ``evals_app.stats.batch_grid``; the merged one from the trial
-rows of ``evals_app.merged``. Either way the filters run on the rows in memory and the totals
-are counted again over what is shown, so the page costs a fixed number of queries.
+The grid page reads the plain batch a page at a time through ``evals_app.grid_paging`` (filters
+by suite, tag and status, sorts by pass rate, all in the database). What needs every row in
+memory comes here: the grid merged with its reruns (from the trial rows of
+``evals_app.merged``), a search over what the trials produced, and the sort by the change
+against the baseline (the plain grid then from ``evals_app.stats.batch_grid``). The filters run
+on the rows in memory and the totals are counted again over what is shown, so the page still
+costs a fixed number of queries.
 """
 
 from __future__ import annotations
@@ -171,12 +175,12 @@ def narrow_grid(
     filter keeps, as (case version id, variant id). The rows sort by ``query.sort`` as ``batch_grid`` sorts them (the change
     against the baseline is sorted by the caller, who knows the baseline)."""
     if query.trials == "batch":
-        grid = batch_grid(batch, suite=query.suite, tag=query.tag, sort=_plain_sort(query.sort))
+        grid = batch_grid(batch, suite=query.suite, tag=query.tag, sort=plain_sort(query.sort))
         batch_ids = [batch.pk]
     else:
         grid = merged_grid(batch, query.trials, suite=query.suite, tag=query.tag)
         batch_ids = family_ids(batch)
-        _sort_merged(grid, _plain_sort(query.sort))
+        _sort_merged(grid, plain_sort(query.sort))
     matched: set[tuple[int, int]] = set()
     rows = grid.rows
     needle = query.search.strip()
@@ -212,7 +216,7 @@ def narrow_grid(
     return NarrowedGrid(grid=grid, matched=matched, batch_ids=batch_ids)
 
 
-def _plain_sort(sort: str) -> str:
+def plain_sort(sort: str) -> str:
     """The sorts ``batch_grid`` knows; the change against the baseline is sorted later."""
     return "case" if sort.lstrip("-") == "delta" else sort
 

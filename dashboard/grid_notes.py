@@ -8,12 +8,13 @@ trials are read as compare reads them (evals_app.merged). A fixed number of quer
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from dashboard.grid_cells import CellNote
 from dashboard.grid_filters import GridQuery, NarrowedGrid, cell_matches_status
 from evals_app.comparison import tally_of
-from evals_app.cost import CostSummary, batch_cost, summarize_costs, variant_costs
+from evals_app.cost import CostSummary, combined_cost, summarize_costs, variant_costs
 from evals_app.flakiness import FlakyHistory, flaky_cells
 from evals_app.merged import batch_cells
 from evals_app.models import Batch
@@ -27,9 +28,14 @@ def cell_id(cell: GridCell) -> CellId:
     return (cell.case_version_id, cell.variant_id)
 
 
-def flaky_by_cell(batch: Batch) -> dict[CellId, FlakyHistory]:
-    """The flaky cells of ``batch`` by (case version, variant) (two queries)."""
-    return {(h.case_version_id, h.variant_id): h for h in flaky_cells(batch).values()}
+def flaky_by_cell(
+    batch: Batch, case_version_ids: Collection[int] | None = None
+) -> dict[CellId, FlakyHistory]:
+    """The flaky cells of ``batch`` by (case version, variant), with their histories; of the
+    rows ``case_version_ids`` only, when given (two queries)."""
+    return {
+        (h.case_version_id, h.variant_id): h for h in flaky_cells(batch, case_version_ids).values()
+    }
 
 
 def estimates(passed: int, finished: int) -> tuple[tuple[str, float], ...]:
@@ -53,14 +59,17 @@ class ColumnEstimate:
 
 
 def column_estimate(cells: list[GridCell]) -> ColumnEstimate | None:
-    finished = [c for c in cells if c.tally.finished]
+    return column_estimate_of_counts([(c.tally.passed, c.tally.finished) for c in cells])
+
+
+def column_estimate_of_counts(counts: list[tuple[int, int]]) -> ColumnEstimate | None:
+    """The estimate of a column from its cells' (passed, finished) counts."""
+    finished = [(passed, n) for passed, n in counts if n]
     if not finished:
         return None
-    k = min(c.tally.finished for c in finished)
-    pass_at = sum(pass_at_k(c.tally.finished, c.tally.passed, k) for c in finished) / len(finished)
-    pass_hat = sum(pass_hat_k(c.tally.finished, c.tally.passed, k) for c in finished) / len(
-        finished
-    )
+    k = min(n for _, n in finished)
+    pass_at = sum(pass_at_k(n, passed, k) for passed, n in finished) / len(finished)
+    pass_hat = sum(pass_hat_k(n, passed, k) for passed, n in finished) / len(finished)
     return ColumnEstimate(k, pass_at, pass_hat)
 
 
@@ -76,11 +85,14 @@ class Baseline:
     row_rates: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
-def find_baseline(batch: Batch, suite: str = "") -> Baseline | None:
+def find_baseline(
+    batch: Batch, suite: str = "", suite_slugs: list[str] | None = None
+) -> Baseline | None:
     """The baseline of ``suite`` (else of the first of the batch's suites that has one), read
     with its reruns; None when none is marked, or the batch is that baseline. Three queries
-    and one per rerun generation of the baseline."""
-    slugs = [suite] if suite else batch.suite_slugs()
+    and one per rerun generation of the baseline; one fewer when the caller knows the batch's
+    ``suite_slugs`` already."""
+    slugs = [suite] if suite else (batch.suite_slugs() if suite_slugs is None else suite_slugs)
     marked = (
         Batch.objects.filter(
             organization_id=batch.organization_id,
@@ -180,11 +192,15 @@ def cell_notes(
     return notes
 
 
-def footer_costs(batch: Batch, query: GridQuery) -> tuple[dict[int, CostSummary], CostSummary]:
+def footer_costs(
+    batch: Batch, query: GridQuery, known: dict[int, CostSummary] | None = None
+) -> tuple[dict[int, CostSummary], CostSummary]:
     """Cost per variant (by variant id) and for the whole batch, as the grid's trials mode
-    reads it (two queries alone, one or two more merged)."""
+    reads it: one query alone (none when ``known``, the batch's costs per variant, was read
+    already), one or two more merged."""
     if query.trials == "batch":
-        return variant_costs(batch), batch_cost(batch)
+        costs = variant_costs(batch) if known is None else known
+        return costs, combined_cost(costs.values())
     cells = batch_cells(batch, merged=True, mode=query.trials)
     by_variant: dict[int, list] = {}
     everything = []

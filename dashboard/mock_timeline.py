@@ -7,8 +7,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from django.template.loader import render_to_string
+
 from dashboard.transcript_paging import TranscriptPage
-from evals_app.models import MockCall, Trial
+from evals_app.models import Event, MockCall, Trial
 
 
 @dataclass(frozen=True)
@@ -18,15 +20,62 @@ class MockCalls:
     calls: list[MockCall]
 
 
-def trial_mock_calls(trial: Trial) -> list[MockCall]:
-    """Every call of the trial's mocks, in the order they happened (one query), each with its
-    request and answer as readable text (``body_text``, ``response_text``)."""
-    calls = list(trial.mock_calls.order_by("at", "id"))
+@dataclass(frozen=True)
+class LiveCalls:
+    """Mock calls stored since an open trial page last got some, as htmx out-of-band HTML:
+    ``before`` the new events (made before the first of them), ``after`` them, and the Mocks
+    card again; ``last_id`` is the newest call sent."""
+
+    before: str
+    after: str
+    last_id: int
+
+
+def trial_mock_calls(trial: Trial, *, after_id: int | None = None) -> list[MockCall]:
+    """Every call of the trial's mocks (those stored after ``after_id``, when given), in the
+    order they happened (one query), each with its request and answer as readable text
+    (``body_text``, ``response_text``)."""
+    rows = trial.mock_calls.all()
+    if after_id is not None:
+        rows = rows.filter(pk__gt=after_id)
+    calls = list(rows.order_by("at", "id"))
     for call in calls:
         record = call.record or {}
         call.body_text = pretty(record.get("body"))  # type: ignore[attr-defined]
         call.response_text = pretty(record.get("response"))  # type: ignore[attr-defined]
     return calls
+
+
+def last_call_id(groups: list[MockCalls]) -> int:
+    """The newest call a drawn page shows (-1 for none): where its live updates go on from."""
+    return max((call.pk for group in groups for call in group.calls), default=-1)
+
+
+def live_mock_calls(trial: Trial, *, after_id: int, events_after: int) -> LiveCalls:
+    """The calls stored after ``after_id``, for a page whose transcript showed the events up to
+    seq ``events_after`` and now gets the ones after it."""
+    calls = trial_mock_calls(trial, after_id=after_id)
+    if not calls:
+        return LiveCalls("", "", after_id)
+    first_new = (
+        Event.objects.filter(trial=trial, seq__gt=events_after)
+        .order_by("seq")
+        .values_list("at", flat=True)
+        .first()
+    )
+    earlier = [c for c in calls if first_new is not None and c.at < first_new]
+    later = [c for c in calls if first_new is None or c.at >= first_new]
+
+    def appended(part: list[MockCall]) -> str:
+        if not part:
+            return ""
+        return render_to_string("dashboard/_mocks.html#live_calls", {"trial": trial, "calls": part})
+
+    card = render_to_string(
+        "dashboard/_mocks.html#mocks_card",
+        {"trial": trial, "mock_groups": by_mock(trial, trial_mock_calls(trial)), "oob": True},
+    )
+    return LiveCalls(appended(earlier), appended(later) + card, max(c.pk for c in calls))
 
 
 def by_mock(trial: Trial, calls: list[MockCall]) -> list[MockCalls]:

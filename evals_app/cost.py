@@ -15,7 +15,7 @@ The summaries here cost one query each, whatever the batch's size.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,6 +133,32 @@ def _summary(row: Mapping[str, Any]) -> CostSummary:
         costed=row["cost_costed"] or 0,
         total_usd=row["cost_total"] if row["cost_costed"] else None,
     )
+
+
+def cost_aggregates() -> dict:
+    """The aggregate expressions of a CostSummary over Trial rows, to add to another grouped
+    query (the grid's column totals read both in one scan)."""
+    return _aggregates()
+
+
+def cost_summary(row: Mapping[str, Any]) -> CostSummary:
+    """The CostSummary of a row aggregated with ``cost_aggregates``."""
+    return _summary(row)
+
+
+def combined_cost(summaries: Iterable[CostSummary]) -> CostSummary:
+    """The cost of disjoint sets of trials taken together (a batch from its variants)."""
+    trials = passed = costed = 0
+    total: float | None = None
+    for summary in summaries:
+        trials, passed, costed = (
+            trials + summary.trials,
+            passed + summary.passed,
+            costed + summary.costed,
+        )
+        if summary.total_usd is not None:
+            total = (total or 0.0) + summary.total_usd
+    return CostSummary(trials=trials, passed=passed, costed=costed, total_usd=total)
 
 
 def trials_cost(trials: QuerySet[Trial]) -> CostSummary:

@@ -11,11 +11,12 @@ Each function costs a fixed number of queries, whatever the number of cells or b
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q
 
 from evals_app.models import Batch, Organization, Run, Trial
 
@@ -153,11 +154,16 @@ _NAME_FIELDS = (
 )
 
 
-def flaky_cells(batch: Batch) -> dict[int, FlakyHistory]:
+def flaky_cells(
+    batch: Batch, case_version_ids: Collection[int] | None = None
+) -> dict[int, FlakyHistory]:
     """``{run id: FlakyHistory}`` for each cell of ``batch`` that is flaky, within the batch or
     across every batch of its organization that ran the same case version and variant (two
-    queries)."""
-    runs = list(Run.objects.filter(batch=batch).order_by().values("id", *_NAME_FIELDS))
+    queries). ``case_version_ids`` limits the cells to those rows (a page of the grid)."""
+    runs_of_batch = Run.objects.filter(batch=batch)
+    if case_version_ids is not None:
+        runs_of_batch = runs_of_batch.filter(case_version_id__in=case_version_ids)
+    runs = list(runs_of_batch.order_by().values("id", *_NAME_FIELDS))
     names = {
         (r["case_version_id"], r["variant_id"]): (
             r["case_version__case__suite__slug"],
@@ -178,6 +184,36 @@ def flaky_cells(batch: Batch) -> dict[int, FlakyHistory]:
         for r in runs
         if (history := histories.get((r["case_version_id"], r["variant_id"]))) and history.flaky
     }
+
+
+def _flaky_groups(batch: Batch):
+    """The flaky cells of ``batch``, by the rule of ``flaky_cells``, as a grouped query of
+    (case version id, variant id): graded trials of the organization grouped by cell, having
+    some passed and some not."""
+    in_batch = Run.objects.filter(
+        batch=batch,
+        case_version_id=OuterRef("run__case_version_id"),
+        variant_id=OuterRef("run__variant_id"),
+    )
+    return (
+        Trial.objects.filter(run__batch__organization_id=batch.organization_id, status__in=GRADED)
+        .filter(Exists(in_batch))
+        .order_by()
+        .values("run__case_version_id", "run__variant_id")
+        .annotate(passed=Count("id", filter=Q(status=Trial.Status.PASSED)), graded=Count("id"))
+        .filter(passed__gt=0, graded__gt=F("passed"))
+    )
+
+
+def flaky_pairs(batch: Batch) -> set[tuple[int, int]]:
+    """The flaky cells of ``batch`` as (case version id, variant id), counted by the database
+    (one query), without a history per cell: what the grid's flaky filter needs."""
+    return set(_flaky_groups(batch).values_list("run__case_version_id", "run__variant_id"))
+
+
+def flaky_count(batch: Batch) -> int:
+    """How many cells of ``batch`` are flaky (one query)."""
+    return _flaky_groups(batch).count()
 
 
 def flaky_list(organization: Organization, suite_slug: str) -> list[FlakyHistory]:

@@ -146,19 +146,25 @@ class GridCell:
 
 def run_cells(runs: QuerySet[Run]) -> list[GridCell]:
     """The tally of every run in ``runs``, in one query."""
+    aggregates = _tally_aggregates("trials")
+    # Tuples, not dicts: a grid page reads 800 of these rows, and a dict per row cost more
+    # than the row's query.
     rows = (
         runs.order_by()
         .values("id", "case_version_id", "variant_id")
-        .annotate(**_tally_aggregates("trials"))
+        .annotate(**aggregates)
+        .values_list("id", "case_version_id", "variant_id", *(f"tally_{n}" for n in _TALLY_FIELDS))
     )
     return [
         GridCell(
-            run_id=row["id"],
-            case_version_id=row["case_version_id"],
-            variant_id=row["variant_id"],
-            tally=_tally(row),
+            run_id=run_id,
+            case_version_id=case_version_id,
+            variant_id=variant_id,
+            tally=Tally(
+                **{name: int(count or 0) for name, count in zip(_TALLY_FIELDS, counts, strict=True)}
+            ),
         )
-        for row in rows
+        for run_id, case_version_id, variant_id, *counts in rows
     ]
 
 

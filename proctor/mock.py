@@ -25,6 +25,12 @@ from typing import Any
 KINDS = ("api", "cli", "mcp")
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+# A host name the agent may reach a mock at (``billing.internal``): DNS labels, lowercase.
+HOST = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$"
+)
+# The sandbox that cannot give the agent's processes their own /etc/hosts.
+HOSTLESS_SANDBOX = "local"
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,8 @@ class Mock:
     tools: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     schema: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    # A host name the sandbox resolves to the mock (an api's or mcp's), None for 127.0.0.1.
+    host: str | None = None
 
     @property
     def env_var(self) -> str:
@@ -110,11 +118,19 @@ class Mock:
         return inspect.getdoc(self.tools[tool]) or tool.replace("_", " ")
 
 
-def api(name: str, *, routes: Mapping[str, RouteAnswer], env: str | None = None) -> Mock:
+def api(
+    name: str,
+    *,
+    routes: Mapping[str, RouteAnswer],
+    env: str | None = None,
+    host: str | None = None,
+) -> Mock:
     """An HTTP API for the trial. ``routes`` maps ``"METHOD /path/{param}"`` to an answer;
     a callable answer gets ``(request, state)``. Unknown routes answer 404 and are logged.
-    The agent finds the base URL in ``NAME_URL`` (or ``env``)."""
-    return Mock(kind="api", name=name, routes=dict(routes), env=env)
+    The agent finds the base URL in ``NAME_URL`` (or ``env``); with ``host="billing.internal"``
+    it is ``http://billing.internal:<port>``, the name resolving inside the sandbox (bwrap and
+    docker only)."""
+    return Mock(kind="api", name=name, routes=dict(routes), env=env, host=host)
 
 
 def cli(
@@ -139,11 +155,13 @@ def mcp(
     schema: Mapping[str, Mapping[str, Any]] | None = None,
     descriptions: Mapping[str, str] | None = None,
     env: str | None = None,
+    host: str | None = None,
 ) -> Mock:
     """An MCP server exposing ``tools`` (name -> function called with the tool's arguments,
     plus ``state`` when it takes one). ``schema`` gives a tool's JSON schema; without it the
     function's parameters make one. Served over streamable HTTP (URL in ``NAME_URL``) and
-    stdio, and wired into the agent CLIs that take MCP configuration."""
+    stdio, and wired into the agent CLIs that take MCP configuration. ``host`` names its
+    HTTP address as for ``api``."""
     return Mock(
         kind="mcp",
         name=name,
@@ -151,6 +169,7 @@ def mcp(
         schema=dict(schema or {}),
         descriptions=dict(descriptions or {}),
         env=env,
+        host=host,
     )
 
 
@@ -215,6 +234,17 @@ def mock_problems(mocks: object) -> list[str]:
         if item.name in seen:
             problems.append(f"{where} is defined twice; give each mock its own name")
         seen.add(item.name)
+        if item.host is not None:
+            if item.kind == "cli":
+                problems.append(f"{where}: a cli mock is a command, it takes no host=")
+            elif not isinstance(item.host, str) or not HOST.match(item.host):
+                problems.append(
+                    f"{where}: host {item.host!r} must be a lowercase host name like 'billing.internal'"
+                )
+            elif item.host == "localhost":
+                problems.append(
+                    f"{where}: host 'localhost' is the sandbox's own; pick another name"
+                )
         if item.kind == "api":
             for route, answer in item.routes.items():
                 method, _, path = str(route).partition(" ")
@@ -257,6 +287,32 @@ def mock_problems(mocks: object) -> list[str]:
     return problems
 
 
+def host_problems(suite_mocks: object, case_mocks: object, variants: Sequence[object]) -> list[str]:
+    """A case's mock reached by host name under a variant whose sandbox cannot resolve it: the
+    local sandbox runs the agent with the machine's own /etc/hosts."""
+    given = [
+        item
+        for mocks in (suite_mocks, case_mocks)
+        if isinstance(mocks, list | tuple)
+        for item in mocks
+        if isinstance(item, Mock)
+    ]
+    problems = []
+    for item in {m.name: m for m in given}.values():  # a case's mock replaces the suite's
+        if not item.host:
+            continue
+        for variant in variants:
+            sandbox = getattr(variant, "sandbox", None)
+            if sandbox == HOSTLESS_SANDBOX:
+                problems.append(
+                    f"mock {item.name!r} has host={item.host!r}, which the local sandbox of "
+                    f"variant {getattr(variant, 'name', '?')} cannot resolve (it shares the "
+                    f"machine's /etc/hosts); use sandbox='bwrap' or 'docker', or drop host= and "
+                    f"read ${item.env_var}"
+                )
+    return problems
+
+
 def merged_mocks(suite_mocks: Sequence[Mock], case_mocks: Sequence[Mock]) -> tuple[Mock, ...]:
     """The suite's mocks with the case's on top (a case's mock replaces the suite's of the same
     name)."""
@@ -288,6 +344,8 @@ def mock_definition(
         return {"json": value}
 
     entry: dict[str, Any] = {"kind": item.kind, "name": item.name}
+    if item.host:  # only when given: versions of mocks without one stay as they were
+        entry["host"] = item.host
     if item.kind == "api":
         entry["env"] = item.env_var
         entry["routes"] = {route: answer(value) for route, value in sorted(item.routes.items())}

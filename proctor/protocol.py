@@ -264,6 +264,72 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
     if not stripped.startswith("{"):
         return None
     stamp = now_ms if now_ms is not None else int(time.time() * 1000)
+    if (
+        len(stripped) <= MAX_LINE_CHARS
+        and stripped[-1] == "}"  # so it does not end with the reader's truncation mark
+        and "\\u" not in stripped  # an escape could make NUL or a lone surrogate
+        and "\x00" not in stripped
+        and (stripped.isascii() or not _LONE_SURROGATE.search(stripped))
+    ):
+        event = _parse_plain(stripped, stamp)
+        if event is not _CHECK_CLOSELY:
+            return event
+    return _parse_checked(stripped, stamp)
+
+
+# What _parse_plain returns for a line it cannot vouch for: the careful path reads it again.
+_CHECK_CLOSELY: Any = object()
+# Digits enough for a number outside 64 bits (the careful path then reads the line).
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
+def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
+    """The fast path for a well-formed line that needs no cleaning: one ``json.loads`` without
+    hooks and the kind's field checks. Whatever it is unsure of (a number outside 64 bits, any
+    protocol error, deep nesting) goes to :func:`_parse_checked`, which then says exactly what
+    is wrong; what it accepts is what that path would make of the line."""
+    try:
+        obj = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return _CHECK_CLOSELY
+    if type(obj) is not dict:
+        return None
+    tag = obj.get("_tag")
+    if type(tag) is not str or tag not in KNOWN_TAGS:
+        return None
+    # The counted fields are top-level (and a Message's usage): a number outside 64 bits
+    # there is an error the careful path reports. Nested ones only become JSON text.
+    if not _in_int64(obj.values()):
+        return _CHECK_CLOSELY
+    usage = obj.get("usage")
+    if type(usage) is dict and not _in_int64(usage.values()):
+        return _CHECK_CLOSELY
+    if tag == "ToolCall" and _LONG_DIGITS.search(stripped):
+        # A huge number inside a free-form input or output is kept quoted, as its digits.
+        return _CHECK_CLOSELY
+    at = obj.get("at")
+    if at is not None:
+        if type(at) not in (int, float) or not 0 <= at <= MAX_AT_MS:  # NaN fails too
+            return _CHECK_CLOSELY
+        stamp = int(at)
+    try:
+        data = _fields(tag, obj)
+    except (ProtocolViolation, RecursionError):
+        return _CHECK_CLOSELY
+    # A total made of two counts can pass 64 bits: the careful path clamps it, with a note.
+    usage = data.get("usage") if tag == "Message" else data
+    if type(usage) is dict and not _in_int64(usage.values()):
+        return _CHECK_CLOSELY
+    return AgentEvent(tag, data, stamp)
+
+
+def _in_int64(values: Any) -> bool:
+    return all(type(v) is not int or MIN_INT64 <= v <= MAX_INT64 for v in values)
+
+
+def _parse_checked(stripped: str, stamp: int) -> AgentEvent | None:
+    """Any line, read with every check: big numbers kept as digits, text cleaned, errors
+    explained."""
     if len(stripped) > MAX_LINE_CHARS:
         tag = _named_tag(stripped)
         if tag is None:
@@ -348,6 +414,8 @@ def storable_event(
     """``event`` made safe for any database and file: text cleaned and capped, numbers in
     64 bits, ``at`` in range, nesting bounded; what changed is listed in ``data["notes"]``.
     Events :func:`parse_line` made already meet all but the cap; other harnesses' may not."""
+    if _plainly_storable(event, max_field_bytes):
+        return event
     earlier = event.data.get("notes") if isinstance(event.data, dict) else None
     notes: list[str] = [str(n) for n in earlier] if isinstance(earlier, list) else []
     data = _storable(event.data, "", notes, max_field_bytes, 0)
@@ -360,6 +428,54 @@ def storable_event(
     if notes:
         data["notes"] = _few(notes)
     return AgentEvent(event.kind, data, at)
+
+
+def _plainly_storable(event: AgentEvent, max_bytes: int) -> bool:
+    """Whether ``event`` is flat (text, numbers, lists of text) and already storable as it
+    is, which most events are: checked in one loop instead of copied field by field."""
+    at = event.at_ms
+    data = event.data
+    if type(data) is not dict or type(at) is not int or not 0 <= at <= MAX_AT_MS:
+        return False
+    if "notes" in data:
+        return False  # notes are deduplicated and counted by the careful path
+    for key, value in data.items():
+        if type(key) is not str or len(key) > 50 or not _plain_text(key, 200):
+            return False
+        kind = type(value)
+        if kind is str:
+            if not _plain_text(value, max_bytes):
+                return False
+        elif kind is int:
+            if not MIN_INT64 <= value <= MAX_INT64:
+                return False
+        elif kind is list:
+            for item in value:
+                if type(item) is not str or not _plain_text(item, max_bytes):
+                    return False
+        elif kind is dict:
+            # A Message's usage: counts and a cost.
+            for name, count in value.items():
+                if type(name) is not str or len(name) > 50 or not _plain_text(name, 200):
+                    return False
+                if type(count) is int:
+                    if not MIN_INT64 <= count <= MAX_INT64:
+                        return False
+                elif type(count) is not float or not math.isfinite(count):
+                    return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif value is not None and kind is not bool:
+            return False
+    return True
+
+
+def _plain_text(text: str, max_bytes: int) -> bool:
+    """No NUL, no lone surrogate, and surely within ``max_bytes`` UTF-8 bytes."""
+    if len(text) * 4 > max_bytes or "\x00" in text:
+        return False
+    return text.isascii() or not _LONE_SURROGATE.search(text)
 
 
 def storable_text(text: str, *, max_bytes: int | None = None) -> str:

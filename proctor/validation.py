@@ -16,7 +16,7 @@ from proctor.assertions import ASSERTION_TYPES, BOUND_TYPES, CALL_TYPES, Asserti
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import Cache, Case, Command, Files, Repo, Suite, Variant
 from proctor.judges import Judge
-from proctor.mock import mock_problems
+from proctor.mock import host_problems, mock_problems
 
 HANDLE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HANDLE_MAX = 100
@@ -293,6 +293,7 @@ def case_problems(
     ):
         problems.append(f"threshold must be a number from 0 to 1 (got {case.threshold!r})")
     problems.extend(mock_problems(list(case.mocks)))
+    problems.extend(host_problems(suite.mocks, case.mocks, suite.variants))
     mock_names = {getattr(m, "name", "") for m in (*suite.mocks, *case.mocks)}
     for check in case.checks:
         if isinstance(check, Assertion) and (message := _assertion_problem(check, mock_names)):

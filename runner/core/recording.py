@@ -153,9 +153,38 @@ class RedactingRecorder:
     def event(self, turn_index: int, event: AgentEvent) -> None:
         clean = getattr(self._clean, "line", None)
         data = event.data
-        if clean is None or clean[1] is not self.redactor or not self._safe(data, clean[0]):
+        if clean is None or clean[1] is not self.redactor:
             data = self.redactor.redact_obj(data)
+        else:
+            data = self._redact_unsafe(data, clean[0])
         self.inner.event(turn_index, AgentEvent(event.kind, data, event.at_ms))
+
+    def _redact_unsafe(self, obj: Any, line: str) -> Any:
+        """``obj`` with only its strings that are not :meth:`_safe` redacted; ``obj`` itself
+        when all are (the usual case: nothing is copied)."""
+        if isinstance(obj, str):
+            return obj if self._safe(obj, line) else self.redactor.redact(obj)
+        if isinstance(obj, dict):
+            out = None
+            for key, value in obj.items():
+                # The usual fields inline (this runs for every event): a string the line
+                # shows between quotes, and values that are never redacted.
+                if type(value) is str and (not value or f'"{value}"' in line):
+                    continue
+                if value is None or type(value) in (int, float, bool):
+                    continue
+                kept = self._redact_unsafe(value, line)
+                if kept is not value:
+                    if out is None:
+                        out = dict(obj)
+                    out[key] = kept
+            return obj if out is None else out
+        if isinstance(obj, list | tuple):
+            items = [self._redact_unsafe(value, line) for value in obj]
+            if all(a is b for a, b in zip(items, obj, strict=True)):
+                return obj
+            return items if isinstance(obj, list) else tuple(items)
+        return obj
 
     def _safe(self, obj: Any, line: str) -> bool:
         """Whether every string in ``obj`` is a whole JSON string of the clean ``line``, or a

@@ -65,6 +65,23 @@ _KEY_GATES: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
     (("",), ("bearer",)),
     ((":", "="), ("key", "token", "secret", "passw")),
 ]
+# The last shape tries its prefix at every word of a text: a whole conversation.json holding
+# "input_tokens" took most of a second. It is scanned for only where, in the case-folded text,
+# one of its keywords is followed by a separator and a value's first 8 characters (any match
+# holds that; folding never turns a separator, a space or a quote into something else).
+_GENERIC_KEY = _KEY_PATTERNS[-1]
+_KEYWORDS = ("key", "token", "secret", "password", "passwd")
+_AFTER_KEYWORD = re.compile(r"\b[\\\"']*\s*[:=]\s*[\\\"']*(?![$<{])[^\s\"'\\]{8}")
+
+
+def _may_hold_key_value(folded: str) -> bool:
+    for keyword in _KEYWORDS:
+        start = folded.find(keyword)
+        while start != -1:
+            if _AFTER_KEYWORD.match(folded, start + len(keyword)):
+                return True
+            start = folded.find(keyword, start + 1)
+    return False
 
 
 class Redactor:
@@ -119,6 +136,8 @@ class Redactor:
                 if literal in folded:
                     break
             else:
+                continue
+            if pattern is _GENERIC_KEY and not _may_hold_key_value(folded):
                 continue
             group = "value" if "value" in pattern.groupindex else 0
             spans.extend(match.span(group) for match in pattern.finditer(text))

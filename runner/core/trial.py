@@ -154,7 +154,7 @@ def _run_in(
         git_host=plan.git_host,
     )
     # The case's mocks, outside the workspace, up before anything of the agent runs.
-    start_mocks(merged_mocks(resolved.suite.mocks, case.mocks), sandbox)
+    start_mocks(merged_mocks(resolved.suite.mocks, case.mocks), sandbox, recorder=recorder)
     harness = create_harness(plan.variant)
     # Keys a profile takes from the worker's environment are secrets from the start.
     if plan.variant.profile is not None:

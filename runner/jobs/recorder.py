@@ -46,12 +46,17 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from evals_app.cost import trial_cost_usd
-from evals_app.models import Check, Consultation, Event, Trial, Turn
+from evals_app.models import Check, Consultation, Event, MockCall, Trial, Turn
 from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
 from runner.core.recording import TrialOutcome
 from runner.grading.checks import CheckResult
 from runner.jobs import artifacts, publishing
-from runner.jobs.mock_call_rows import is_mock_log, store_mock_calls
+from runner.jobs.mock_call_rows import (
+    is_mock_log,
+    mock_call_row,
+    store_live_calls,
+    store_mock_calls,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,7 @@ FLUSH_TICK_S = 0.1
 # Past this many unwritten events the reader waits for the flusher (bounded memory).
 MAX_BUFFERED_EVENTS = 5_000
 BULK_BATCH = 1_000
+RAW_BUFFER_BYTES = 1024 * 1024
 
 
 class DatabaseRecorder:
@@ -81,7 +87,11 @@ class DatabaseRecorder:
         self.folder: Path = artifacts.trial_dir(self.batch_id, trial.pk)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._events_file = open(self.folder / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
-        self._raw_file = open(self.folder / "output.log", "ab")  # noqa: SIM115
+        # A large buffer: each write that reaches the disk lets the flusher thread take the
+        # GIL from the reader, so fewer, larger writes keep the reader reading.
+        self._raw_file = open(  # noqa: SIM115
+            self.folder / "output.log", "ab", buffering=RAW_BUFFER_BYTES
+        )
         self._max_field_bytes: int = settings.PROCTOR_MAX_EVENT_FIELD_BYTES
         self._max_raw_bytes: int = settings.PROCTOR_MAX_OUTPUT_LOG_BYTES
         self._max_events: int = settings.PROCTOR_MAX_TRIAL_EVENTS
@@ -94,7 +104,7 @@ class DatabaseRecorder:
         self._events: list[tuple[int, int, AgentEvent]] = []
         self._new_turns: dict[int, Turn] = {}
         self._turn_updates: dict[int, dict[str, Any]] = {}
-        self._rows: list[Check | Consultation] = []
+        self._rows: list[Check | Consultation | MockCall] = []
         self._waiting_since: float | None = None
         self._seq = Event.objects.filter(trial_id=trial.pk).count()
         self._lock = threading.Lock()  # stdout and stderr pumps report from two threads
@@ -236,6 +246,16 @@ class DatabaseRecorder:
         if is_mock_log(relative_path):  # the dashboard reads a mock's calls from rows
             store_mock_calls(self.trial_id, text)
 
+    def mock_call(self, record: dict[str, Any]) -> None:
+        """A call to one of the trial's mocks, as it happens (runner.mocks): a row with the
+        next flush, so an open trial page shows it live and a reload finds it."""
+        row = mock_call_row(self.trial_id, record)
+        with self._lock:
+            if self.lost.is_set() or self._closed:
+                return
+            self._rows.append(row)
+            self._waiting()
+
     def consultation(self, record) -> None:
         """A responder, judge or simulated-user call: a row for the dashboard, and its prompt
         and verdict as files (responder/turn-<n>/, judges/check-<i>/) for audit."""
@@ -359,6 +379,9 @@ class DatabaseRecorder:
                 return
             with transaction.atomic():
                 self._write_pending()
+            with self._lock:  # output.log on disk keeps up with the events
+                if not self._raw_file.closed:
+                    self._raw_file.flush()
         self._published()
 
     def _write_pending(self) -> bool:
@@ -396,12 +419,12 @@ class DatabaseRecorder:
         for index, fields in updates.items():
             Turn.objects.filter(trial_id=self.trial_id, index=index).update(**fields)
         if events:
-            _insert_events(self.trial_id, events)
-            self._events_file.write(
-                "".join(
-                    json.dumps({"turn": turn_index, **event.to_json()}, ensure_ascii=False) + "\n"
-                    for turn_index, _, event in events
-                )
+            # Each event's data is encoded once: the row's JSON and its events.jsonl line.
+            texts = [json.dumps(event.data, ensure_ascii=False) for _, _, event in events]
+            _insert_events(self.trial_id, events, texts)
+            self._events_file.writelines(
+                _jsonl_line(turn_index, event, text)
+                for (turn_index, _, event), text in zip(events, texts, strict=True)
             )
             self._events_file.flush()
             self._last_seq = events[-1][1]
@@ -411,6 +434,10 @@ class DatabaseRecorder:
         consultations = [row for row in rows if isinstance(row, Consultation)]
         if consultations:
             Consultation.objects.bulk_create(consultations)
+        calls = [row for row in rows if isinstance(row, MockCall)]
+        if calls:
+            store_live_calls(calls)
+            self._mock_calls_written += len(calls)
 
     def _renew_lease(self) -> bool:
         return bool(
@@ -441,11 +468,18 @@ class DatabaseRecorder:
 
     _last_seq: int | None = None
     _published_seq: int | None = None
+    # Mock calls written, and as many as were announced (they are shown with the events).
+    _mock_calls_written = 0
+    _mock_calls_published = 0
 
     def _published(self) -> None:
         seq = self._last_seq
-        if seq is not None and seq != self._published_seq and not self.lost.is_set():
-            self._published_seq = seq
+        calls = self._mock_calls_written
+        if self.lost.is_set():
+            return
+        if (seq is not None and seq != self._published_seq) or calls != self._mock_calls_published:
+            self._published_seq, self._mock_calls_published = seq, calls
+            seq = -1 if seq is None else seq
             publishing.event_recorded(
                 trial_id=self.trial_id, batch_id=self.batch_id, seq=seq, wait=False
             )
@@ -460,31 +494,54 @@ class DatabaseRecorder:
         )
 
 
-def _insert_events(trial_id: int, events: list[tuple[int, int, AgentEvent]]) -> None:
-    """INSERT the events in batches of BULK_BATCH rows with ``executemany``: the values are
-    adapted the way the ORM's fields adapt them (datetime, JSON) but without a model object and
-    a compiled query per row, which were most of what ingest cost."""
+_EVENT_COLUMNS = "(trial_id, turn_index, seq, kind, at, data)"
+
+
+def _insert_events(
+    trial_id: int, events: list[tuple[int, int, AgentEvent]], texts: list[str]
+) -> None:
+    """Write the events' rows, ``texts`` being each one's data as JSON: with COPY on
+    PostgreSQL, else INSERT in batches of BULK_BATCH rows with ``executemany``. Values are
+    adapted as the ORM's fields adapt them, but with no model object or compiled query per
+    row, which were most of what ingest cost."""
     adapt_at = connection.ops.adapt_datetimefield_value
-    data_field = Event._meta.get_field("data")
     table = connection.ops.quote_name(Event._meta.db_table)
-    sql = (
-        f"INSERT INTO {table} (trial_id, turn_index, seq, kind, at, data) "
-        "VALUES (%s, %s, %s, %s, %s, %s)"
-    )
-    rows = [
-        (
-            trial_id,
-            turn_index,
-            seq,
-            event.kind,
-            adapt_at(datetime.fromtimestamp(event.at_ms / 1000, tz=UTC)),
-            data_field.get_db_prep_save(event.data, connection),
-        )
-        for turn_index, seq, event in events
-    ]
+    # Many events share a millisecond: its datetime is made once.
+    last_ms: int | None = None
+    last_at: Any = None
+    rows = []
+    for (turn_index, seq, event), text in zip(events, texts, strict=True):
+        if event.at_ms != last_ms:
+            last_ms = event.at_ms
+            last_at = adapt_at(datetime.fromtimestamp(last_ms / 1000, tz=UTC))
+        rows.append((trial_id, turn_index, seq, event.kind, last_at, text))
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} {_EVENT_COLUMNS} FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        sql = f"INSERT INTO {table} {_EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s)"
         for start in range(0, len(rows), BULK_BATCH):
             cursor.executemany(sql, rows[start : start + BULK_BATCH])
+
+
+_KIND_JSON: dict[str, str] = {}
+
+
+def _jsonl_line(turn_index: int, event: AgentEvent, text: str) -> str:
+    """The events.jsonl line, as ``json.dumps({"turn": …, **event.to_json()})`` writes it,
+    made from the data's JSON ``text`` already encoded for the row."""
+    data = event.data
+    if "turn" in data or "kind" in data or "at" in data:  # they would replace the header's
+        return json.dumps({"turn": turn_index, **event.to_json()}, ensure_ascii=False) + "\n"
+    kind = _KIND_JSON.get(event.kind)
+    if kind is None:
+        kind = json.dumps(event.kind, ensure_ascii=False)
+        if len(_KIND_JSON) < 100:
+            _KIND_JSON[event.kind] = kind
+    rest = "}" if text == "{}" else ", " + text[1:]
+    return f'{{"turn": {turn_index}, "kind": {kind}, "at": {event.at_ms}{rest}\n'
 
 
 class _Flusher:

@@ -36,6 +36,10 @@ class MockAccess:
     routes: tuple[tuple[int, str], ...]
     bridge: str
     mcp: tuple[McpEndpoint, ...] = field(default_factory=tuple)
+    # The mocks' host names (``host=``) and the hosts file naming them, which a sandbox shows
+    # as its /etc/hosts; None when no mock has a host name.
+    hosts: tuple[str, ...] = ()
+    hosts_file: str | None = None
 
     def apply_env(self, env: dict[str, str]) -> dict[str, str]:
         """``env`` with the mocks' variables and the shims first on PATH."""

@@ -6,6 +6,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from runner.core.redaction import REDACTED
@@ -53,6 +54,8 @@ class CallLog:
         self.kind = kind
         self._calls: list[MockCall] = []
         self._lock = threading.Lock()
+        # Told of each call as it is logged (the trial's recorder, to show it live).
+        self.listener: Callable[[MockCall], None] | None = None
 
     def add(self, *, started: float, **fields: Any) -> MockCall:
         """Log a call that started at ``started`` (time.time()) and ends now."""
@@ -67,6 +70,9 @@ class CallLog:
                 **fields,
             )
             self._calls.append(call)
+        listener = self.listener
+        if listener is not None:
+            listener(call)
         return call
 
     def snapshot(self) -> MockLog:

@@ -3,6 +3,7 @@ agent, hand their call logs to grading, record the logs, stop them when the tria
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -11,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.mock import Mock
-from runner.core.recording import TrialRecorder
-from runner.grading.mock_calls import MockLog
+from runner.core.recording import RedactingRecorder, TrialRecorder
+from runner.grading.mock_calls import MockCall, MockLog
 from runner.mocks.access import McpEndpoint, MockAccess
 
 if TYPE_CHECKING:
@@ -21,6 +22,10 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 # The file the command harness's agent reads its MCP servers from (PROCTOR_MCP_CONFIG).
 MCP_CONFIG = "mcp.json"
+# The sandbox's /etc/hosts when a mock has a host name (the docker sandbox creates it with the
+# container's own lines; bwrap's starts from the machine's).
+HOSTS_FILE = "hosts"
+SYSTEM_HOSTS = Path("/etc/hosts")
 
 
 class TrialMocks:
@@ -36,9 +41,31 @@ class TrialMocks:
         """Each mock's calls so far, by name (what checks read as ``ctx.mocks``)."""
         return {name: runtime.log.snapshot() for name, runtime in self.runtimes.items()}
 
+    def stream_to(self, recorder: TrialRecorder) -> None:
+        """Hand each call, as it is logged, to the recorder's ``mock_call`` (redacted like
+        everything the trial records), so the trial page shows it while the trial runs. A
+        recorder without one (in memory) gets the calls at the end only."""
+        inner = recorder.inner if isinstance(recorder, RedactingRecorder) else recorder
+        sink = getattr(inner, "mock_call", None)
+        if sink is None:
+            return
+
+        def send(call: MockCall) -> None:
+            record = call.to_json()
+            if isinstance(recorder, RedactingRecorder):
+                record = recorder.redactor.redact_obj(record)
+            # Showing a call early is a nicety: the end records the whole log anyway.
+            with contextlib.suppress(Exception):
+                sink(record)
+
+        for runtime in self.runtimes.values():
+            runtime.log.listener = send
+
     def record(self, recorder: TrialRecorder) -> None:
         """Each mock's calls as ``mocks/<name>.jsonl`` (the database recorder keeps them as rows
         too), and one line per mock in the trial's log."""
+        for runtime in self.runtimes.values():
+            runtime.log.listener = None  # what follows is the whole log
         for name, log in self.logs().items():
             lines = [json.dumps(call.to_json(), ensure_ascii=False, default=str) for call in log]
             recorder.artifact(f"mocks/{name}.jsonl", "".join(line + "\n" for line in lines))
@@ -61,12 +88,36 @@ def _shim(name: str, url: str) -> str:
     return "#!/usr/bin/env python3\n" + body
 
 
+def _write_hosts(path: Path, names: Sequence[str]) -> str:
+    """The sandbox's /etc/hosts: its own lines (the file the docker sandbox mounted, else the
+    machine's) and each name on 127.0.0.1, where the mock (or the bridge) listens. Appended in
+    place: a file bind-mounted into a running container keeps its inode."""
+    if not path.exists():
+        try:
+            path.write_text(SYSTEM_HOSTS.read_text(encoding="utf-8"), encoding="utf-8")
+        except OSError:
+            path.write_text("127.0.0.1\tlocalhost\n::1\tlocalhost\n", encoding="utf-8")
+    existing = path.read_text(encoding="utf-8")
+    with path.open("a", encoding="utf-8") as hosts:
+        if existing and not existing.endswith("\n"):
+            hosts.write("\n")
+        hosts.write("# the trial's mocks (proctor)\n")
+        hosts.write("".join(f"127.0.0.1\t{name}\n" for name in names))
+    path.chmod(0o644)
+    return str(path)
+
+
 def start_mocks(
-    mocks: Sequence[Mock], sandbox: Any, *, limit_s: float | None = None
+    mocks: Sequence[Mock],
+    sandbox: Any,
+    *,
+    limit_s: float | None = None,
+    recorder: TrialRecorder | None = None,
 ) -> TrialMocks | None:
     """Start ``mocks`` for the trial in ``sandbox`` and attach them to it (``sandbox.mocks``);
     None when the case has none. Raises MockServerError when the server cannot start.
-    ``limit_s`` bounds each handler call (default: the worker's tool limit)."""
+    ``limit_s`` bounds each handler call (default: the worker's tool limit); ``recorder`` gets
+    each call as it happens (``TrialMocks.stream_to``)."""
     if not mocks:
         return None
     # Imported here: the MCP SDK alone takes seconds to import, and most trials have no mocks.
@@ -82,16 +133,21 @@ def start_mocks(
     lifespans = []
     env: dict[str, str] = {}
     endpoints = []
+    hosts: list[str] = []
     for item in mocks:
         listening = Listening(item.name, folder)
+        # The sandbox's loopback: the host's own, or the bridge's (network off).
         base = f"http://127.0.0.1:{listening.port}"
+        if item.host and item.kind != "cli":
+            hosts.append(item.host)
+            base = f"http://{item.host}:{listening.port}"
         runtime: Any
         if item.kind == "api":
             runtime = ApiMock(item, limit_s)
             env[item.env_var] = base
         elif item.kind == "cli":
             runtime = CliMock(item, limit_s)
-            _write_executable(bin_dir / item.name, _shim(item.name, base + "/"))
+            _write_executable(bin_dir / item.name, _shim(item.name, base + "/"))  # 127.0.0.1
         else:
             from runner.mocks.mcp_tools import MCP_PATH, McpMock
 
@@ -110,6 +166,7 @@ def start_mocks(
         }
         (folder / MCP_CONFIG).write_text(json.dumps(config, indent=2), encoding="utf-8")
         env["PROCTOR_MCP_CONFIG"] = str(folder / MCP_CONFIG)
+    hosts_file = _write_hosts(folder / HOSTS_FILE, hosts) if hosts else None
     server = MockServer(apps, lifespans)
     server.start()
     access = MockAccess(
@@ -119,8 +176,12 @@ def start_mocks(
         routes=tuple((listening.port, listening.socket_path) for _, listening in apps.values()),
         bridge=str(folder / "netbridge.py"),
         mcp=tuple(endpoints),
+        hosts=tuple(hosts),
+        hosts_file=hosts_file,
     )
     trial_mocks = TrialMocks(runtimes, server, access)
+    if recorder is not None:
+        trial_mocks.stream_to(recorder)
     sandbox.mocks = access
     sandbox.mock_runtime = trial_mocks
     os.chmod(folder, 0o755)

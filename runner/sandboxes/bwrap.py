@@ -164,6 +164,8 @@ class BwrapSandbox(LocalSandbox):
         args += ["--bind", str(self.host_home), self.home]
         if self.mocks:  # the trial's mocks: shims, unix sockets, the bridge (runner.mocks)
             args += ["--ro-bind", self.mocks.folder, self.mocks.folder]
+            if self.mocks.hosts_file:  # the mocks' host names, on the sandbox's loopback
+                args += ["--ro-bind", self.mocks.hosts_file, "/etc/hosts"]
             if not self.network:  # only the mocks' ports, bridged to their sockets
                 argv = self.mocks.bridged(argv, sys.executable)
         args += ["--remount-ro", "/", "--unshare-all", "--cap-drop", "ALL"]

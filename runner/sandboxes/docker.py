@@ -21,6 +21,7 @@ tests/setup/agent-image.sh, adds node and the five agent CLIs: docs/agents-in-do
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -103,6 +104,14 @@ def docker_problem(image: str = DEFAULT_IMAGE) -> str | None:
     except Exception as exc:
         return f"the engine could not inspect {image} ({type(exc).__name__}: {exc})"
     return None
+
+
+def _container_hosts(network: bool) -> str:
+    """What Docker itself would write: the machine's hosts on its network, else loopback only."""
+    if network:
+        with contextlib.suppress(OSError):
+            return Path("/etc/hosts").read_text(encoding="utf-8")
+    return "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
 
 def _memory_bytes(value: Any) -> int:
@@ -211,8 +220,14 @@ class DockerSandbox(LocalSandbox):
         # The trial's mocks (runner.mocks) live here: shims, unix sockets, the bridge.
         mocks_folder = self.root / "mocks"
         mocks_folder.mkdir(exist_ok=True)
+        # The container's /etc/hosts, from our file: a mock with a host name adds its line when
+        # it starts, after the container (runner.mocks.lifecycle), and the root is read-only.
+        hosts = mocks_folder / "hosts"
+        hosts.write_text(_container_hosts(self.network), encoding="utf-8")
+        hosts.chmod(0o644)
         mounts = [
             Mount(str(mocks_folder), str(mocks_folder), type="bind", read_only=True),
+            Mount("/etc/hosts", str(hosts), type="bind", read_only=True),
             Mount(SANDBOX_TMP, str(self.tmp), type="bind"),
             Mount(self.workspace, str(self.host_workspace), type="bind"),
             Mount(self.home, str(self.host_home), type="bind"),

@@ -1,0 +1,203 @@
+"""One page of a batch's grid, ordered and paged by the database: the work of a request is
+proportional to the rows it shows, not to the cells of the batch.
+
+The rows (case versions) are filtered and ordered by suite then case, or by a pass rate counted
+by the database per row (the row's, or one variant's); only the page's rows are then read with
+their cells. Column and batch totals are aggregates over the rows the filters keep, grouped by
+variant, so a 4,000-cell grid costs what a 400-cell one does: a fixed number of queries, each
+returning at most a page of cells, a row per variant, or one small tuple per case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+
+from evals_app.cost import CostSummary, cost_aggregates, cost_summary
+from evals_app.models import Batch, CaseVersion, Run, Trial, Variant
+from evals_app.stats import (
+    BatchGrid,
+    GridColumn,
+    GridRow,
+    Tally,
+    _sum,
+    _tally,
+    _tally_aggregates,
+    latest_version_number,
+    run_cells,
+    validity_warnings,
+)
+
+_STATUS = Trial.Status
+_FINISHED = (_STATUS.PASSED, _STATUS.FAILED, _STATUS.TIMED_OUT, _STATUS.ERRORED)
+# ?status= values the database answers alone ("flaky" needs the caller's flaky cells).
+_STATUS_OF_FILTER = {
+    "failed": _STATUS.FAILED,
+    "errored": _STATUS.ERRORED,
+    "timed_out": _STATUS.TIMED_OUT,
+}
+
+
+@dataclass
+class GridPage:
+    """The rows of one page, and how many rows the filters keep in all."""
+
+    grid: BatchGrid
+    row_count: int
+    # Every row the filters keep (case version ids), in suite-then-case order.
+    kept: list[int]
+    # The cost of each column of the whole batch, when the filters kept every row.
+    variant_costs: dict[int, CostSummary] | None = None
+
+
+def grid_page(
+    batch: Batch,
+    *,
+    suite: str = "",
+    tag: str = "",
+    status: str = "",
+    flaky: Collection[tuple[int, int]] = (),
+    sort: str = "case",
+    offset: int = 0,
+    limit: int = 100,
+) -> GridPage:
+    """The rows ``offset`` to ``offset + limit`` of ``batch``'s grid, as ``batch_grid`` would
+    filter and sort them (``sort``: ``case``, ``[-]rate`` or ``[-]v<variant id>``); ``status``
+    keeps the rows with a cell holding a failed, errored or timed-out trial, or (``flaky``) a
+    cell in ``flaky``, the (case version id, variant id) pairs of the flaky cells. Seven
+    queries whatever the size of the batch, eight with a status filter."""
+    runs = Run.objects.filter(batch=batch)
+    catalog = list(
+        CaseVersion.objects.filter(pk__in=runs.values("case_version_id"))
+        .order_by("case__suite__slug", "case__slug", "pk")
+        .values_list("pk", "case__suite__slug", "case__suite__name", "case__tags")
+    )
+    suites = sorted({(slug, name) for _, slug, name, _ in catalog})
+    tags = sorted({t for *_, case_tags in catalog for t in (case_tags or []) if isinstance(t, str)})
+    kept = [
+        pk
+        for pk, slug, _, case_tags in catalog
+        if (not suite or slug == suite) and (not tag or tag in (case_tags or []))
+    ]
+    if status in _STATUS_OF_FILTER:
+        holding = set(
+            Trial.objects.filter(run__batch=batch, status=_STATUS_OF_FILTER[status])
+            .order_by()
+            .values_list("run__case_version_id", flat=True)
+            .distinct()
+        )
+        kept = [pk for pk in kept if pk in holding]
+    elif status == "flaky":
+        flaky_versions = {version_id for version_id, _ in flaky}
+        kept = [pk for pk in kept if pk in flaky_versions]
+    narrowed = len(kept) < len(catalog)
+
+    variants = list(Variant.objects.filter(pk__in=runs.values("variant_id")).order_by("name", "pk"))
+    trials = Trial.objects.filter(run__batch=batch)
+    if narrowed:
+        trials = trials.filter(run__case_version_id__in=kept)
+    page_ids = _ordered(kept, trials, sort, variants)[offset : offset + limit]
+
+    by_id = {
+        version.pk: version
+        for version in CaseVersion.objects.filter(pk__in=page_ids)
+        .select_related("case__suite")
+        # The definition and captured sources can be large and the grid shows neither.
+        .defer("definition", "sources")
+        .annotate(latest_number=latest_version_number())
+    }
+    cells = {
+        (c.case_version_id, c.variant_id): c
+        for c in run_cells(runs.filter(case_version_id__in=page_ids))
+    }
+    rows = []
+    for pk in page_ids:
+        row_cells = [cells.get((pk, variant.pk)) for variant in variants]
+        rows.append(GridRow(by_id[pk], row_cells, _sum(c.tally for c in row_cells if c)))
+
+    # Over the whole batch, the column totals' scan also reads the footer's cost per variant.
+    costs = {} if narrowed else cost_aggregates()
+    by_variant = list(
+        trials.order_by().values("run__variant_id").annotate(**_tally_aggregates(""), **costs)
+    )
+    column_totals = {row["run__variant_id"]: _tally(row) for row in by_variant}
+    warnings = validity_warnings(batch)
+    columns = [
+        GridColumn(variant, column_totals.get(variant.pk, Tally()), warnings.get(variant.pk, {}))
+        for variant in variants
+    ]
+    grid = BatchGrid(
+        batch=batch,
+        columns=columns,
+        rows=rows,
+        total=_sum(column.total for column in columns),
+        suites=suites,
+        tags=tags,
+        case_count=len(catalog),
+    )
+    return GridPage(
+        grid=grid,
+        row_count=len(kept),
+        kept=kept,
+        variant_costs=None
+        if narrowed
+        else {row["run__variant_id"]: cost_summary(row) for row in by_variant},
+    )
+
+
+def _ordered(
+    kept: list[int], trials: QuerySet[Trial], sort: str, variants: list[Variant]
+) -> list[int]:
+    """``kept`` (in suite-then-case order) as ``sort`` orders them: by the pass rate the
+    database counts per row (trials joined to their runs only, grouped by case version), then
+    in suite-then-case order; rows with nothing finished go last in either direction, as
+    ``batch_grid`` sorts them. Ordering the counted rows by slug in SQL would join every
+    trial to its case and suite before grouping; sorting one pair of counts per case here is
+    a hundredth of that."""
+    descending = sort.startswith("-")
+    key = sort.lstrip("-")
+    if key.startswith("v") and key[1:].isdigit():
+        if int(key[1:]) not in {variant.pk for variant in variants}:
+            return kept
+        trials = trials.filter(run__variant_id=int(key[1:]))
+    elif key != "rate":
+        return kept
+    counts = {
+        version_id: (passed, finished)
+        for version_id, passed, finished in trials.order_by()
+        .values("run__case_version_id")
+        .annotate(
+            passed=Count("pk", filter=Q(status=_STATUS.PASSED)),
+            finished=Count("pk", filter=Q(status__in=_FINISHED)),
+        )
+        .filter(finished__gt=0)
+        .values_list("run__case_version_id", "passed", "finished")
+    }
+    rated = [pk for pk in kept if pk in counts]
+    # Stable: equal rates keep the suite-then-case order of ``kept``.
+    rated.sort(key=lambda pk: counts[pk][0] / counts[pk][1], reverse=descending)
+    placed = set(rated)
+    return rated + [pk for pk in kept if pk not in placed]
+
+
+def column_cell_counts(batch: Batch, case_version_ids: list[int] | None) -> dict[int, list]:
+    """``{variant id: [(passed, finished), ...]}``, one pair per cell of ``batch`` (of the
+    given case versions only, when given), in one query: what the footer's pass@k estimates
+    need, without building a cell per run."""
+    runs = Run.objects.filter(batch=batch)
+    if case_version_ids is not None:
+        runs = runs.filter(case_version_id__in=case_version_ids)
+    counts: dict[int, list] = {}
+    for variant_id, passed, finished in (
+        runs.order_by()
+        .values("id", "variant_id")
+        .annotate(
+            passed=Count("trials", filter=Q(trials__status=_STATUS.PASSED)),
+            finished=Count("trials", filter=Q(trials__status__in=_FINISHED)),
+        )
+        .values_list("variant_id", "passed", "finished")
+    ):
+        counts.setdefault(variant_id, []).append((passed, finished))
+    return counts
