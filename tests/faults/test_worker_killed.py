@@ -45,10 +45,27 @@ def test_a_killed_workers_trials_are_rerun_by_the_other_worker(
             )
         ]
 
+    def doomed_agents_running() -> list[int] | None:
+        """The doomed worker's two trials, once both of their agents have started: killed
+        earlier, between its claim and its agent's start, a trial has no first run to count."""
+        lost = doomed_trials()
+        if len(lost) != 2:
+            return None
+        cases = [
+            slug
+            for (slug,) in scaled.rows(
+                "SELECT c.slug FROM evals_app_trial t JOIN evals_app_run r ON t.run_id = r.id "
+                "JOIN evals_app_caseversion v ON r.case_version_id = v.id "
+                "JOIN evals_app_case c ON v.case_id = c.id WHERE t.id IN (?, ?)",
+                *lost,
+            )
+        ]
+        runs = agent_runs(runs_dir)
+        started = all(any(run.ended is None for run in runs.get(case, [])) for case in cases)
+        return lost if len(cases) == 2 and started else None
+
     lost = wait_for(
-        lambda: len(doomed_trials()) == 2 and doomed_trials(),
-        timeout=30,
-        what="two trials running on the doomed worker",
+        doomed_agents_running, timeout=30, what="two agents running on the doomed worker"
     )
     os.killpg(doomed.pid, signal.SIGKILL)
     killed_at = time.time()
