@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
     dependencies = [("evals_app", "0006_mocks")]
 
     operations = [
-        # --- h7b-scale: captured sources stored once (evals_app.source_texts) ---
+        # Captured sources stored once (evals_app.source_texts).
         migrations.CreateModel(
             name="SourceFile",
             fields=[
