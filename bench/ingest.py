@@ -3,8 +3,9 @@
 One trial whose agent prints ``--events`` protocol lines (messages, commands, tool calls, mixed)
 runs in a fresh `proctor eval` process; its duration as the report gives it, less that of a
 one-event trial run the same way (the sandbox, the check), is the time the stream took. The bare loop is ``json.loads`` over the same
-lines in this process. Peak RSS is the `proctor eval` child's (``wait4``). Prints figures,
-never asserts them; the ratio is last.
+lines in this process. Peak RSS and CPU time are the `proctor eval` child's (``wait4``; the CPU
+time counts the agent's too, and says what the stream cost when other work shares the machine).
+Prints figures, never asserts them; the ratio is last.
 
     .venv/bin/python bench/ingest.py [--events 100000] [--repeats 3] [--postgres URL]
 
@@ -80,9 +81,11 @@ def bare_loop_s(lines: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def one_eval(folder: Path, events: int, database_url: str | None = None) -> tuple[float, int]:
-    """The trial's seconds and the peak RSS (KB) of a `proctor eval` of a trial printing
-    ``events``."""
+def one_eval(
+    folder: Path, events: int, database_url: str | None = None
+) -> tuple[float, int, float]:
+    """The trial's seconds, the peak RSS (KB) and the CPU seconds of a `proctor eval` of a
+    trial printing ``events``."""
     profile_dir = folder / f"agent-{events}"
     profile_dir.mkdir(exist_ok=True)
     (profile_dir / "agent.py").write_text(AGENT)
@@ -108,7 +111,7 @@ def one_eval(folder: Path, events: int, database_url: str | None = None) -> tupl
     trial = json.loads(report)["runs"][0]["trials"][0]
     if trial["status"] != "passed":
         raise SystemExit(f"the {events}-event trial ended {trial['status']}: {trial['error']}")
-    return trial["duration_ms"] / 1000, usage.ru_maxrss
+    return trial["duration_ms"] / 1000, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 @contextlib.contextmanager
@@ -146,8 +149,9 @@ def main() -> None:
         one_eval(folder, 1, database_url)  # makes the database
         small = [one_eval(folder, 1, database_url) for _ in range(args.repeats)]
         large = [one_eval(folder, args.events, database_url) for _ in range(args.repeats)]
-    spent = statistics.median(w for w, _ in large) - statistics.median(w for w, _ in small)
+    spent = statistics.median(w for w, _, _ in large) - statistics.median(w for w, _, _ in small)
     rate = len(lines) / spent
+    cpu = statistics.median(c for _, _, c in large) - statistics.median(c for _, _, c in small)
     bare_rate = len(lines) / bare
     print(
         f"one trial printing {len(lines)} protocol lines on "
@@ -155,10 +159,11 @@ def main() -> None:
         f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     print(f"proctor: {spent:.2f} s more than a one-event trial, {rate:,.0f} events/s")
+    print(f"CPU: {cpu:.2f} s more than a one-event run, {len(lines) / cpu:,.0f} events per CPU-s")
     print(f"bare json.loads loop: {bare:.3f} s, {bare_rate:,.0f} lines/s")
     print(
-        f"peak RSS of proctor eval: {max(r for _, r in large) / 1024:.0f} MB "
-        f"({max(r for _, r in small) / 1024:.0f} MB for one event)"
+        f"peak RSS of proctor eval: {max(r for _, r, _ in large) / 1024:.0f} MB "
+        f"({max(r for _, r, _ in small) / 1024:.0f} MB for one event)"
     )
     print(f"ratio (bare loop / proctor): {bare_rate / rate:.1f}x slower than json.loads")
 

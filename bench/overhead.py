@@ -18,6 +18,7 @@ trial). Prints figures, never asserts them; the ratio is last.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import resource
@@ -55,6 +56,24 @@ def cpu_s() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def cgroup_mode() -> str:
+    """How runs are contained here, which sets much of a trial's cost: moving a process into a
+    cgroup waits for the kernel's RCU unless the cgroup2 hierarchy is mounted with
+    ``favordynmods`` (docs/hot-path.md)."""
+    from runner.sandboxes.containment import uses_cgroups
+
+    if not uses_cgroups():
+        return "runs contained by their process group"
+    options = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/mounts").read_text().splitlines():
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                options = fields[3]
+    favoured = "favordynmods" in options.split(",")
+    return f"a cgroup per run (cgroup2 {'with' if favoured else 'without'} favordynmods)"
 
 
 def floor(trials: int, jobs: int) -> None:
@@ -158,7 +177,8 @@ def main() -> None:
 
     print(
         f"no-op trials at -j {args.jobs}, {args.small} vs {args.large} trials, medians of "
-        f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}"
+        f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}; "
+        f"{cgroup_mode()}"
     )
     floor_ms, floor_cpu = marginal(floor, args.small, args.large, args.jobs, args.repeats)
     ours_ms, ours_cpu = marginal(ours, args.small, args.large, args.jobs, args.repeats)

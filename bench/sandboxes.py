@@ -12,10 +12,13 @@ equivalent, what a user would type to get the same isolation without Proctor:
   strictest floor, ONE `docker run --rm` running both commands in one shell.
 
 Each kind runs its trials and its bare trials interleaved (bare, trial, bare, trial...), so a
-load change on the machine hits both; medians are shown. Kinds that cannot run here are named
-and skipped. Prints, never asserts; ratios last.
+load change on the machine hits both; medians are shown. What a trial leaves to background
+threads (its folders' deletion, its container's removal: off the trial's path, like the
+runner's) is waited for after each timed sample, outside both timings, so it slows neither the
+bare run that follows nor the next trial. Kinds that cannot run here are named and skipped.
+Prints, never asserts; ratios last.
 
-    .venv/bin/python bench/sandboxes.py [--trials 15]
+    .venv/bin/python bench/sandboxes.py [--trials 15] [--kinds local,bwrap,docker]
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from proctor import variant  # noqa: E402
-from runner.sandboxes import SandboxError, create_sandbox  # noqa: E402
+from runner.sandboxes import SandboxError, container_removal, create_sandbox, leftovers  # noqa: E402
 from runner.sandboxes.bwrap import BwrapSandbox  # noqa: E402
 from runner.sandboxes.docker import DEFAULT_IMAGE  # noqa: E402
 
@@ -74,17 +77,20 @@ def bare_trials(kind: str) -> dict[str, Callable[[], None]]:
         atexit.register(template.destroy)  # its folders are the bare runs' binds
         argvs = [template._bwrap_argv(a, template.workspace) for a in (AGENT_ARGV, CHECK_ARGV)]
         return {"two bwrap": _each(argvs)}
-    docker = ["docker", "run", "--rm", "--network", "none", DEFAULT_IMAGE]
+    docker_run = ["docker", "run", "--rm", "--network", "none", DEFAULT_IMAGE]
     return {
-        "two docker run": _each([[*docker, *AGENT_ARGV], [*docker, *CHECK_ARGV]]),
-        "one docker run": _each([[*docker, "sh", "-c", f"{AGENT}; true"]]),
+        "two docker run": _each([[*docker_run, *AGENT_ARGV], [*docker_run, *CHECK_ARGV]]),
+        "one docker run": _each([[*docker_run, "sh", "-c", f"{AGENT}; true"]]),
     }
 
 
 def _seconds(work: Callable[[], None]) -> float:
     started = time.perf_counter()
     work()
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    container_removal.wait_for_removals()
+    leftovers.wait_for_removals()
+    return seconds
 
 
 def measure(kind: str, trials: int) -> tuple[float, dict[str, float]]:
@@ -107,12 +113,15 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--trials", type=int, default=15)
+    parser.add_argument(
+        "--kinds", default="local,bwrap,docker", help="the kinds to measure, comma-separated"
+    )
     args = parser.parse_args()
 
     print(f"{args.trials} no-op trials per kind (agent + check), medians")
     print(f"{'kind':<8} {'proctor ms':>11} {'bare':<16} {'bare ms':>9} {'ratio':>7}")
     ratios: list[str] = []
-    for kind in ("local", "bwrap", "docker"):
+    for kind in args.kinds.split(","):
         try:
             ours, theirs = measure(kind, args.trials)
         except SandboxError as exc:

@@ -24,6 +24,7 @@ from evals_app.stats import (
     row_tally,
     run_cell,
     run_cells,
+    runs_tally,
     trials_tally,
     validity_warnings,
 )
@@ -31,7 +32,7 @@ from evals_app.stats import (
 
 def batch_status(batch: Batch) -> str:
     """The batch's status badge and progress bar (one query)."""
-    tally = trials_tally(Trial.objects.filter(run__batch=batch))
+    tally = runs_tally(Run.objects.filter(batch=batch))
     return render_to_string(
         "dashboard/grid.html#batch_status", {"batch": batch, "batch_tally": tally, "oob": True}
     )
@@ -58,7 +59,7 @@ def grid_cell_update(batch: Batch, run_id: int) -> str:
     cell = run_cell(batch, run_id)
     if cell is None:
         return ""
-    batch_tally = trials_tally(Trial.objects.filter(run__batch=batch))
+    batch_tally = runs_tally(Run.objects.filter(batch=batch))
     warnings = validity_warnings(batch, cell.variant_id).get(cell.variant_id, {})
     return "".join(
         [

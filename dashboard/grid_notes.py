@@ -59,17 +59,19 @@ class ColumnEstimate:
 
 
 def column_estimate(cells: list[GridCell]) -> ColumnEstimate | None:
-    return column_estimate_of_counts([(c.tally.passed, c.tally.finished) for c in cells])
+    return column_estimate_of_counts([(c.tally.passed, c.tally.finished, 1) for c in cells])
 
 
-def column_estimate_of_counts(counts: list[tuple[int, int]]) -> ColumnEstimate | None:
-    """The estimate of a column from its cells' (passed, finished) counts."""
-    finished = [(passed, n) for passed, n in counts if n]
+def column_estimate_of_counts(counts: list[tuple[int, int, int]]) -> ColumnEstimate | None:
+    """The estimate of a column from its cells' counts: (passed, finished, how many cells
+    came out so), the cells that came out alike counted once."""
+    finished = [(passed, n, cells) for passed, n, cells in counts if n]
     if not finished:
         return None
-    k = min(n for _, n in finished)
-    pass_at = sum(pass_at_k(n, passed, k) for passed, n in finished) / len(finished)
-    pass_hat = sum(pass_hat_k(n, passed, k) for passed, n in finished) / len(finished)
+    k = min(n for _, n, _ in finished)
+    cells = sum(c for *_, c in finished)
+    pass_at = sum(pass_at_k(n, passed, k) * c for passed, n, c in finished) / cells
+    pass_hat = sum(pass_hat_k(n, passed, k) * c for passed, n, c in finished) / cells
     return ColumnEstimate(k, pass_at, pass_hat)
 
 

@@ -6,21 +6,24 @@ very case version under that very variant. A Variant row is one spec, profile di
 so "the same variant" means the same agent, byte for byte. Errored trials (infrastructure, not
 the agent) are left out; a timeout counts as not passing.
 
-Each function costs a fixed number of queries, whatever the number of cells or batches.
+Each function costs a fixed number of queries, whatever the number of cells or batches, and
+reads the runs' counts of their trials (migration 0009), never the trials themselves.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count, Exists, F, Max, Min, OuterRef, Q
+from django.db.models import Case, F, Max, Min, QuerySet, Sum, When
 
 from evals_app.models import Batch, Organization, Run, Trial
 
 GRADED = (Trial.Status.PASSED, Trial.Status.FAILED, Trial.Status.TIMED_OUT)
+# A run's graded trials, from its counts.
+_GRADED_COUNT = F("trials_passed") + F("trials_failed") + F("trials_timed_out")
 
 
 @dataclass(frozen=True)
@@ -109,28 +112,26 @@ class FlakyHistory:
         }
 
 
-def _outcomes(trials) -> list[dict[str, Any]]:
-    return list(
-        trials.filter(status__in=GRADED)
-        .order_by()
-        .values(
-            "run__case_version_id",
-            "run__variant_id",
-            "run__batch_id",
-        )
+def _outcomes(runs: QuerySet[Run]) -> list[Mapping[str, Any]]:
+    """Each batch's graded trials of each cell among ``runs``, from the runs' counts."""
+    rows: Iterable[Mapping[str, Any]] = (
+        runs.order_by()
+        .values("case_version_id", "variant_id", "batch_id")
         .annotate(
-            created_at=Min("run__batch__created_at"),
-            label=Max("run__batch__label"),
-            passed=Count("id", filter=Q(status=Trial.Status.PASSED)),
-            graded=Count("id"),
+            created_at=Min("batch__created_at"),
+            label=Max("batch__label"),
+            passed=Sum("trials_passed"),
+            graded=Sum(_GRADED_COUNT),
         )
+        .filter(graded__gt=0)
     )
+    return list(rows)
 
 
-def _histories(rows: list[dict[str, Any]], names: dict[tuple[int, int], tuple]) -> dict:
+def _histories(rows: list[Mapping[str, Any]], names: dict[tuple[int, int], tuple]) -> dict:
     found: dict[tuple[int, int], FlakyHistory] = {}
-    for row in sorted(rows, key=lambda r: (r["created_at"], r["run__batch_id"])):
-        pair = (row["run__case_version_id"], row["run__variant_id"])
+    for row in sorted(rows, key=lambda r: (r["created_at"], r["batch_id"])):
+        pair = (row["case_version_id"], row["variant_id"])
         if pair not in names:
             continue
         if pair not in found:
@@ -138,7 +139,7 @@ def _histories(rows: list[dict[str, Any]], names: dict[tuple[int, int], tuple]) 
             found[pair] = FlakyHistory(pair[0], pair[1], suite, case, number, variant)
         found[pair].history.append(
             BatchOutcome(
-                row["run__batch_id"], row["created_at"], row["label"], row["passed"], row["graded"]
+                row["batch_id"], row["created_at"], row["label"], row["passed"], row["graded"]
             )
         )
     return found
@@ -173,12 +174,12 @@ def flaky_cells(
         )
         for r in runs
     }
-    trials = Trial.objects.filter(
-        run__batch__organization_id=batch.organization_id,
-        run__case_version_id__in={r["case_version_id"] for r in runs},
-        run__variant_id__in={r["variant_id"] for r in runs},
+    same_cells = Run.objects.filter(
+        batch__organization_id=batch.organization_id,
+        case_version_id__in={r["case_version_id"] for r in runs},
+        variant_id__in={r["variant_id"] for r in runs},
     )
-    histories = _histories(_outcomes(trials), names)
+    histories = _histories(_outcomes(same_cells), names)
     return {
         r["id"]: history
         for r in runs
@@ -188,27 +189,26 @@ def flaky_cells(
 
 def _flaky_groups(batch: Batch):
     """The flaky cells of ``batch``, by the rule of ``flaky_cells``, as a grouped query of
-    (case version id, variant id): graded trials of the organization grouped by cell, having
-    some passed and some not."""
-    in_batch = Run.objects.filter(
-        batch=batch,
-        case_version_id=OuterRef("run__case_version_id"),
-        variant_id=OuterRef("run__variant_id"),
-    )
+    (case version id, variant id): the organization's runs grouped by cell, keeping the cells
+    ``batch`` ran whose graded trials have some passed and some not. One pass over the runs,
+    where asking of each run whether ``batch`` has its cell cost a lookup per run."""
     return (
-        Trial.objects.filter(run__batch__organization_id=batch.organization_id, status__in=GRADED)
-        .filter(Exists(in_batch))
+        Run.objects.filter(batch__organization_id=batch.organization_id)
         .order_by()
-        .values("run__case_version_id", "run__variant_id")
-        .annotate(passed=Count("id", filter=Q(status=Trial.Status.PASSED)), graded=Count("id"))
-        .filter(passed__gt=0, graded__gt=F("passed"))
+        .values("case_version_id", "variant_id")
+        .annotate(
+            in_batch=Sum(Case(When(batch_id=batch.pk, then=1), default=0)),
+            passed=Sum("trials_passed"),
+            graded=Sum(_GRADED_COUNT),
+        )
+        .filter(in_batch__gt=0, passed__gt=0, graded__gt=F("passed"))
     )
 
 
 def flaky_pairs(batch: Batch) -> set[tuple[int, int]]:
     """The flaky cells of ``batch`` as (case version id, variant id), counted by the database
     (one query), without a history per cell: what the grid's flaky filter needs."""
-    return set(_flaky_groups(batch).values_list("run__case_version_id", "run__variant_id"))
+    return set(_flaky_groups(batch).values_list("case_version_id", "variant_id"))
 
 
 def flaky_count(batch: Batch) -> int:
@@ -232,10 +232,6 @@ def flaky_list(organization: Organization, suite_slug: str) -> list[FlakyHistory
         )
         for r in runs.order_by().values(*_NAME_FIELDS).distinct()
     }
-    trials = Trial.objects.filter(
-        run__batch__organization=organization,
-        run__case_version__case__suite__slug=suite_slug,
-    )
-    flaky = [h for h in _histories(_outcomes(trials), names).values() if h.flaky]
+    flaky = [h for h in _histories(_outcomes(runs), names).values() if h.flaky]
     flaky.sort(key=lambda h: (abs(h.passed / h.graded - 0.5), h.case, h.case_version, h.variant))
     return flaky

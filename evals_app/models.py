@@ -7,12 +7,15 @@ they ran, so history survives every edit of an eval file.
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
+from evals_app import row_writes
 from evals_app.source_texts import SourceTextsField
 
 
@@ -281,6 +284,26 @@ class Run(models.Model):
     case_version = models.ForeignKey(CaseVersion, on_delete=models.PROTECT, related_name="runs")
     variant = models.ForeignKey(Variant, on_delete=models.PROTECT, related_name="runs")
     spec = models.JSONField(default=dict)
+    # What the run's trials add up to, kept by database triggers on every write of a trial
+    # (migration 0009), so a page counts a batch's runs rather than its trials. Read-only
+    # here: never save a Run over them. No CHECK constraints: a count must never refuse a
+    # trial's write.
+    trials_total = models.IntegerField(default=0, editable=False)
+    trials_queued = models.IntegerField(default=0, editable=False)
+    trials_passed = models.IntegerField(default=0, editable=False)
+    trials_failed = models.IntegerField(default=0, editable=False)
+    trials_timed_out = models.IntegerField(default=0, editable=False)
+    trials_errored = models.IntegerField(default=0, editable=False)
+    trials_running = models.IntegerField(default=0, editable=False)
+    # Trials whose conversation stopped or never left planning (validity warnings).
+    trials_stopped_or_planning = models.IntegerField(default=0, editable=False)
+    trials_tokens = models.BigIntegerField(default=0, editable=False)  # input + output
+    trials_duration_ms = models.BigIntegerField(default=0, editable=False)
+    trials_timed = models.IntegerField(default=0, editable=False)  # with a duration
+    trials_retried = models.IntegerField(default=0, editable=False)  # attempt > 1
+    trials_last_attempt = models.IntegerField(default=0, editable=False)
+    trials_costed = models.IntegerField(default=0, editable=False)  # with a cost
+    trials_cost_usd = models.FloatField(default=0.0, editable=False)
 
     class Meta:
         constraints = [
@@ -289,9 +312,63 @@ class Run(models.Model):
             )
         ]
         ordering = ["batch", "id"]
+        indexes = [
+            # validity_warnings' "runs of this batch with a conversation cut short"
+            models.Index(
+                fields=["batch"],
+                condition=models.Q(trials_stopped_or_planning__gt=0),
+                name="run_with_cut_short_trials",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk}"
+
+    def save(self, *args, **kwargs) -> None:
+        # The trial counts are the triggers' to write: saving a run read earlier (the admin's
+        # form) must not put back the counts it read.
+        if not self._state.adding and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                f.name
+                for f in self._meta.concrete_fields
+                if not f.primary_key and not f.name.startswith("trials_")
+            ]
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def for_running(cls, run_id: int) -> tuple[Run, bool]:
+        """The run with its batch, case version and variant, as a claimed trial needs them,
+        and whether they were read from the database now (rather than kept from before).
+
+        A process claims many trials of one run: the rows are read once and kept, since none of
+        what a trial reads from them changes once the batch is made (its status is not read from
+        here). One small query checks that the kept rows are still the run's: a database
+        emptied and filled again reuses ids."""
+        with connection.cursor() as cursor:
+            cursor.execute(_RUN_IDENTITY_SQL, [run_id])
+            identity = cursor.fetchone()
+        with _kept_runs_lock:
+            kept = _kept_runs.get(run_id)
+        if kept is not None and identity is not None and kept[0] == tuple(identity):
+            return kept[1], False
+        run = cls.objects.select_related("case_version__case", "variant", "batch").get(pk=run_id)
+        with _kept_runs_lock:
+            if len(_kept_runs) >= KEPT_RUNS:
+                _kept_runs.pop(next(iter(_kept_runs)))
+            if identity is not None:
+                _kept_runs[run_id] = (tuple(identity), run)
+        return run, True
+
+
+# Runs kept by Run.for_running, oldest first, with what identifies them.
+KEPT_RUNS = 256
+_RUN_IDENTITY_SQL = (
+    "SELECT r.batch_id, r.case_version_id, r.variant_id, b.created_at "
+    f"FROM {Run._meta.db_table} r JOIN {Batch._meta.db_table} b ON b.id = r.batch_id "
+    "WHERE r.id = %s"
+)
+_kept_runs: dict[int, tuple[tuple, Run]] = {}
+_kept_runs_lock = threading.Lock()
 
 
 class Trial(models.Model):
@@ -407,23 +484,42 @@ class Trial(models.Model):
         otherwise (taken by a live process, or finished), so a task delivered twice runs the
         trial once."""
         now = timezone.now()
-        # The usual case, a queued trial, in one UPDATE (no lock taken beforehand); the row
-        # count says whether this caller took it.
-        taken = cls.objects.filter(pk=trial_id, status=cls.Status.QUEUED).update(
-            status=cls.Status.RUNNING,
-            started_at=now,
-            lease_owner=owner,
-            lease_expires_at=now + timedelta(seconds=lease_s),
+        expires = now + timedelta(seconds=lease_s)
+        # The usual case, a queued trial, in one UPDATE (no lock taken beforehand); the row it
+        # returns says whether this caller took it.
+        taken = row_writes.update_where(
+            cls,
+            {
+                "status": cls.Status.RUNNING,
+                "started_at": now,
+                "lease_owner": owner,
+                "lease_expires_at": expires,
+            },
+            {"pk": trial_id, "status": cls.Status.QUEUED},
+            returning=("run", "index", "attempt"),
         )
         if taken:
-            taken_trial = cls.objects.select_related(
-                "run__case_version__case", "run__variant", "run__batch"
-            ).get(pk=trial_id)
-            # Only the batch's first trial finds it queued: the others skip the UPDATE.
-            if taken_trial.run.batch.status == Batch.Status.QUEUED and Batch.objects.filter(
-                pk=taken_trial.run.batch_id, status=Batch.Status.QUEUED
-            ).update(status=Batch.Status.RUNNING):
-                taken_trial.run.batch.status = Batch.Status.RUNNING
+            [(run_id, index, attempt)] = taken  # type: ignore[misc]
+            run, read_now = Run.for_running(run_id)
+            if read_now:
+                # A batch never goes back to queued: once per run and process is enough, and
+                # only the batch's first trial finds it queued.
+                row_writes.update_where(
+                    Batch,
+                    {"status": Batch.Status.RUNNING},
+                    {"pk": run.batch_id, "status": Batch.Status.QUEUED},
+                )
+            taken_trial = cls(
+                pk=trial_id,
+                run_id=run_id,
+                index=index,
+                attempt=attempt,
+                status=cls.Status.RUNNING,
+                started_at=now,
+                lease_owner=owner,
+                lease_expires_at=expires,
+            )
+            taken_trial.run = run
             return taken_trial
         with transaction.atomic():
             trial = cls.objects.select_for_update().filter(pk=trial_id).first()
@@ -447,9 +543,8 @@ class Trial(models.Model):
             Batch.objects.filter(pk=trial.run.batch_id, status=Batch.Status.QUEUED).update(
                 status=Batch.Status.RUNNING
             )
-        return cls.objects.select_related(
-            "run__case_version__case", "run__variant", "run__batch"
-        ).get(pk=trial_id)
+        trial.run, _ = Run.for_running(trial.run_id)
+        return trial
 
     @classmethod
     def renew_leases(cls, owner: str, trial_ids, *, lease_s: float) -> int:
@@ -524,10 +619,11 @@ class Trial(models.Model):
         record["finish_reason"] = (record.get("finish_reason") or "")[:200]
         record["session_id"] = (record.get("session_id") or "")[:200]
         record["finished_at"] = timezone.now()
-        rows = Trial.objects.filter(pk=self.pk)
+        fence: dict[str, Any] = {"pk": self.pk}
         if owner is not None:
-            rows = rows.filter(lease_owner=owner, status=Trial.Status.RUNNING)
-        if not rows.update(status=status, lease_owner="", lease_expires_at=None, **record):
+            fence.update(lease_owner=owner, status=Trial.Status.RUNNING)
+        values = {"status": status, "lease_owner": "", "lease_expires_at": None, **record}
+        if not row_writes.update_where(Trial, values, fence):
             return False
         self.status = status
         for key, value in record.items():

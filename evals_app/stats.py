@@ -3,8 +3,9 @@ version and variant across a case's history; the validity warnings of each varia
 pass rate of each weighted assertion's metric per variant.
 
 Every function here costs a fixed number of queries whatever the size of the batch: trials are
-counted by the database with filtered aggregates, never fetched and counted one by one, so the
-500-case grid costs what the 5-case grid costs.
+counted by the database, never fetched and counted one by one. A batch's cells, rows and
+columns add up the counts each run keeps of its trials (migration 0009), so they read a row per
+run rather than per trial.
 """
 
 from __future__ import annotations
@@ -144,25 +145,37 @@ class GridCell:
     tally: Tally
 
 
+# The Run column that counts each Tally field (kept by the triggers of migration 0009), in
+# Tally's field order.
+RUN_COUNTS = {name: f"trials_{name}" for name in _TALLY_FIELDS}
+
+
+def run_tally_sums() -> dict:
+    """Aggregate expressions adding up the counts of Run rows, to a Tally (see
+    ``tally_of_sums``): a column or a batch read from its runs, not from its trials."""
+    return {
+        f"tally_{name}": Max(column) if name == "last_attempt" else Sum(column)
+        for name, column in RUN_COUNTS.items()
+    }
+
+
+def tally_of_sums(row: Mapping[str, Any]) -> Tally:
+    """The Tally of a row aggregated with ``run_tally_sums``."""
+    return _tally(row)
+
+
 def run_cells(runs: QuerySet[Run]) -> list[GridCell]:
-    """The tally of every run in ``runs``, in one query."""
-    aggregates = _tally_aggregates("trials")
+    """The tally of every run in ``runs``, in one query over the runs alone (each counts its
+    trials)."""
     # Tuples, not dicts: a grid page reads 800 of these rows, and a dict per row cost more
     # than the row's query.
-    rows = (
-        runs.order_by()
-        .values("id", "case_version_id", "variant_id")
-        .annotate(**aggregates)
-        .values_list("id", "case_version_id", "variant_id", *(f"tally_{n}" for n in _TALLY_FIELDS))
-    )
+    rows = runs.order_by().values_list("id", "case_version_id", "variant_id", *RUN_COUNTS.values())
     return [
         GridCell(
             run_id=run_id,
             case_version_id=case_version_id,
             variant_id=variant_id,
-            tally=Tally(
-                **{name: int(count or 0) for name, count in zip(_TALLY_FIELDS, counts, strict=True)}
-            ),
+            tally=Tally(*counts),
         )
         for run_id, case_version_id, variant_id, *counts in rows
     ]
@@ -172,6 +185,11 @@ def run_cell(batch: Batch, run_id: int) -> GridCell | None:
     """One cell of ``batch``, re-counted for a live update (one query)."""
     cells = run_cells(Run.objects.filter(batch=batch, pk=run_id))
     return cells[0] if cells else None
+
+
+def runs_tally(runs: QuerySet[Run]) -> Tally:
+    """The tally of any set of runs, from their counts, in one query."""
+    return _tally(runs.order_by().aggregate(**run_tally_sums()))
 
 
 def trials_tally(trials: QuerySet[Trial]) -> Tally:
@@ -322,27 +340,25 @@ def _sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:
 
 
 def row_tally(batch_id: int, case_version_id: int) -> Tally:
-    """A row's total, re-counted for a live update (one query)."""
-    return trials_tally(
-        Trial.objects.filter(run__batch_id=batch_id, run__case_version_id=case_version_id)
-    )
+    """A row's total, re-counted from its runs for a live update (one query)."""
+    return runs_tally(Run.objects.filter(batch_id=batch_id, case_version_id=case_version_id))
 
 
 def column_tally(batch_id: int, variant_id: int) -> Tally:
-    """A column's total, re-counted for a live update (one query)."""
-    return trials_tally(Trial.objects.filter(run__batch_id=batch_id, run__variant_id=variant_id))
+    """A column's total, re-counted from its runs for a live update (one query)."""
+    return runs_tally(Run.objects.filter(batch_id=batch_id, variant_id=variant_id))
 
 
 def version_variant_tallies(case: Case) -> dict[tuple[int, int], Tally]:
     """``{(case version id, variant id): Tally}`` over every batch that ran the case, in one
     query: the case history's pass rate per version and variant."""
     rows = (
-        Trial.objects.filter(run__case_version__case=case)
+        Run.objects.filter(case_version__case=case)
         .order_by()
-        .values("run__case_version_id", "run__variant_id")
-        .annotate(**_tally_aggregates(""))
+        .values("case_version_id", "variant_id")
+        .annotate(**run_tally_sums())
     )
-    return {(row["run__case_version_id"], row["run__variant_id"]): _tally(row) for row in rows}
+    return {(row["case_version_id"], row["variant_id"]): _tally(row) for row in rows}
 
 
 # --- validity warnings ---------------------------------------------------------------------------
@@ -378,23 +394,41 @@ def validity_warning_names(
     return names
 
 
-def validity_warnings(batch: Batch, variant_id: int | None = None) -> dict[int, dict[str, int]]:
-    """``{variant id: {warning name: trials}}`` for ``batch`` (one variant when given), in one
-    query. The most frequent come first (then by name); a variant with nothing to warn about
-    is absent."""
-    trials = Trial.objects.filter(run__batch=batch)
+def validity_warnings(
+    batch: Batch,
+    variant_id: int | None = None,
+    *,
+    column_totals: Mapping[int, Tally] | None = None,
+) -> dict[int, dict[str, int]]:
+    """``{variant id: {warning name: trials}}`` for ``batch`` (one variant when given), in two
+    queries: the timeouts and errors its runs count, and the conversations cut short read from
+    the few runs that count one; one query when the caller has the batch's ``column_totals``
+    (by variant id) already. The most frequent come first (then by name); a variant with
+    nothing to warn about is absent."""
+    runs = Run.objects.filter(batch=batch)
     if variant_id is not None:
-        trials = trials.filter(run__variant_id=variant_id)
-    groups = (
-        trials.filter(
-            Q(status__in=[_STATUS.TIMED_OUT, _STATUS.ERRORED])
-            | Q(conversation_outcome="stopped")
-            | Q(plan_state="planning")
+        runs = runs.filter(variant_id=variant_id)
+    statuses: Iterable[tuple[int, int, int]]
+    if column_totals is None:
+        statuses = (
+            runs.order_by()
+            .values("variant_id")
+            .annotate(timed_out=Sum("trials_timed_out"), errored=Sum("trials_errored"))
+            .values_list("variant_id", "timed_out", "errored")
         )
+    else:
+        statuses = [(v, t.timed_out, t.errored) for v, t in column_totals.items()]
+    counts: dict[int, dict[str, int]] = {}
+    for variant, timed_out, errored in statuses:
+        for name, trials in (("timed_out", timed_out), ("errored", errored)):
+            if trials:
+                counts.setdefault(variant, {})[name] = trials
+    groups = (
+        Trial.objects.filter(run__in=runs.filter(trials_stopped_or_planning__gt=0))
+        .filter(Q(conversation_outcome="stopped") | Q(plan_state="planning"))
         .order_by()
         .values(
             "run__variant_id",
-            "status",
             "conversation_outcome",
             "stop_cause",
             "responder_cause",
@@ -402,11 +436,11 @@ def validity_warnings(batch: Batch, variant_id: int | None = None) -> dict[int, 
         )
         .annotate(trials=Count("id"))
     )
-    counts: dict[int, dict[str, int]] = {}
     for group in groups:
         bucket = counts.setdefault(group["run__variant_id"], {})
+        # The status's own warnings were counted above, from the runs.
         for name in validity_warning_names(
-            status=group["status"],
+            status="",
             conversation_outcome=group["conversation_outcome"],
             stop_cause=group["stop_cause"],
             responder_cause=group["responder_cause"],

@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -79,12 +80,16 @@ CREATE TABLE IF NOT EXISTS outbox (
 
 
 class Outbox:
-    """The SQLite file the processes share. Each call opens its own short connection, so any
-    thread may call it; WAL lets the serving process read while a trial's thread writes."""
+    """The SQLite file the processes share. A writer keeps one connection per thread (the
+    publisher's sender thread, in practice) and appends a whole chunk of messages in one
+    transaction; a reader opens a short connection per poll. WAL lets the serving process read
+    while a trial's thread writes. The file is a relay, not a record (rows live a minute, pages
+    catch up from the database), so its commits are not synced to the disk."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._ready = False
+        self._writers = threading.local()
 
     def _connect(self) -> sqlite3.Connection:
         if not self._ready:
@@ -96,15 +101,36 @@ class Outbox:
             self._ready = True
         return connection
 
+    def _writer(self) -> sqlite3.Connection:
+        connection = getattr(self._writers, "connection", None)
+        if connection is None:
+            connection = self._connect()
+            connection.execute("PRAGMA synchronous=OFF")
+            self._writers.connection = connection
+        return connection
+
     def append(self, origin: str, group: str, message: dict, *, prune: bool) -> None:
-        with contextlib.closing(self._connect()) as connection:
-            now = time.time()
-            connection.execute(
-                "INSERT INTO outbox (origin, grp, message, created) VALUES (?, ?, ?, ?)",
-                (origin, group, json.dumps(message), now),
-            )
-            if prune:
-                connection.execute("DELETE FROM outbox WHERE created < ?", (now - KEEP_SECONDS,))
+        self.append_many(origin, [(group, message)], prune=prune)
+
+    def append_many(self, origin: str, messages: list[tuple[str, dict]], *, prune: bool) -> None:
+        now = time.time()
+        rows = [(origin, group, json.dumps(message), now) for group, message in messages]
+        connection = self._writer()
+        try:
+            with connection:  # one transaction for the chunk
+                connection.execute("BEGIN")
+                connection.executemany(
+                    "INSERT INTO outbox (origin, grp, message, created) VALUES (?, ?, ?, ?)", rows
+                )
+                if prune:
+                    connection.execute(
+                        "DELETE FROM outbox WHERE created < ?", (now - KEEP_SECONDS,)
+                    )
+        except (sqlite3.Error, OSError):
+            # A file removed or replaced under us: the next chunk opens it afresh.
+            self._writers.connection = None
+            connection.close()
+            raise
 
     def last_id(self) -> int:
         with contextlib.closing(self._connect()) as connection:
@@ -144,10 +170,19 @@ class OutboxChannelLayer(ThreadSafeInMemoryChannelLayer):
             self._tail_task = loop.create_task(self._tail())
 
     async def group_send(self, group: str, message: dict) -> None:
-        await super().group_send(group, message)
-        self._sent += 1
+        await self.group_send_many([(group, message)])
+
+    async def group_send_many(self, messages: list[tuple[str, dict]]) -> None:
+        """Deliver in memory, then append all of them to the outbox in one transaction."""
+        for group, message in messages:
+            await ThreadSafeInMemoryChannelLayer.group_send(self, group, message)
+        before, self._sent = self._sent, self._sent + len(messages)
         try:
-            self.outbox.append(self.origin, group, message, prune=self._sent % PRUNE_EVERY == 1)
+            self.outbox.append_many(
+                self.origin,
+                messages,
+                prune=before == 0 or before // PRUNE_EVERY != self._sent // PRUNE_EVERY,
+            )
         except (sqlite3.Error, OSError, TypeError, ValueError) as error:
             # Pages served by this process already have the message; only other processes'
             # pages miss it, and they catch up on their next reload. Say so once.

@@ -5,7 +5,9 @@ management commands of the project's apps, so `python manage.py eval` works the 
 
 `proctor`, `proctor help` and `proctor --help` list Proctor's own commands first, one line each,
 and Django's maintenance commands (migrate, shell, ...) apart below them; `proctor help eval`
-and `proctor eval --help` are Django's per-command help, unchanged.
+and `proctor eval --help` are Django's per-command help, unchanged (printed without setting
+Django up, see ``print_eval_help``). `proctor eval` loads the apps that run trials and not the
+web side's (``PROCTOR_WEB_APPS`` in proctor/settings.py).
 """
 
 from __future__ import annotations
@@ -87,11 +89,44 @@ def _columns(names: list[str]) -> list[str]:
     return textwrap.wrap(", ".join(names), width=78, initial_indent="  ", subsequent_indent="  ")
 
 
+def asks_for_eval_help(args: list[str]) -> bool:
+    """Whether ``args`` print `proctor eval`'s help: `eval ... --help` (or -h, before any
+    ``--``), or `help eval`."""
+    if args == ["help", "eval"]:
+        return True
+    if not args or args[0] != "eval":
+        return False
+    options = args[1 : args.index("--")] if "--" in args else args[1:]
+    return "-h" in options or "--help" in options
+
+
+def print_eval_help(args: list[str]) -> None:
+    """`proctor eval --help` without django.setup(): loading the apps and the command's
+    imports (models, harnesses) would be most of its time, and the help needs none of it.
+    Parsed by the command's own parser, so what it prints (the help, or an error for a bad
+    option before --help) is what Django's path prints. Returns when the arguments do not
+    stop at the help after all; the caller then runs them the usual way."""
+    from runner.batches.eval_options import EvalOptions
+
+    command = EvalOptions()
+    if args[0] == "help":
+        command.print_help("proctor", "eval")
+        sys.exit(0)
+    # As run_from_argv sets it: a bad option exits with argparse's message instead of raising.
+    command._called_from_command_line = True  # type: ignore[attr-defined]  # unstubbed
+    command.create_parser("proctor", "eval").parse_args(args[1:])
+
+
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
+    args = sys.argv[1:]
+    if asks_for_eval_help(args):
+        print_eval_help(args)
+    if args[:1] == ["eval"]:
+        # A batch needs neither the admin, nor the API, nor the dashboard (proctor/settings.py).
+        os.environ.setdefault("PROCTOR_WEB_APPS", "false")
     from django.core.management import execute_from_command_line
 
-    args = sys.argv[1:]
     if args in HELP_ARGUMENTS:
         import django
 

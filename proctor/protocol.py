@@ -157,13 +157,31 @@ def _as_text(value: Any) -> str:
     """A tool input or output that is not a string is kept as JSON, as the kit writes it."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=_digits)
+    return _free_form_json(value)
 
 
 def _digits(value: Any) -> str:
     if isinstance(value, _BigNumber):
         return value.digits
     raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+# json.dumps(value, ensure_ascii=False, default=_digits) with its C encoder made once, not once
+# per tool call (most of the cost). No circular check: a parsed value holds no cycle.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # None without the C module
+_c_free_form_json = (
+    _c_make_encoder(
+        None, _digits, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    if _c_make_encoder is not None
+    else None
+)
+
+
+def _free_form_json(value: Any) -> str:
+    if _c_free_form_json is None:
+        return json.dumps(value, ensure_ascii=False, default=_digits)
+    return "".join(_c_free_form_json(value, 0))
 
 
 def _usage(obj: dict) -> dict[str, int | float]:
@@ -279,8 +297,11 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
 
 # What _parse_plain returns for a line it cannot vouch for: the careful path reads it again.
 _CHECK_CLOSELY: Any = object()
-# Digits enough for a number outside 64 bits (the careful path then reads the line).
-_LONG_DIGITS = re.compile(r"\d{19}")
+# json.loads of a stripped line without its Python wrappers (a third of its cost on a short
+# line): the default decoder's C scanner, which must then have read the whole line.
+_scan_json = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+# A tool call's free-form fields, where a number outside 64 bits is kept quoted, as its digits.
+_FREE_FORM = ("input", "output", "error")
 
 
 def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
@@ -289,8 +310,10 @@ def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
     protocol error, deep nesting) goes to :func:`_parse_checked`, which then says exactly what
     is wrong; what it accepts is what that path would make of the line."""
     try:
-        obj = json.loads(stripped)
-    except (ValueError, RecursionError):
+        obj, end = _scan_json(stripped, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return _CHECK_CLOSELY
+    if end != len(stripped):
         return _CHECK_CLOSELY
     if type(obj) is not dict:
         return None
@@ -304,9 +327,15 @@ def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
     usage = obj.get("usage")
     if type(usage) is dict and not _in_int64(usage.values()):
         return _CHECK_CLOSELY
-    if tag == "ToolCall" and _LONG_DIGITS.search(stripped):
+    if tag == "ToolCall":
         # A huge number inside a free-form input or output is kept quoted, as its digits.
-        return _CHECK_CLOSELY
+        try:
+            for key in _FREE_FORM:
+                value = obj.get(key)
+                if type(value) is not str and _holds_big_int(value):
+                    return _CHECK_CLOSELY
+        except RecursionError:
+            return _CHECK_CLOSELY
     at = obj.get("at")
     if at is not None:
         if type(at) not in (int, float) or not 0 <= at <= MAX_AT_MS:  # NaN fails too
@@ -323,8 +352,26 @@ def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
     return AgentEvent(tag, data, stamp)
 
 
+def _holds_big_int(value: Any) -> bool:
+    """Whether a parsed value holds an integer outside signed 64 bits at any depth."""
+    kind = type(value)
+    if kind is int:
+        return not MIN_INT64 <= value <= MAX_INT64
+    if kind is dict:
+        value = value.values()
+    elif kind is not list:
+        return False
+    for item in value:  # noqa: SIM110 (a plain loop: this runs for every tool call)
+        if type(item) is not str and _holds_big_int(item):
+            return True
+    return False
+
+
 def _in_int64(values: Any) -> bool:
-    return all(type(v) is not int or MIN_INT64 <= v <= MAX_INT64 for v in values)
+    for v in values:  # noqa: SIM110 (a plain loop: this runs for every line an agent prints)
+        if type(v) is int and not MIN_INT64 <= v <= MAX_INT64:
+            return False
+    return True
 
 
 def _parse_checked(stripped: str, stamp: int) -> AgentEvent | None:
@@ -440,11 +487,16 @@ def _plainly_storable(event: AgentEvent, max_bytes: int) -> bool:
     if "notes" in data:
         return False  # notes are deduplicated and counted by the careful path
     for key, value in data.items():
-        if type(key) is not str or len(key) > 50 or not _plain_text(key, 200):
+        # _plain_text inline for the keys and text values: this runs for every event.
+        if type(key) is not str or len(key) > 50 or "\x00" in key:
+            return False
+        if not key.isascii() and _LONE_SURROGATE.search(key):
             return False
         kind = type(value)
         if kind is str:
-            if not _plain_text(value, max_bytes):
+            if len(value) * 4 > max_bytes or "\x00" in value:
+                return False
+            if not value.isascii() and _LONE_SURROGATE.search(value):
                 return False
         elif kind is int:
             if not MIN_INT64 <= value <= MAX_INT64:

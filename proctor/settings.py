@@ -82,6 +82,22 @@ INSTALLED_APPS = [
     "runner",
     "dashboard",
 ]
+# What only the web side (pages, API, admin) needs. PROCTOR_WEB_APPS=false leaves these out:
+# `proctor eval` sets it for itself (proctor/cli.py), since loading them would be a good part of
+# its start-up and it shows none of them. Their tables are made by the next command that loads
+# them (serve, createuser and createtoken migrate what is missing).
+WEB_APPS = (
+    "django.contrib.admin",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "template_partials",
+    "dashboard",
+)
+if not env_bool("PROCTOR_WEB_APPS", True):
+    INSTALLED_APPS = [app for app in INSTALLED_APPS if app not in WEB_APPS]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -6,6 +6,7 @@ violation runs it on a copy of the four packages, so the tree itself is never to
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 import grimp
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
@@ -124,25 +126,75 @@ def test_the_public_face_imports_only_sdk_modules() -> None:
     assert outside == []
 
 
-def test_proctor_eval_starts_without_the_web_stack(tmp_path):
-    """`proctor eval` is a command-line tool: it loads neither the ASGI server (daphne and
-    Twisted) nor the REST framework's views nor the dashboard, so it starts fast."""
+# The web side: the ASGI server (daphne, Twisted), the REST framework and its schema, the admin,
+# the dashboard. `proctor eval` shows none of it, and loading it was most of its start-up.
+WEB_STACK = (
+    "daphne",
+    "twisted",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django.contrib.admin",
+    "dashboard",
+)
+# Runs the `proctor` entry point as the installed script does, then writes the names of every
+# module it imported to the file named by its first argument.
+IMPORTED_BY_PROCTOR = """
+import json, runpy, sys
+out, sys.argv = sys.argv[1], ["proctor", *sys.argv[2:]]
+try:
+    runpy.run_module("proctor.cli", run_name="__main__")
+finally:
+    with open(out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+"""
+
+
+def modules_imported_by_proctor(tmp_path: Path, *args: str) -> tuple[int, set[str]]:
+    listing = tmp_path / "modules.json"
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "proctor.cli", "eval", str(tmp_path / "none")],
+        [sys.executable, "-c", IMPORTED_BY_PROCTOR, str(listing), *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PROCTOR_HOME": str(tmp_path / "home")},
+        env={**os.environ, "PROCTOR_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)},
         timeout=60,
     )
-    assert result.returncode == 2, result.stderr[-2000:]
-    imported = {
-        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line
-    }
-    web = sorted(
+    assert listing.exists(), result.stderr[-2000:]
+    return result.returncode, set(json.loads(listing.read_text()))
+
+
+def web_modules(imported: set[str]) -> list[str]:
+    return sorted(
         name
         for name in imported
-        if name.split(".")[0] in ("daphne", "twisted", "dashboard")
-        or name.startswith(("rest_framework.views", "drf_spectacular.views"))
+        if any(name == web or name.startswith(web + ".") for web in WEB_STACK)
     )
-    assert web == []
+
+
+def test_proctor_eval_starts_without_the_web_stack(tmp_path):
+    """`proctor eval` is a command-line tool: it loads neither the ASGI server (daphne and
+    Twisted) nor the REST framework nor the admin nor the dashboard, so it starts fast."""
+    code, imported = modules_imported_by_proctor(tmp_path, "eval", str(tmp_path / "none"))
+
+    assert code == 2  # the missing path, said in one line, after the command loaded
+    assert "runner.management.commands.eval" in imported
+    assert web_modules(imported) == []
+
+
+@pytest.mark.parametrize("spelling", [["eval", "--help"], ["eval", "-h"], ["help", "eval"]])
+def test_proctor_eval_help_loads_neither_the_web_stack_nor_the_apps(tmp_path, spelling):
+    """The help is printed from the command's options alone: no app is loaded for it."""
+    code, imported = modules_imported_by_proctor(tmp_path, *spelling)
+
+    assert code == 0
+    assert web_modules(imported) == []
+    assert "evals_app.models" not in imported and "runner.harnesses" not in imported
+
+
+def test_the_web_side_still_loads_the_whole_stack(tmp_path):
+    """What `proctor eval` leaves out, every other command (serve, createuser, ...) keeps."""
+    code, imported = modules_imported_by_proctor(tmp_path, "check")
+
+    assert code == 0
+    assert {"django.contrib.admin", "rest_framework", "drf_spectacular", "dashboard"} <= imported

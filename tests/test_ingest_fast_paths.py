@@ -165,3 +165,28 @@ def test_only_the_strings_a_line_does_not_show_are_redacted_again():
     first, second = (event.data for _, event in inner.events)
     assert first == {"call_id": "c1", "input": f"uses {REDACTED}"}
     assert second == {"call_id": "c1", "input": '{"arg": "x"}'}
+
+
+def test_a_tool_input_the_parser_wrote_differently_is_still_redacted():
+    # The line shows the number as 1.2345678e7; the input kept as JSON text reads 12345678.0.
+    secret = "12345678"
+    inner = MemoryRecorder()
+    recorder = RedactingRecorder(inner, Redactor([secret]))
+    line = '{"_tag": "ToolCall", "callId": "c1", "name": "run", "input": {"n": 1.2345678e7}, "status": null}'  # noqa: E501
+    recorder.raw_line("stdout", line)
+    recorder.event(0, parse_line(line))
+
+    ((_, event),) = inner.events
+    assert secret not in event.data["input"]
+    assert REDACTED in event.data["input"]
+
+
+def test_a_tool_input_the_line_shows_as_it_is_keeps_its_text():
+    inner = MemoryRecorder()
+    recorder = RedactingRecorder(inner, Redactor(["s3cr3t-value-42"]))
+    line = '{"_tag": "ToolCall", "callId": "c1", "name": "run", "input": {"path": "a.py"}, "status": null}'  # noqa: E501
+    recorder.raw_line("stdout", line)
+    recorder.event(0, parse_line(line))
+
+    ((_, event),) = inner.events
+    assert event.data["input"] == '{"path": "a.py"}'

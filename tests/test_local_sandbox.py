@@ -30,6 +30,14 @@ def _alive(pid: int) -> bool:
     return status.exists() and "State:\tZ" not in status.read_text()
 
 
+def _ends_soon(pid: int) -> bool:
+    """Whether the process is gone within 5 s (killing a tree takes the kernel a moment)."""
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
 def test_it_runs_in_the_workspace_with_its_own_home(sandbox) -> None:
     result = sandbox.run(["bash", "-c", 'pwd; echo "$HOME"'])
     assert result.exit_code == 0
@@ -73,10 +81,7 @@ def test_a_timeout_kills_the_whole_process_group(sandbox) -> None:
     assert result.exit_code is None
     assert time.monotonic() - started < 30
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
+    assert _ends_soon(child)
 
 
 def test_a_background_child_does_not_outlive_a_normal_exit(sandbox) -> None:
@@ -86,10 +91,25 @@ def test_a_background_child_does_not_outlive_a_normal_exit(sandbox) -> None:
     )
     assert result.exit_code == 0 and not result.timed_out
     child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(child)
+    assert _ends_soon(child)
+
+
+def test_a_sink_that_raises_still_ends_the_run_and_its_children(sandbox) -> None:
+    pid_file = Path(sandbox.workspace) / "child.pid"
+
+    def refuse(_stream: str, _line: str) -> None:
+        raise RuntimeError("the sink broke")
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="the sink broke"):
+        sandbox.run(
+            ["bash", "-c", f"sleep 300 & echo $! > {pid_file}; echo hello; sleep 300"],
+            timeout_s=60,
+            on_line=refuse,
+        )
+    assert time.monotonic() - started < 30
+    child = int(pid_file.read_text())
+    assert _ends_soon(child)
 
 
 def test_files_stay_inside_the_workspace(sandbox) -> None:

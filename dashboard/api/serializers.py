@@ -1,7 +1,7 @@
 """The API's JSON shapes: read-only views of the domain, and the bodies a rerun accepts.
 
-Counts (``trial_counts``, ``case_count``) are annotations the views add to their querysets, so
-a list serializes without a query per row.
+Counts (``trial_counts``, ``case_count``) are annotations the views add to their querysets, or
+a run's own counts of its trials, so a list serializes without a query per row.
 """
 
 from __future__ import annotations

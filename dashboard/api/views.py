@@ -8,8 +8,12 @@ not found (404) and never listed. Filters are plain query parameters; a malforme
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.db import connection
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
@@ -31,19 +35,20 @@ from dashboard import access, query_numbers
 from dashboard.api import serializers
 from dashboard.api.rerun_refusals import RerunRefusalMixin
 from dashboard.throttling import RerunRateThrottle, RerunThrottledMixin
-from evals_app.models import Batch, CaseVersion, Event, Run, Trial
+from evals_app.models import Batch, CaseVersion, Event, Run
 
 TOO_MANY_RERUNS = OpenApiResponse(
     description="More reruns than PROCTOR_RERUN_RATE allows this user; see Retry-After."
 )
 
 
-def _count_trials_by_status(queryset: QuerySet, trials_path: str) -> QuerySet:
-    """Annotate each row with one count per trial status (one aggregate query, no N+1)."""
-    return queryset.annotate(
+def _count_trials_by_status(batches: QuerySet[Batch]) -> QuerySet[Batch]:
+    """Annotate each batch with one count per trial status, added up from its runs' counts
+    (one aggregate query, no N+1)."""
+    return batches.annotate(
         **{
-            serializers.trial_count_name(status): Count(
-                trials_path, filter=Q(**{f"{trials_path}__status": status})
+            serializers.trial_count_name(status): Coalesce(
+                Sum(f"runs__{serializers.trial_count_name(status)}"), 0
             )
             for status in serializers.TRIAL_STATUSES
         }
@@ -87,54 +92,35 @@ def _cases_tagged(queryset: QuerySet, tag: str) -> QuerySet:
 
 def _batches_for(user) -> QuerySet[Batch]:
     batches = access.batches_for(user).select_related("organization", "created_by")
-    return _count_trials_by_status(batches, "runs__trials").annotate(
-        run_count=Count("runs", distinct=True)
-    )
+    return _count_trials_by_status(batches).annotate(run_count=Count("runs"))
 
 
 def _attach_batch_counts(batches: list[Batch]) -> None:
-    """Set what ``_batches_for`` annotates on a page of batches, in two grouped queries over
-    those batches alone: counting in the list query itself joined every trial of every batch
-    before the page was cut, and made the pagination's COUNT do it again."""
-    ids = [batch.pk for batch in batches]
-    by_status: dict[tuple[int, str], int] = {
-        (row["run__batch_id"], row["status"]): row["n"]
-        for row in Trial.objects.filter(run__batch_id__in=ids)
-        .order_by()
-        .values("run__batch_id", "status")
-        .annotate(n=Count("id"))
-    }
-    runs = dict(
-        Run.objects.filter(batch_id__in=ids)
+    """Set what ``_batches_for`` annotates on a page of batches, in one grouped query over
+    those batches' runs, which count their trials: counting in the list query itself would
+    join every run of every batch before the page was cut, and make the pagination's COUNT
+    do it again."""
+    names = [serializers.trial_count_name(status) for status in serializers.TRIAL_STATUSES]
+    counts: dict[int, Mapping[str, Any]] = {
+        row["batch_id"]: row
+        for row in Run.objects.filter(batch_id__in=[batch.pk for batch in batches])
         .order_by()
         .values("batch_id")
-        .annotate(n=Count("id"))
-        .values_list("batch_id", "n")
-    )
-    for batch in batches:
-        for name in serializers.TRIAL_STATUSES:
-            setattr(batch, serializers.trial_count_name(name), by_status.get((batch.pk, name), 0))
-        batch.run_count = runs.get(batch.pk, 0)  # type: ignore[attr-defined]
-
-
-def _attach_run_counts(runs: list[Run]) -> None:
-    """Set what ``_count_trials_by_status`` annotates on a page of runs, in one grouped query
-    over those runs' trials (see _attach_batch_counts)."""
-    by_status: dict[tuple[int, str], int] = {
-        (row["run_id"], row["status"]): row["n"]
-        for row in Trial.objects.filter(run_id__in=[run.pk for run in runs])
-        .order_by()
-        .values("run_id", "status")
-        .annotate(n=Count("id"))
+        .annotate(run_count=Count("id"), **{name: Sum(name) for name in names})
     }
-    for run in runs:
-        for name in serializers.TRIAL_STATUSES:
-            setattr(run, serializers.trial_count_name(name), by_status.get((run.pk, name), 0))
+    for batch in batches:
+        row: Mapping[str, Any] = counts.get(batch.pk, {})
+        for name in names:
+            setattr(batch, name, row.get(name) or 0)
+        batch.run_count = row.get("run_count", 0)  # type: ignore[attr-defined]
 
 
 def _has_unsuccessful_trials(batch: Batch) -> bool:
-    unsuccessful = (Trial.Status.FAILED, Trial.Status.ERRORED, Trial.Status.TIMED_OUT)
-    return Trial.objects.filter(run__batch=batch, status__in=unsuccessful).exists()
+    return (
+        Run.objects.filter(batch=batch)
+        .filter(Q(trials_failed__gt=0) | Q(trials_errored__gt=0) | Q(trials_timed_out__gt=0))
+        .exists()
+    )
 
 
 def _created_batch(request: Request, batch: Batch) -> Response:
@@ -288,10 +274,7 @@ class BatchViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyMode
             raise ValidationError(
                 {"scope": f"Batch {batch.pk} has no failed, errored or timed-out trials to rerun."}
             )
-        if (
-            scope == "errored"
-            and not batch.runs.filter(trials__status=Trial.Status.ERRORED).exists()
-        ):
+        if scope == "errored" and not batch.runs.filter(trials_errored__gt=0).exists():
             raise ValidationError({"scope": f"Batch {batch.pk} has no errored trials to rerun."})
         from runner.batches import reruns  # the runner brings Celery and the harnesses: load on use
 
@@ -352,8 +335,7 @@ class RunViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyModelV
             .defer("case_version__definition", "case_version__sources")
             .order_by("batch_id", "id")
         )
-        if self.action != "list" or self.paginator is None:
-            runs = _count_trials_by_status(runs, "trials")
+        # Each run counts its own trials by status (the trials_<status> fields).
         if self.action != "list":
             return runs
         batch_id = _whole_number(self.request, "batch")
@@ -365,13 +347,6 @@ class RunViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyModelV
         if self.request.query_params.get("case"):
             runs = runs.filter(case_version__case__slug=self.request.query_params["case"])
         return runs
-
-    def paginate_queryset(self, queryset):
-        # Counted per page, as the batch list is.
-        page = super().paginate_queryset(queryset)
-        if page is not None:
-            _attach_run_counts(page)
-        return page
 
     @extend_schema(
         summary="Rerun one run (one grid cell) as a new batch",

@@ -126,8 +126,11 @@ class RedactingRecorder:
     An agent's event is redacted once, as its raw line: when the line needed no redaction and
     holds no backslash (so no JSON escape can hide a secret's characters), every string of the
     event parsed from it that appears in the line verbatim between quotes is a whole JSON string
-    of a clean line, and redacting it again would find nothing. Such events pass as they are;
-    any other (a string the harness made up, an escaped line) is redacted field by field.
+    of a clean line, and redacting it again would find nothing; so is a string the line holds
+    as it is that starts with ``{`` or ``[`` and ends with ``}`` or ``]`` (a tool's input the
+    parser made JSON text again), as whatever matched inside it would have matched in the line.
+    Such events pass as they are; any other (a string the harness made up, an escaped line) is
+    redacted field by field.
     """
 
     def __init__(self, inner: TrialRecorder, redactor: Redactor) -> None:
@@ -157,7 +160,10 @@ class RedactingRecorder:
             data = self.redactor.redact_obj(data)
         else:
             data = self._redact_unsafe(data, clean[0])
-        self.inner.event(turn_index, AgentEvent(event.kind, data, event.at_ms))
+        # Unchanged (the usual case): passed on as it came, not copied.
+        self.inner.event(
+            turn_index, event if data is event.data else AgentEvent(event.kind, data, event.at_ms)
+        )
 
     def _redact_unsafe(self, obj: Any, line: str) -> Any:
         """``obj`` with only its strings that are not :meth:`_safe` redacted; ``obj`` itself
@@ -169,11 +175,15 @@ class RedactingRecorder:
             for key, value in obj.items():
                 # The usual fields inline (this runs for every event): a string the line
                 # shows between quotes, and values that are never redacted.
-                if type(value) is str and (not value or f'"{value}"' in line):
+                kind = type(value)
+                if kind is str:
+                    if not value or f'"{value}"' in line or self._clean_text(value, line):
+                        continue
+                    kept = self.redactor.redact(value)
+                elif value is None or kind is int or kind is float or kind is bool:
                     continue
-                if value is None or type(value) in (int, float, bool):
-                    continue
-                kept = self._redact_unsafe(value, line)
+                else:
+                    kept = self._redact_unsafe(value, line)
                 if kept is not value:
                     if out is None:
                         out = dict(obj)
@@ -187,29 +197,38 @@ class RedactingRecorder:
         return obj
 
     def _safe(self, obj: Any, line: str) -> bool:
-        """Whether every string in ``obj`` is a whole JSON string of the clean ``line``, or a
-        short string known clean (see the class docstring); dict keys and other values are
-        never redacted, so they do not count."""
+        """Whether every string in ``obj`` is a whole JSON string of the clean ``line``, a JSON
+        object or list the line holds as it is (a tool's input made text again), or a short
+        string known clean (see the class docstring); dict keys and other values are never
+        redacted, so they do not count."""
         if isinstance(obj, str):
-            if not obj or f'"{obj}"' in line:
-                return True
-            if self._clean_words_of is not self.redactor:
-                self._clean_words, self._clean_words_of = set(), self.redactor
-            if obj in self._clean_words:
-                return True
-            if (
-                len(obj) <= MAX_REMEMBERED_WORD
-                and len(self._clean_words) < MAX_REMEMBERED_WORDS
-                and self.redactor.redact(obj) is obj
-            ):
-                self._clean_words.add(obj)
-                return True
-            return False
+            return not obj or f'"{obj}"' in line or self._clean_text(obj, line)
         if isinstance(obj, dict):
             return all(self._safe(value, line) for value in obj.values())
         if isinstance(obj, list | tuple):
             return all(self._safe(value, line) for value in obj)
         return True
+
+    def _clean_text(self, text: str, line: str) -> bool:
+        """Whether ``text``, which the clean ``line`` does not show as a whole JSON string, is
+        clean all the same: a JSON object or list the line holds as it is (a tool's input made
+        text again), or a short string found clean before."""
+        # No shape's match begins at "{" or "[", and none looks past the closing "}" or "]"
+        # (the text's own last character): a match inside the text is one in the line too.
+        if text[0] in "{[" and text[-1] in "}]" and text in line:
+            return True
+        if self._clean_words_of is not self.redactor:
+            self._clean_words, self._clean_words_of = set(), self.redactor
+        if text in self._clean_words:
+            return True
+        if (
+            len(text) <= MAX_REMEMBERED_WORD
+            and len(self._clean_words) < MAX_REMEMBERED_WORDS
+            and self.redactor.redact(text) is text
+        ):
+            self._clean_words.add(text)
+            return True
+        return False
 
     def raw_line(self, stream: str, line: str) -> None:
         redacted = self.redactor.redact(line)

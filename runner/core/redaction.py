@@ -8,6 +8,7 @@ credential (a provider key, a bearer token, ``password=...``) is removed by its 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 import urllib.parse
@@ -50,21 +51,22 @@ _KEY_SHAPES = [
     r"[\\\"']*\s*[:=]\s*[\\\"']*(?P<value>(?![$<{])[^\s\"'\\]{8,})",
 ]
 _KEY_PATTERNS = [re.compile(shape) for shape in _KEY_SHAPES]
-# For each shape, what text must hold for it to match: one of the first literals (as written:
-# single characters are found fastest) and, case-folded, one of the second. A shape is scanned
-# for only in text that passes: the scans are most of the cost of reading an agent's output
-# (about 90 µs per 1 KB line for all of them), and plain output passes none.
-_KEY_GATES: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
-    (("-",), ("sk-",)),
-    (("_",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    (("_",), ("github_pat_",)),
-    (("A",), ("akia", "asia")),
-    (("-",), ("xox",)),
-    (("A",), ("aiza",)),
-    (("-",), ("-----begin ",)),
-    (("",), ("bearer",)),
-    ((":", "="), ("key", "token", "secret", "passw")),
-]
+# What text must hold for each shape to match: for the shapes that match case, one of these
+# literals as written (``gh`` for GitHub's five gh?_ kinds); for bearer, "bearer" in the
+# case-folded text; for the last shape, what _may_hold_key_value finds. A shape is scanned for
+# only in text that holds its hint: the scans were most of the cost of reading an agent's
+# output, and plain output holds no hint at all.
+_CASED_SHAPES = _KEY_PATTERNS[:7]
+_CASED_SHAPE_HINTS: tuple[tuple[str, ...], ...] = (
+    ("sk-",),
+    ("gh",),
+    ("github_pat_",),
+    ("AKIA", "ASIA"),
+    ("xox",),
+    ("AIza",),
+    ("-----BEGIN ",),
+)
+_BEARER = _KEY_PATTERNS[7]
 # The last shape tries its prefix at every word of a text: a whole conversation.json holding
 # "input_tokens" took most of a second. It is scanned for only where, in the case-folded text,
 # one of its keywords is followed by a separator and a value's first 8 characters (any match
@@ -72,6 +74,11 @@ _KEY_GATES: list[tuple[tuple[str, ...], tuple[str, ...]]] = [
 _GENERIC_KEY = _KEY_PATTERNS[-1]
 _KEYWORDS = ("key", "token", "secret", "password", "passwd")
 _AFTER_KEYWORD = re.compile(r"\b[\\\"']*\s*[:=]\s*[\\\"']*(?![$<{])[^\s\"'\\]{8}")
+# A line (up to this long) holding no hint at all is let go after one pass over all of them,
+# done in C; a longer text (an artifact) nearly always holds one, and is not given that pass.
+HINTED_TEXT_CHARS = 4096
+_ANY_CASED_HINT = tuple(hint for hints in _CASED_SHAPE_HINTS for hint in hints)
+_ANY_FOLDED_HINT = ("bearer", "key", "token", "secret", "passw")
 
 
 def _may_hold_key_value(folded: str) -> bool:
@@ -84,21 +91,28 @@ def _may_hold_key_value(folded: str) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=256)
+def _forms_of(secrets: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """The encoded forms of ``secrets``, longest first, and one pattern that finds any of them.
+    Every trial of a worker starts with the same secrets (its environment's, the harness's),
+    so they are worked out once."""
+    forms: set[str] = set()
+    for secret in secrets:
+        forms.update(encoded_forms(secret))
+    ordered = tuple(sorted(forms, key=lambda s: (-len(s), s)))
+    # One pass over the text says whether any form is in it at all (most lines hold none);
+    # only then is each form's every occurrence found, overlaps included.
+    any_form = re.compile("|".join(re.escape(form) for form in ordered)) if ordered else None
+    return ordered, any_form
+
+
 class Redactor:
     """Replaces known secrets and key-shaped text with ``[redacted]``."""
 
     def __init__(self, secrets: Iterable[str] = ()):
         kept = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
         self._secrets = tuple(sorted(kept, key=lambda s: (-len(s), s)))
-        forms: set[str] = set()
-        for secret in self._secrets:
-            forms.update(encoded_forms(secret))
-        self._forms = tuple(sorted(forms, key=lambda s: (-len(s), s)))
-        # One pass over the text says whether any form is in it at all (most lines hold none);
-        # only then is each form's every occurrence found, overlaps included.
-        self._any_form = (
-            re.compile("|".join(re.escape(form) for form in self._forms)) if self._forms else None
-        )
+        self._forms, self._any_form = _forms_of(self._secrets)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -123,24 +137,7 @@ class Redactor:
                 while start != -1:
                     spans.append((start, start + len(form)))
                     start = text.find(form, start + 1)
-        folded = ""
-        for pattern, (literals, folded_literals) in zip(_KEY_PATTERNS, _KEY_GATES, strict=True):
-            # Plain loops, not any(): this runs for every line an agent prints.
-            for literal in literals:
-                if literal in text:
-                    break
-            else:
-                continue
-            folded = folded or text.casefold()  # as re.IGNORECASE folds: ſ is s, K is k
-            for literal in folded_literals:
-                if literal in folded:
-                    break
-            else:
-                continue
-            if pattern is _GENERIC_KEY and not _may_hold_key_value(folded):
-                continue
-            group = "value" if "value" in pattern.groupindex else 0
-            spans.extend(match.span(group) for match in pattern.finditer(text))
+        spans.extend(_shape_spans(text))
         if not spans:
             return text
         return _replace_spans(text, spans)
@@ -157,6 +154,27 @@ class Redactor:
         if isinstance(obj, tuple):
             return tuple(self.redact_obj(value) for value in obj)
         return obj
+
+
+def _shape_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds a key-shaped value, each shape scanned for only where its hint is."""
+    spans: list[tuple[int, int]] = []
+    if len(text) <= HINTED_TEXT_CHARS and not any(map(text.__contains__, _ANY_CASED_HINT)):
+        folded = text.casefold()  # as re.IGNORECASE folds: ſ is s, K is k
+        if not any(map(folded.__contains__, _ANY_FOLDED_HINT)):
+            return spans
+    else:
+        for pattern, hints in zip(_CASED_SHAPES, _CASED_SHAPE_HINTS, strict=True):
+            for hint in hints:  # plain loops, not any(): the hints are few
+                if hint in text:
+                    spans.extend(match.span() for match in pattern.finditer(text))
+                    break
+        folded = text.casefold()
+    if "bearer" in folded:
+        spans.extend(match.span("value") for match in _BEARER.finditer(text))
+    if _may_hold_key_value(folded):
+        spans.extend(match.span("value") for match in _GENERIC_KEY.finditer(text))
+    return spans
 
 
 def encoded_forms(secret: str) -> set[str]:

@@ -9,6 +9,8 @@ apart from the agent's own failures.
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from proctor.definitions import Source, Variant
 from proctor.mock import merged_mocks
 from runner.conversation.driver import drive_conversation
 from runner.conversation.planning_writes import changed_paths
+from runner.core.json_text import indented_json
 from runner.core.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.core.redaction import Redactor, secret_values
 from runner.core.session import AgentSession
@@ -109,6 +112,22 @@ def trial_cost(transcript, variant: Variant) -> float | None:
             + usage["output_tokens"] * float(prices.get("output_per_mtok", 0))
         ) / 1_000_000
     return reported
+
+
+_audit_pool: ThreadPoolExecutor | None = None
+_audit_pool_pid = 0
+_audit_pool_lock = threading.Lock()
+
+
+def _auditors() -> ThreadPoolExecutor:
+    """The process's threads for write audits, kept from trial to trial (starting a thread per
+    trial cost more than a watched audit itself)."""
+    global _audit_pool, _audit_pool_pid
+    with _audit_pool_lock:
+        if _audit_pool is None or _audit_pool_pid != os.getpid():  # a fork has no threads
+            _audit_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="proctor-audit")
+            _audit_pool_pid = os.getpid()
+        return _audit_pool
 
 
 class InfrastructureError(Exception):
@@ -214,17 +233,15 @@ def _run_in(
         )
     others = others_seen()
     transcript = session.transcript
-    # The write audit walks system folders (a subprocess); it runs while the checks do, and
-    # counts only what changed before the agent finished.
-    auditor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="proctor-audit")
-    audit = auditor.submit(
+    # The write audit may walk system folders (a subprocess); it runs while the checks do,
+    # and counts only what changed before the agent finished.
+    audit = _auditors().submit(
         audit_writes,
         sandbox,
         agent_started,
         ignore=audit_ignores,
         until=time.time(),
     )
-    auditor.shutdown(wait=False)  # its one thread ends with the audit
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
     if session.denials:
@@ -236,7 +253,7 @@ def _run_in(
     snapshot.discard()
     recorder.artifact(
         "conversation.json",
-        json.dumps(
+        indented_json(
             {
                 "outcome": conversation.outcome,
                 "stop_cause": conversation.stop_cause or None,
@@ -249,9 +266,7 @@ def _run_in(
                 "turns": [turn.to_json() for turn in transcript.turns],
                 # Past the trial's event cap, entries counted but not kept in memory.
                 "events_not_kept": transcript.events_not_kept or None,
-            },
-            indent=2,
-            ensure_ascii=False,
+            }
         ),
     )
     last = session.last_result

@@ -7,6 +7,7 @@ so nothing external is needed and queued work still goes through the same code.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterable
@@ -14,6 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import close_old_connections, connections
+
+log = logging.getLogger(__name__)
 
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -50,18 +53,10 @@ def _local_pool() -> ThreadPoolExecutor:
     return _pool
 
 
-def _finalize_tasks() -> None:
-    """Set Celery's tasks up in this thread: left to its lazy first use, pool threads starting
-    together race it and some fail ("'NoneType' object has no attribute 'push'")."""
-    from proctor.celery import app
-    from runner.jobs.tasks import run_trial
-
-    app.finalize(auto=True)
-    _ = run_trial.name, run_trial.request  # resolves the task's proxy and request stack
-
-
 def _run_locally(trial_id: int) -> None:
-    from runner.jobs.tasks import run_trial
+    # The task's own function, without Celery's tracing around it: the task is a thin wrapper
+    # (runner.jobs.tasks), and its per-call machinery cost more than a no-op trial's queries.
+    from runner.jobs.execution import run_trial_by_id
 
     # A pool thread keeps its SQLite connection from one trial to the next (opening one costs
     # more than a no-op trial's own queries, and it holds no lock between statements); a
@@ -70,7 +65,10 @@ def _run_locally(trial_id: int) -> None:
     if not keep:
         close_old_connections()
     try:
-        run_trial.apply(args=[trial_id])
+        run_trial_by_id(trial_id)
+    except Exception:
+        log.exception("trial %s could not be run", trial_id)
+        raise
     finally:
         if not keep:
             connections.close_all()
@@ -86,7 +84,6 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
         for trial_id in ids:
             run_trial.apply_async(args=[trial_id])
         return None
-    _finalize_tasks()
     with _pool_lock:
         if _stopped:
             return []

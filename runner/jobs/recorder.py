@@ -45,9 +45,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from evals_app import row_writes
 from evals_app.cost import trial_cost_usd
 from evals_app.models import Check, Consultation, Event, MockCall, Trial, Turn
 from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
+from runner.core.json_text import compact_json
 from runner.core.recording import TrialOutcome
 from runner.grading.checks import CheckResult
 from runner.jobs import artifacts, publishing
@@ -106,7 +108,7 @@ class DatabaseRecorder:
         self._turn_updates: dict[int, dict[str, Any]] = {}
         self._rows: list[Check | Consultation | MockCall] = []
         self._waiting_since: float | None = None
-        self._seq = Event.objects.filter(trial_id=trial.pk).count()
+        self._seq = _events_stored(trial.pk)
         self._lock = threading.Lock()  # stdout and stderr pumps report from two threads
         self._room = threading.Condition(self._lock)  # a reader waiting for the flusher
         # One flush at a time, so events are written and published in the order of their seq.
@@ -122,11 +124,17 @@ class DatabaseRecorder:
     # --- the TrialRecorder interface ---------------------------------------------------------
 
     def trial_started(self) -> None:
-        rows = Trial.objects.filter(pk=self.trial_id)
+        fence: dict[str, Any] = {"pk": self.trial_id}
         if self.owner is not None:
-            rows = rows.filter(lease_owner=self.owner)
-        rows.update(
-            status=Trial.Status.RUNNING, started_at=timezone.now(), artifacts_dir=str(self.folder)
+            fence["lease_owner"] = self.owner
+        row_writes.update_where(
+            Trial,
+            {
+                "status": Trial.Status.RUNNING,
+                "started_at": timezone.now(),
+                "artifacts_dir": str(self.folder),
+            },
+            fence,
         )
         self._announce(Trial.Status.RUNNING)
         self._flushed_live = True
@@ -147,20 +155,25 @@ class DatabaseRecorder:
             self._waiting()
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
-        with self._lock:
+        if event.kind == "Usage":
             # Counted before the event cap, so a dropped Usage event still counts its cost.
-            cost = event.data.get("cost_usd") if event.kind == "Usage" else None
+            cost = event.data.get("cost_usd")
             if isinstance(cost, int | float) and not isinstance(cost, bool):
-                self._reported_cost = (self._reported_cost or 0.0) + float(cost)
-            if self._seq >= self._max_events:
-                self._events_dropped += 1  # counted, not kept: see _note_dropped_events
-                return
+                with self._lock:
+                    self._reported_cost = (self._reported_cost or 0.0) + float(cost)
         self._store(turn_index, event, wait_for_room=True)
 
     def _store(self, turn_index: int, event: AgentEvent, *, wait_for_room: bool = False) -> None:
-        event = storable_event(event, max_field_bytes=self._max_field_bytes)
+        """Buffer ``event``; an agent's (``wait_for_room``) is counted instead past the cap,
+        and waits for the flusher when the buffer is full."""
+        # The seq only grows: past the cap already, the event need not be made storable.
+        if not (wait_for_room and self._seq >= self._max_events):
+            event = storable_event(event, max_field_bytes=self._max_field_bytes)
         with self._lock:
             if self.lost.is_set():
+                return
+            if wait_for_room and self._seq >= self._max_events:
+                self._events_dropped += 1  # counted, not kept: see _note_dropped_events
                 return
             self._events.append((turn_index, self._seq, event))
             self._seq += 1
@@ -315,9 +328,11 @@ class DatabaseRecorder:
                         f"{self._max_raw_bytes} bytes\n".encode()
                     )
                 self._raw_file.close()
-            # The last of the buffer and the trial's final row: one transaction.
+            # The trial's final row and the last of the buffer: one transaction. The final
+            # UPDATE is fenced by the lease like a flush's renewal, so it comes first and stands
+            # for it: no row means the trial was taken over, and nothing else is written.
             with transaction.atomic():
-                if self._write_pending():
+                if not self.lost.is_set():
                     recorded = Trial(pk=self.trial_id).finish(
                         outcome.status,
                         owner=self.owner,
@@ -337,6 +352,10 @@ class DatabaseRecorder:
                         threshold=outcome.threshold,
                         duration_ms=outcome.duration_ms,
                     )
+                    if recorded:
+                        self._write_pending(renew=False)
+                    elif self.owner is not None:
+                        self._lose()
             with self._lock:
                 self._closed = True
                 self._events_file.close()
@@ -384,9 +403,10 @@ class DatabaseRecorder:
                     self._raw_file.flush()
         self._published()
 
-    def _write_pending(self) -> bool:
-        """Inside the caller's transaction (and ``_flush_lock``): renew the lease, then write
-        the buffer. False when the lease is lost (nothing is written, and the loss is acted on)."""
+    def _write_pending(self, *, renew: bool = True) -> bool:
+        """Inside the caller's transaction (and ``_flush_lock``): renew the lease (unless the
+        caller's own fenced write did), then write the buffer. False when the lease is lost
+        (nothing is written, and the loss is acted on)."""
         with self._lock:
             events, self._events = self._events, []
             new_turns, self._new_turns = list(self._new_turns.values()), {}
@@ -397,7 +417,7 @@ class DatabaseRecorder:
         if self.lost.is_set():
             return False
         try:
-            if self.owner is not None and not self._renew_lease():
+            if renew and self.owner is not None and not self._renew_lease():
                 self._lose()
                 return False
             self._write(events, new_turns, updates, rows)
@@ -415,12 +435,12 @@ class DatabaseRecorder:
 
     def _write(self, events, new_turns, updates, rows) -> None:
         if new_turns:
-            Turn.objects.bulk_create(new_turns)
+            row_writes.insert_rows(Turn, new_turns)
         for index, fields in updates.items():
             Turn.objects.filter(trial_id=self.trial_id, index=index).update(**fields)
         if events:
             # Each event's data is encoded once: the row's JSON and its events.jsonl line.
-            texts = [json.dumps(event.data, ensure_ascii=False) for _, _, event in events]
+            texts = [compact_json(event.data) for _, _, event in events]
             _insert_events(self.trial_id, events, texts)
             self._events_file.writelines(
                 _jsonl_line(turn_index, event, text)
@@ -430,7 +450,7 @@ class DatabaseRecorder:
             self._last_seq = events[-1][1]
         checks = [row for row in rows if isinstance(row, Check)]
         if checks:
-            Check.objects.bulk_create(checks)
+            row_writes.insert_rows(Check, checks)
         consultations = [row for row in rows if isinstance(row, Consultation)]
         if consultations:
             Consultation.objects.bulk_create(consultations)
@@ -495,6 +515,15 @@ class DatabaseRecorder:
 
 
 _EVENT_COLUMNS = "(trial_id, turn_index, seq, kind, at, data)"
+
+
+def _events_stored(trial_id: int) -> int:
+    """How many events the trial has stored (the next seq): a plain query, as the ORM's
+    count() cost more to compile than to run."""
+    table = connection.ops.quote_name(Event._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE trial_id = %s", [trial_id])
+        return int(cursor.fetchone()[0])
 
 
 def _insert_events(

@@ -8,12 +8,13 @@ change time (ctime) is used because a program cannot set it back, unlike the mod
 Limits a reader should know: a deleted file or an empty new folder is not seen; anything else
 on the machine writing at the same time (another trial, the worker itself) is listed too.
 
-The folders are not walked per trial: ``watch_before_agent`` sets up one inotify watch over
-them per process (``runner.sandboxes.write_watch``) before the first agent starts, and an audit
-then looks only at the paths the kernel reported changed. Where the watch cannot vouch for the
-agent's whole run (no inotify, too many folders, dropped events, roots it does not cover) the
-audit walks the folders with ``find`` as before (about 30 ms here, more on a cold cache),
-bounded by ``timeout_s``.
+The folders are not walked per trial: ``watch_before_agent`` starts one inotify watch over
+them per process (``runner.sandboxes.write_watch``), and an audit then looks only at the paths
+the kernel reported changed. The watch's own set-up walk runs in the background, so the first
+agent does not wait for it. Where the watch cannot vouch for the agent's whole run (the agent
+started before the watch was set up, no inotify, too many folders, dropped events, roots it
+does not cover) the audit walks the folders with ``find`` as before (about 30 ms here, more on
+a cold cache), bounded by ``timeout_s``.
 
 Writes are not attributed to a process: with several trials running at once in one process
 (``proctor eval -j N``, the embedded pool), each trial's list may hold the others' writes.
@@ -115,12 +116,14 @@ def _literal(path: str) -> str:
 def watch_before_agent(
     sandbox: Sandbox, *, ignore: Sequence[str] = (), roots: Sequence[str] = AUDITED_ROOTS
 ) -> None:
-    """Make sure this process watches ``roots`` before ``sandbox``'s agent starts, so its audit
-    need not walk them (nothing to do for sandboxes that refuse outside writes). ``ignore``:
-    Proctor's own folders, never listed, so not watched either."""
+    """Make sure this process watches ``roots``, so the audits of agents that start once the
+    watch is set up need not walk them (nothing to do for sandboxes that refuse outside
+    writes). Returns at once: the set-up walk runs in the background, and an agent that starts
+    before it ends is audited by the walk. ``ignore``: Proctor's own folders, never listed, so
+    not watched either."""
     if getattr(sandbox, "confines_writes", False):
         return
-    write_watch.watch([root for root in roots if os.path.isdir(root)], ignore)
+    write_watch.watch_in_background([root for root in roots if os.path.isdir(root)], ignore)
 
 
 def _outside(path: str, pruned: Sequence[str]) -> bool:

@@ -85,6 +85,41 @@ def _within(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
+@functools.cache
+def _system_view(
+    network: bool, expose: tuple[str, ...]
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The bwrap binary, the host folders a sandbox sees read-only, and the bwrap arguments
+    that show them: the same for every sandbox of one process with the same ``network`` and
+    ``expose``, so worked out once."""
+    binary = shutil.which("bwrap") or "bwrap"
+    read_only = [d for d in SYSTEM_DIRS if os.path.isdir(d)]
+    read_only += [d for d in _python_dirs() if not _within(d, read_only)]
+    read_only += [os.path.abspath(p) for p in expose if not _within(os.path.abspath(p), read_only)]
+    args: list[str] = []
+    for path in read_only:
+        args += ["--ro-bind", path, path]
+    for link in SYSTEM_LINKS:
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    if network:
+        resolv = os.path.realpath("/etc/resolv.conf")
+        if os.path.exists(resolv) and not _within(resolv, read_only):
+            # e.g. systemd-resolved's file under /run: name lookups need it.
+            args += ["--ro-bind", resolv, resolv]
+    args += ["--dev", "/dev", "--proc", "/proc", "--symlink", SANDBOX_TMP, "/var/tmp"]
+    return binary, tuple(read_only), tuple(args)
+
+
+@functools.lru_cache(maxsize=256)
+def _shown_read_only(path: str, read_only: tuple[str, ...]) -> bool:
+    """Whether ``path`` is inside the host folders every sandbox sees (asked for each PATH
+    entry of each sandbox: the same few answers every time)."""
+    return _within(path, (*read_only, *SYSTEM_LINKS))
+
+
 class BwrapSandbox(LocalSandbox):
     """The local sandbox's trial folders, with every process confined by bubblewrap."""
 
@@ -111,11 +146,25 @@ class BwrapSandbox(LocalSandbox):
             )
         super().__init__()
         self.network = network
-        self.bwrap = shutil.which("bwrap") or "bwrap"
-        self.read_only = [d for d in SYSTEM_DIRS if os.path.isdir(d)]
-        self.read_only += [d for d in _python_dirs() if not _within(d, self.read_only)]
-        self.read_only += [
-            os.path.abspath(p) for p in expose if not _within(os.path.abspath(p), self.read_only)
+        self.bwrap, self.read_only, system_view = _system_view(network, tuple(expose))
+        self._path_for: tuple[str, str] | None = None
+        # Every run's view up to the trial's own folders, the same for each of its runs. /tmp
+        # first: a folder exposed below it (or the Python, in a venv under /tmp) then shows
+        # through instead of being hidden by it.
+        self.view = [
+            self.bwrap,
+            "--tmpfs",
+            "/",
+            "--bind",
+            str(self.tmp),
+            SANDBOX_TMP,
+            *system_view,
+            "--bind",
+            str(self.host_workspace),
+            self.workspace,
+            "--bind",
+            str(self.host_home),
+            self.home,
         ]
 
     @classmethod
@@ -126,15 +175,22 @@ class BwrapSandbox(LocalSandbox):
         return cls(network=variant.network, expose=tuple(expose))
 
     def _visible(self, path: str) -> bool:
-        return _within(path, [*self.read_only, self.workspace, self.home, *SYSTEM_LINKS])
+        return _shown_read_only(path, self.read_only) or _within(path, (self.workspace, self.home))
+
+    def _inside_path(self, host_path: str) -> str:
+        """``host_path`` (a PATH) with only the entries that exist inside, and the user's own
+        tools dir first: with the system read-only, `npm install -g` and `pip install --user`
+        land in $HOME/.local. Worked out once per sandbox and PATH (every run asks)."""
+        if self._path_for is None or self._path_for[0] != host_path:
+            local_bin = f"{self.home}/.local/bin"
+            path = [p for p in host_path.split(os.pathsep) if p and self._visible(p)]
+            inside = os.pathsep.join([local_bin, *[p for p in path if p != local_bin]])
+            self._path_for = (host_path, inside)
+        return self._path_for[1]
 
     def base_env(self) -> dict[str, str]:
         env = super().base_env()
-        # Only PATH entries that exist inside; the user's own tools dir first: with the system
-        # read-only, `npm install -g` and `pip install --user` land in $HOME/.local.
-        local_bin = f"{self.home}/.local/bin"
-        path = [p for p in env["PATH"].split(os.pathsep) if p and self._visible(p)]
-        env["PATH"] = os.pathsep.join([local_bin, *[p for p in path if p != local_bin]])
+        env["PATH"] = self._inside_path(env["PATH"])
         env["NPM_CONFIG_PREFIX"] = f"{self.home}/.local"
         env["TMPDIR"] = SANDBOX_TMP
         for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
@@ -144,24 +200,7 @@ class BwrapSandbox(LocalSandbox):
         return self.mocks.apply_env(env) if self.mocks else env
 
     def _bwrap_argv(self, argv: Sequence[str], cwd: str) -> list[str]:
-        # /tmp first: a folder exposed below it (or the Python, in a venv under /tmp) then
-        # shows through instead of being hidden by it.
-        args = [self.bwrap, "--tmpfs", "/", "--bind", str(self.tmp), SANDBOX_TMP]
-        for path in self.read_only:
-            args += ["--ro-bind", path, path]
-        for link in SYSTEM_LINKS:
-            if os.path.islink(link):
-                args += ["--symlink", os.readlink(link), link]
-            elif os.path.isdir(link):
-                args += ["--ro-bind", link, link]
-        if self.network:
-            resolv = os.path.realpath("/etc/resolv.conf")
-            if os.path.exists(resolv) and not _within(resolv, self.read_only):
-                # e.g. systemd-resolved's file under /run: name lookups need it.
-                args += ["--ro-bind", resolv, resolv]
-        args += ["--dev", "/dev", "--proc", "/proc", "--symlink", SANDBOX_TMP, "/var/tmp"]
-        args += ["--bind", str(self.host_workspace), self.workspace]
-        args += ["--bind", str(self.host_home), self.home]
+        args = list(self.view)
         if self.mocks:  # the trial's mocks: shims, unix sockets, the bridge (runner.mocks)
             args += ["--ro-bind", self.mocks.folder, self.mocks.folder]
             if self.mocks.hosts_file:  # the mocks' host names, on the sandbox's loopback

@@ -47,6 +47,8 @@ from typing import IO
 
 # The cgroup a run's process moves itself into before it execs the program; "$0" is the folder.
 CGROUP_WRAPPER = 'echo $$ > "$0/cgroup.procs" 2>/dev/null; exec "$@"'
+# The most watchdog lines that wait for a prompt one (each line sent wakes the watchdog up).
+LAZY_LINES = 64
 # How long ending a cgroup waits for the kernel to empty it before giving up on the folder.
 EMPTY_WAIT_S = 2.0
 
@@ -153,8 +155,22 @@ def _own_cgroup(mount: Path) -> Path | None:
     return None
 
 
+def _populated(folder: Path) -> bool:
+    """Whether the cgroup still holds a process (True when that cannot be read)."""
+    try:
+        return "populated 0" not in (folder / "cgroup.events").read_text()
+    except OSError:
+        return True
+
+
 def _end_cgroup(folder: Path) -> None:
-    """SIGKILL everything in ``folder`` (a cgroup) and remove it once the kernel emptied it."""
+    """SIGKILL everything in ``folder`` (a cgroup) and remove it once the kernel emptied it.
+    An empty one (the usual end of a run: its program exited and was reaped, nothing of it
+    lingers) is removed at once."""
+    if not _populated(folder):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            return
     try:
         (folder / "cgroup.kill").write_text("1")
     except OSError:
@@ -178,7 +194,7 @@ def _end_cgroup(folder: Path) -> None:
         except OSError:
             if time.monotonic() > deadline:
                 return
-            time.sleep(0.005)
+            time.sleep(0.001)
 
 
 def _signal_cgroup(folder: Path, sig: int) -> None:
@@ -192,12 +208,14 @@ class _Containment:
     """This Proctor process's way of containing runs (cgroup or group) and its watchdog."""
 
     def __init__(self) -> None:
-        self.identity = process_identity(os.getpid()) or str(os.getpid())
+        self.pid = os.getpid()
+        self.identity = process_identity(self.pid) or str(self.pid)
         self.base: Path | None = self._cgroup_base()
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._watchdog_in: IO[bytes] | None = None
+        self._lazy: list[bytes] = []  # lines waiting for the next prompt one
 
     def _cgroup_base(self) -> Path | None:
         mount = _cgroup2_mount()
@@ -222,13 +240,22 @@ class _Containment:
             _end_cgroup(probe)
         return base if moved.returncode == 0 else None
 
-    def tell_watchdog(self, line: str) -> None:
+    def tell_watchdog(self, line: str, *, prompt: bool = True) -> None:
+        """Send ``line`` to the watchdog. ``prompt`` False: the line may wait for the next
+        prompt one (at most LAZY_LINES of them wait), for news whose loss harms nothing when
+        this process dies first: a removed cgroup or container named again is not found, a
+        folder listed for removal has a name no one else uses. A process group's end is always
+        prompt, as its id could be reused by someone else's group."""
         with self._lock:
+            self._lazy.append(line.encode() + b"\n")
+            if not prompt and len(self._lazy) < LAZY_LINES:
+                return
+            lines, self._lazy = b"".join(self._lazy), []
             if self._watchdog is None or self._watchdog.poll() is not None:
                 self._start_watchdog()
             if self._watchdog_in is not None:
                 with contextlib.suppress(OSError):
-                    self._watchdog_in.write(line.encode() + b"\n")
+                    self._watchdog_in.write(lines)
                     self._watchdog_in.flush()
 
     def _start_watchdog(self) -> None:
@@ -266,11 +293,22 @@ _containment: _Containment | None = None
 _containment_lock = threading.Lock()
 
 
+def _forget_in_child() -> None:
+    """A forked child (a validator, a prepare function) starts with its own containment, and
+    with a fresh lock: another thread may have held this one at the moment of the fork, and
+    nothing in the child would ever release it."""
+    global _containment, _containment_lock
+    _containment, _containment_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def containment() -> _Containment:
     """The containment of this process, made (and stale cgroups swept) on first use."""
     global _containment
     with _containment_lock:
-        if _containment is None or _containment.identity != process_identity(os.getpid()):
+        if _containment is None or _containment.pid != os.getpid():
             _containment = _Containment()  # also after a fork: a new process, its own trees
         return _containment
 
@@ -294,7 +332,9 @@ def sweep_stale_cgroups(own: Path) -> None:
 
 def watch_container(engine_socket: str, container_id: str, *, done: bool = False) -> None:
     """Have the watchdog remove the container if this process dies before ``done``."""
-    containment().tell_watchdog(f"{'-' if done else '+'}docker {engine_socket} {container_id}")
+    containment().tell_watchdog(
+        f"{'-' if done else '+'}docker {engine_socket} {container_id}", prompt=not done
+    )
 
 
 class TrialScope:
@@ -346,9 +386,14 @@ def trial_scope() -> Iterator[TrialScope]:
 class ProcessTree:
     """One run's processes: the program started by ``wrap(argv)`` and all it starts."""
 
-    def __init__(self, owner: _Containment, cgroup: Path | None) -> None:
+    def __init__(
+        self, owner: _Containment, cgroup: Path | None, *, dies_with_proctor: bool = False
+    ) -> None:
         self.owner = owner
         self.cgroup = cgroup
+        # A group that ends by itself when this process dies (bwrap's --die-with-parent) is
+        # none of the watchdog's business.
+        self.watched = cgroup is not None or not dies_with_proctor
         self.pgid: int | None = None
         self.scope = _scope.get()
         if cgroup is not None:
@@ -362,7 +407,7 @@ class ProcessTree:
     def started(self, pid: int) -> None:
         """The program runs as ``pid``, leader of its own session (``start_new_session``)."""
         self.pgid = pid
-        if self.cgroup is None:
+        if self.cgroup is None and self.watched:
             self.owner.tell_watchdog(f"+pg {pid}")
         if self.scope is not None and not self.scope.add(self):
             self.kill()  # its trial was given up before it started
@@ -383,6 +428,6 @@ class ProcessTree:
                 os.killpg(self.pgid, signal.SIGKILL)
         if self.cgroup is not None:
             _end_cgroup(self.cgroup)
-            self.owner.tell_watchdog(f"-cg {self.cgroup}")
-        elif self.pgid is not None:
+            self.owner.tell_watchdog(f"-cg {self.cgroup}", prompt=False)
+        elif self.pgid is not None and self.watched:
             self.owner.tell_watchdog(f"-pg {self.pgid}")

@@ -1,4 +1,4 @@
-"""The ``docker`` sandbox: one container per trial, through the docker SDK and the local engine.
+"""The ``docker`` sandbox: one container per trial, driven over the engine's API (``engine``).
 
 The container runs a keep-alive process under Docker's init, with a read-only root file system,
 no capabilities, the network off (``none``) unless the variant allows it (then the host's
@@ -8,10 +8,15 @@ home are bind-mounted at the same paths as on the host, its tmp folder at /tmp, 
 
 Each ``run`` is an exec in that container. When it ends, or its time is up, every process it
 left is killed (all but the init and the keep-alive), so nothing outlives its step, as under
-bwrap. The steps of one trial run one at a time. ``destroy`` removes the container; so does
-the watchdog of a Proctor that died (``runner.sandboxes.containment``, for an engine on a unix
-socket), and else a container whose worker died removes itself when its keep-alive ends, a day
-later.
+bwrap. The steps of one trial run one at a time. ``destroy`` hands the container to a background
+thread that removes it (a removal takes the engine about as long as a step), so the trial does
+not wait for it; a process waits for those removals before it exits. The container of a Proctor
+that died is removed by its watchdog (``runner.sandboxes.containment``, for an engine on a unix
+socket), and else removes itself when its keep-alive ends, a day later.
+
+A trial costs the engine a create, a start and an inspect, and per step an exec's create, start
+and end; whether a step left a process behind is read from the container's cgroup on the host
+when Proctor sees it (else the engine lists the container's processes, running ``ps``).
 
 Variant options: ``image`` (default proctor-base:latest, built offline by tests/setup/docker.sh;
 never pulled; any image with sh, sleep and cat works; proctor-agents:latest, built by
@@ -22,22 +27,21 @@ tests/setup/agent-image.sh, adds node and the five agent CLIs: docs/agents-in-do
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import proctor
 from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, SandboxError
+from runner.sandboxes.container_removal import remove_later
 from runner.sandboxes.containment import watch_container
+from runner.sandboxes.engine import Engine, EngineError, ExecStream
 from runner.sandboxes.local import LocalSandbox
 from runner.sandboxes.processes import TERMINATE_GRACE_S, LineSplitter
-
-log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "proctor-base:latest"
 # The base image plus node and the real agent CLIs (docs/agents-in-docker.md); select it with
@@ -54,10 +58,19 @@ SANDBOX_TMP = "/tmp"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = "proctor.sandbox"
 
-# Kills every process of the container but init (1), the keep-alive ($2) and itself, with
-# signal $1; for KILL, again until none is left (a process may fork while the list is read).
+# Kills every process of the container but init (1), the keep-alive and itself, with signal $1;
+# for KILL, again until none is left (a process may fork while the list is read). The keep-alive
+# is the child of init that started first: a process orphaned by a step is reparented to init
+# too, but always starts later.
 SWEEP_SCRIPT = r"""
-sig=$1 keep=$2 round=0
+sig=$1 keep= first= round=0
+read -r children < /proc/1/task/1/children
+for p in $children; do
+  read -r stat < "/proc/$p/stat" 2>/dev/null || continue
+  set -- ${stat##*) }
+  shift 19
+  if [ -z "$first" ] || [ "$1" -lt "$first" ]; then first=$1 keep=$p; fi
+done
 while [ $round -lt 20 ]; do
   found=
   for d in /proc/[0-9]*; do
@@ -71,38 +84,40 @@ while [ $round -lt 20 ]; do
   round=$((round + 1))
 done
 """
+# How often a step's end is asked of the engine while its output stream stays open (a child
+# holding it), from the first pause to the longest.
+FIRST_PAUSE_S = 0.05
+LONGEST_PAUSE_S = 0.25
+# How long the output still in the stream is read once a step ended.
+DRAIN_S = 5.0
 
 
-def _engine_client(timeout: float | None) -> Any:
-    import docker
+def _engine(timeout: float = ENGINE_TIMEOUT_S) -> Engine:
+    try:
+        return Engine(timeout=timeout)
+    except EngineError as exc:
+        raise SandboxError(f"the docker sandbox is unavailable: {exc.explanation}") from exc
 
-    return docker.APIClient(**docker.utils.kwargs_from_env(), timeout=timeout, version="auto")
 
-
-def _engine_socket() -> str | None:
-    """The engine's unix socket, for the watchdog (None for an engine reached over TCP)."""
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    return host.removeprefix("unix://") if host.startswith("unix://") else None
+def _missing_image(image: str) -> str:
+    builder = "agent-image.sh" if image == AGENT_IMAGE else "docker.sh"
+    return f"the image {image} is not on this engine (tests/setup/{builder} builds it offline)"
 
 
 def docker_problem(image: str = DEFAULT_IMAGE) -> str | None:
-    """Why the docker sandbox cannot run ``image`` here, or None when it can."""
+    """Why the docker sandbox cannot run ``image`` here, or None when it can (two requests to
+    the engine)."""
     try:
-        import docker
-    except ImportError:
-        return "the docker Python package is not installed"
+        engine = Engine(timeout=10)
+        engine.call("GET", "/_ping")
+    except EngineError as exc:
+        return f"no Docker engine answers ({exc.explanation})"
     try:
-        client = _engine_client(timeout=10)
-        client.ping()
-    except Exception as exc:
-        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
-    try:
-        client.inspect_image(image)
-    except docker.errors.ImageNotFound:
-        builder = "agent-image.sh" if image == AGENT_IMAGE else "docker.sh"
-        return f"the image {image} is not on this engine (tests/setup/{builder} builds it offline)"
-    except Exception as exc:
-        return f"the engine could not inspect {image} ({type(exc).__name__}: {exc})"
+        engine.call("GET", f"/images/{quote(image, safe='')}/json")
+    except EngineError as exc:
+        if exc.status == 404:
+            return _missing_image(image)
+        return f"the engine could not inspect {image} ({exc.explanation})"
     return None
 
 
@@ -146,6 +161,55 @@ def _positive(name: str, value: Any, kind: type) -> Any:
     return number
 
 
+def _ignore(_: bytes) -> None:
+    pass
+
+
+def _cgroup_mounts() -> list[tuple[frozenset[str] | None, str, str]]:
+    """This process's cgroup mounts: (controllers, or None for cgroup v2; mount point; the
+    cgroup path mounted there)."""
+    mounts: list[tuple[frozenset[str] | None, str, str]] = []
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            before, _, after = line.partition(" - ")
+            fields, kind = before.split(), after.split()
+            if len(fields) < 5 or len(kind) < 3:
+                continue
+            if kind[0] == "cgroup2":
+                mounts.append((None, fields[4], fields[3]))
+            elif kind[0] == "cgroup":
+                mounts.append((frozenset(kind[2].split(",")), fields[4], fields[3]))
+    return mounts
+
+
+def _container_procs_file(init_pid: int, container_id: str) -> Path | None:
+    """The ``cgroup.procs`` file listing the container's processes, read on the host: found
+    through its init's host pid when this process sees the engine's host (the same pids and
+    cgroup folders, checked by finding that pid in it); else None."""
+    try:
+        lines = Path(f"/proc/{init_pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    mounts = _cgroup_mounts()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if container_id not in path:
+            continue
+        wanted = frozenset(controllers.split(",")) if controllers else None
+        for mounted, point, root in mounts:
+            if wanted is None or mounted is None:
+                if wanted is not mounted:
+                    continue  # a v1 line wants a v1 mount, a v2 line the v2 one
+            elif not wanted <= mounted:
+                continue
+            relative = path[len(root) :] if root != "/" and path.startswith(root) else path
+            candidate = Path(point + relative) / "cgroup.procs"
+            with contextlib.suppress(OSError):
+                if str(init_pid) in candidate.read_text().split():
+                    return candidate
+    return None
+
+
 class DockerSandbox(LocalSandbox):
     """The local sandbox's trial folders, mounted into a container that runs every step."""
 
@@ -173,26 +237,28 @@ class DockerSandbox(LocalSandbox):
             raise SandboxError(
                 f"the docker sandbox cannot expose {', '.join(missing)}: no such path on this machine"
             )
-        problem = docker_problem(image)
-        if problem:
-            raise SandboxError(f"the docker sandbox is unavailable: {problem}")
+        self.engine = _engine()
         super().__init__()
         self.image = image
         self.network = network
         self.user = f"{os.getuid()}:{os.getgid()}"
         self.kit_dir = str(Path(proctor.__file__).resolve().parent)
-        self.control = _engine_client(timeout=ENGINE_TIMEOUT_S)
-        # Output streams wait as long as the process stays quiet: no socket timeout.
-        self.streams = _engine_client(timeout=None)
         self.container_id: str | None = None
-        self.engine_socket = _engine_socket()
+        self.procs_file: Path | None = None
         try:
             self.container_id = self._start_container(nano_cpus, memory_bytes, pids_limit, expose)
-            self.keepalive_pid = self._keepalive_pid()
         except Exception as exc:
             self.destroy()
             if isinstance(exc, SandboxError):
                 raise
+            if isinstance(exc, EngineError) and exc.status == 0:
+                raise SandboxError(
+                    f"the docker sandbox is unavailable: no Docker engine answers ({exc})"
+                ) from exc
+            if isinstance(exc, EngineError) and exc.status == 404 and "image" in str(exc).lower():
+                raise SandboxError(
+                    f"the docker sandbox is unavailable: {_missing_image(image)}"
+                ) from exc
             raise SandboxError(
                 f"the docker sandbox could not start a container from {image}: {exc}"
             ) from exc
@@ -215,8 +281,6 @@ class DockerSandbox(LocalSandbox):
     def _start_container(
         self, nano_cpus: int, memory_bytes: int, pids_limit: int, expose: Sequence[str]
     ) -> str:
-        from docker.types import Mount
-
         # The trial's mocks (runner.mocks) live here: shims, unix sockets, the bridge.
         mocks_folder = self.root / "mocks"
         mocks_folder.mkdir(exist_ok=True)
@@ -225,56 +289,55 @@ class DockerSandbox(LocalSandbox):
         hosts = mocks_folder / "hosts"
         hosts.write_text(_container_hosts(self.network), encoding="utf-8")
         hosts.chmod(0o644)
-        mounts = [
-            Mount(str(mocks_folder), str(mocks_folder), type="bind", read_only=True),
-            Mount("/etc/hosts", str(hosts), type="bind", read_only=True),
-            Mount(SANDBOX_TMP, str(self.tmp), type="bind"),
-            Mount(self.workspace, str(self.host_workspace), type="bind"),
-            Mount(self.home, str(self.host_home), type="bind"),
-            Mount(self.kit_dir, self.kit_dir, type="bind", read_only=True),
-            *(
-                Mount(os.path.abspath(p), os.path.abspath(p), type="bind", read_only=True)
-                for p in expose
-            ),
+        binds = [
+            (str(mocks_folder), str(mocks_folder), True),
+            (str(hosts), "/etc/hosts", True),
+            (str(self.tmp), SANDBOX_TMP, False),
+            (str(self.host_workspace), self.workspace, False),
+            (str(self.host_home), self.home, False),
+            (self.kit_dir, self.kit_dir, True),
+            *((os.path.abspath(p), os.path.abspath(p), True) for p in expose),
         ]
-        host_config = self.control.create_host_config(
-            mounts=mounts,
-            network_mode="host" if self.network else "none",
-            init=True,
-            read_only=True,
-            auto_remove=True,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            nano_cpus=nano_cpus,
-            mem_limit=memory_bytes,
-            memswap_limit=memory_bytes,
-            pids_limit=pids_limit,
+        # A create, never a pull: a missing image is an error, not a download.
+        created = self.engine.call(
+            "POST",
+            "/containers/create",
+            {
+                "Image": self.image,
+                "Cmd": ["sleep", str(KEEPALIVE_S)],
+                "WorkingDir": self.workspace,
+                "Labels": {LABEL: self.kind, f"{LABEL}.folder": str(self.root)},
+                "Hostname": "sandbox",
+                "HostConfig": {
+                    "Mounts": [
+                        {"Type": "bind", "Source": source, "Target": target, "ReadOnly": ro}
+                        for source, target, ro in binds
+                    ],
+                    "NetworkMode": "host" if self.network else "none",
+                    "Init": True,
+                    "ReadonlyRootfs": True,
+                    "AutoRemove": True,
+                    "CapDrop": ["ALL"],
+                    "SecurityOpt": ["no-new-privileges"],
+                    "NanoCpus": nano_cpus,
+                    "Memory": memory_bytes,
+                    "MemorySwap": memory_bytes,
+                    "PidsLimit": pids_limit,
+                },
+            },
         )
-        # create, never run: the SDK's run() would try to pull a missing image.
-        created = self.control.create_container(
-            self.image,
-            command=["sleep", str(KEEPALIVE_S)],
-            host_config=host_config,
-            working_dir=self.workspace,
-            labels={LABEL: self.kind, f"{LABEL}.folder": str(self.root)},
-            hostname="sandbox",
-        )
-        container_id = created["Id"]
+        container_id = str(created["Id"])
         self.container_id = container_id
-        if self.engine_socket:
-            watch_container(self.engine_socket, container_id)
-        self.control.start(container_id)
-        return container_id
-
-    def _keepalive_pid(self) -> str:
-        """The keep-alive's pid inside the container: Docker's init (pid 1) has it as its only
-        child right after the start."""
-        output = self._exec_quietly(["cat", "/proc/1/task/1/children"]).split()
-        if not output:
+        if self.engine.socket_path:
+            watch_container(self.engine.socket_path, container_id)
+        self.engine.call("POST", f"/containers/{container_id}/start")
+        state = self.engine.call("GET", f"/containers/{container_id}/json")["State"]
+        if not state.get("Running"):
             raise SandboxError(
                 f"the docker sandbox's container from {self.image} did not keep running"
             )
-        return output[0]
+        self.procs_file = _container_procs_file(int(state.get("Pid") or 0), container_id)
+        return container_id
 
     def base_env(self) -> dict[str, str]:
         env = {
@@ -290,24 +353,47 @@ class DockerSandbox(LocalSandbox):
         }
         return self.mocks.apply_env(env) if self.mocks else env
 
-    def _exec_quietly(self, argv: Sequence[str]) -> str:
-        """A short control command inside the container, as the sandbox's user; its stdout."""
-        exec_id = self.control.exec_create(
-            self.container_id, list(argv), user=self.user, stdin=False
-        )["Id"]
-        output = self.control.exec_start(exec_id, demux=True)
-        return (output[0] or b"").decode("utf-8", errors="replace")
+    def _create_exec(
+        self, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+    ) -> str:
+        body: dict[str, Any] = {
+            "Cmd": list(argv),
+            "AttachStdin": False,
+            "AttachStdout": True,
+            "AttachStderr": True,
+            "Tty": False,
+            "User": self.user,
+        }
+        if env is not None:
+            body["Env"] = [f"{name}={value}" for name, value in env.items()]
+        if cwd is not None:
+            body["WorkingDir"] = cwd
+        return str(self.engine.call("POST", f"/containers/{self.container_id}/exec", body)["Id"])
+
+    def _exec_state(self, exec_id: str) -> tuple[bool, int | None]:
+        """Whether the exec still runs, and its exit code once it ended."""
+        state = self.engine.call("GET", f"/exec/{exec_id}/json")
+        return bool(state["Running"]), state.get("ExitCode")
 
     def _sweep(self, signal_name: str) -> None:
-        """Signal every process the steps left running."""
-        self._exec_quietly(["sh", "-c", SWEEP_SCRIPT, "sweep", signal_name, self.keepalive_pid])
+        """Signal every process the steps left running (one exec)."""
+        exec_id = self._create_exec(["sh", "-c", SWEEP_SCRIPT, "sweep", signal_name])
+        stream = self.engine.start_exec(exec_id)
+        try:
+            if not stream.pump(_ignore, _ignore, ENGINE_TIMEOUT_S):
+                raise EngineError(
+                    0, f"killing the leftover processes took over {ENGINE_TIMEOUT_S}s"
+                )
+        finally:
+            stream.close()
 
     def _anything_left(self) -> bool:
         """Whether a process other than the init and the keep-alive is in the container."""
-        return len(self.control.top(self.container_id).get("Processes") or []) > 2
-
-    def _running(self, exec_id: str) -> bool:
-        return bool(self.control.exec_inspect(exec_id)["Running"])
+        if self.procs_file is not None:
+            with contextlib.suppress(OSError):
+                return len(set(self.procs_file.read_text().split())) > 2
+        top = self.engine.call("GET", f"/containers/{self.container_id}/top")
+        return len(top.get("Processes") or []) > 2
 
     def run(
         self,
@@ -320,50 +406,47 @@ class DockerSandbox(LocalSandbox):
     ) -> ProcessResult:
         if self.container_id is None:
             raise SandboxError("the docker sandbox was already destroyed")
-        import docker
-
         started = time.monotonic()
         full_env = self.base_env()
         full_env.update(env or {})
         # With the network off, only the mocks' ports, bridged to their sockets (runner.mocks).
         command = self.mocks.bridged(argv, "python3") if self.mocks and not self.network else argv
         try:
-            exec_id = self.control.exec_create(
-                self.container_id,
-                list(command),
-                stdout=True,
-                stderr=True,
-                stdin=False,
-                tty=False,
-                environment=full_env,
-                workdir=cwd or self.workspace,
-                user=self.user,
-            )["Id"]
-            frames = self.streams.exec_start(exec_id, stream=True, demux=True)
-        except docker.errors.APIError as exc:
+            exec_id = self._create_exec(command, full_env, cwd or self.workspace)
+            stream = self.engine.start_exec(exec_id)
+        except EngineError as exc:
             raise SandboxError(
-                f"the docker sandbox could not run {argv[0]}: {exc.explanation or exc}"
+                f"the docker sandbox could not run {argv[0]}: {exc.explanation}"
             ) from exc
         out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
-        closed = threading.Event()
-        reader = threading.Thread(target=self._pump, args=(frames, out, err, closed), daemon=True)
-        reader.start()
         try:
-            timed_out = self._wait(exec_id, closed, timeout_s)
-            if timed_out:
-                self._sweep("TERM")
-                grace = time.monotonic() + TERMINATE_GRACE_S
-                while self._running(exec_id) and time.monotonic() < grace:
-                    closed.wait(0.05)
-            # After a normal exit too: a backgrounded child must not outlive its step. Listing
-            # the container's processes is much cheaper than the sweep's exec.
-            if timed_out or self._anything_left():
-                self._sweep("KILL")
-            reader.join(timeout=5)
-            exit_code = self.control.exec_inspect(exec_id)["ExitCode"]
-        except docker.errors.APIError as exc:
+            try:
+                timed_out, exit_code = self._follow(exec_id, stream, out, err, timeout_s)
+                if timed_out:
+                    self._sweep("TERM")
+                    grace = time.monotonic() + TERMINATE_GRACE_S
+                    while self._exec_state(exec_id)[0] and time.monotonic() < grace:
+                        self._read(stream, out, err, 0.05)
+                # After a normal exit too: a backgrounded child must not outlive its step.
+                # Reading the container's cgroup is much cheaper than the sweep's exec.
+                if timed_out or self._anything_left():
+                    self._sweep("KILL")
+                drain_until = time.monotonic() + DRAIN_S
+                while not stream.ended and time.monotonic() < drain_until:
+                    self._read(stream, out, err, drain_until - time.monotonic())
+            except BaseException as exc:
+                # The engine failed, or the line sink raised: no process of the step may stay.
+                if not isinstance(exc, EngineError):
+                    with contextlib.suppress(EngineError):
+                        self._sweep("KILL")
+                raise
+            finally:
+                stream.close()
+                out.close()
+                err.close()
+        except EngineError as exc:
             raise SandboxError(
-                f"the docker engine failed while running {argv[0]}: {exc.explanation or exc}"
+                f"the docker engine failed while running {argv[0]}: {exc.explanation}"
             ) from exc
         result = ProcessResult(
             exit_code=None if timed_out else exit_code,
@@ -375,46 +458,41 @@ class DockerSandbox(LocalSandbox):
         return self._not_started(argv, result)
 
     @staticmethod
-    def _pump(
-        frames: Iterator[tuple[bytes | None, bytes | None]],
+    def _read(stream: ExecStream, out: LineSplitter, err: LineSplitter, wait_s: float) -> bool:
+        """Take the step's output for up to ``wait_s`` (only wait, once the stream ended);
+        True once it ended."""
+        if stream.ended:
+            time.sleep(max(wait_s, 0))
+            return True
+        return stream.pump(out.feed, err.feed, max(wait_s, 0))
+
+    def _follow(
+        self,
+        exec_id: str,
+        stream: ExecStream,
         out: LineSplitter,
         err: LineSplitter,
-        closed: threading.Event,
-    ) -> None:
-        try:
-            for stdout, stderr in frames:
-                if stdout:
-                    out.feed(stdout)
-                if stderr:
-                    err.feed(stderr)
-        except Exception:  # the engine closed the stream under us (container removed): stop reading
-            pass
-        finally:
-            out.close()
-            err.close()
-            closed.set()
+        timeout_s: float | None,
+    ) -> tuple[bool, int | None]:
+        """Read the step's output until its process exits: (False, exit code), or (True, None)
+        when ``timeout_s`` ran out first.
 
-    def _wait(self, exec_id: str, closed: threading.Event, timeout_s: float | None) -> bool:
-        """Wait until the exec's process exits; True when ``timeout_s`` ran out first.
-
-        The output stream usually closes as the process exits; it may close earlier (the process
-        closed its stdout) or later (a background child holds it), so the engine is asked, more
-        rarely the longer the step runs.
+        The output stream usually ends as the process exits; it may end earlier (the process
+        closed its stdout) or later (a background child holds it), so the engine is asked too
+        whenever the stream ends and, while it stays open, more rarely the longer the step runs.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pause = 0.005
+        pause = FIRST_PAUSE_S
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                return self._running(exec_id)
-            wait_for = pause if remaining is None else min(pause, remaining)
-            if closed.is_set():
-                time.sleep(wait_for)
-            else:
-                closed.wait(wait_for)
-            if not self._running(exec_id):
-                return False
-            pause = min(pause * 2, 0.25)
+                running, exit_code = self._exec_state(exec_id)
+                return (True, None) if running else (False, exit_code)
+            self._read(stream, out, err, pause if remaining is None else min(pause, remaining))
+            running, exit_code = self._exec_state(exec_id)
+            if not running:
+                return False, exit_code
+            pause = min(pause * 2, LONGEST_PAUSE_S)
 
     def _not_started(self, argv: Sequence[str], result: ProcessResult) -> ProcessResult:
         """The engine reports a missing program as the exec's own output (exit 126/127); make it
@@ -433,18 +511,6 @@ class DockerSandbox(LocalSandbox):
     def destroy(self) -> None:
         container_id, self.container_id = self.container_id, None
         if container_id is not None:
-            import docker
-
-            try:
-                self.control.remove_container(container_id, force=True, v=True)
-            except docker.errors.NotFound:
-                pass  # auto-removed already
-            except docker.errors.APIError as exc:
-                # Destroying runs while a trial ends: report, never raise over the outcome.
-                if "already in progress" not in str(exc):
-                    log.warning(
-                        "could not remove docker sandbox container %s: %s", container_id[:12], exc
-                    )
-            if self.engine_socket:
-                watch_container(self.engine_socket, container_id, done=True)
+            # Off the trial's path; listed with the watchdog until it is gone.
+            remove_later(self.engine, container_id)
         super().destroy()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import os
 import queue
 import re
 import shutil
@@ -26,7 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from runner.sandboxes.containment import containment, identity_alive, process_identity
+from runner.sandboxes.containment import containment, identity_alive
 
 _OWNED = re.compile(r"proctor-(?:trial|snapshot)-(\d+-\d+)-")
 
@@ -34,7 +33,7 @@ _OWNED = re.compile(r"proctor-(?:trial|snapshot)-(\d+-\d+)-")
 def owned_prefix(kind: str) -> str:
     """The ``mkdtemp`` prefix of a folder of ``kind`` ("trial", "snapshot") owned by this
     process."""
-    return f"proctor-{kind}-{process_identity(os.getpid()) or os.getpid()}-"
+    return f"proctor-{kind}-{containment().identity}-"
 
 
 def sweep_stale_folders(root: str | None = None) -> list[Path]:
@@ -79,7 +78,7 @@ def remove_later(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
         return
     # Should this process die before the folder is gone, its watchdog deletes it.
-    containment().tell_watchdog(f"+dir {parked}")
+    containment().tell_watchdog(f"+dir {parked}", prompt=False)
     with _remover_lock:
         if _remover is None or not _remover.is_alive():
             _remover = threading.Thread(target=_remove_queued, name="proctor-remover", daemon=True)
@@ -98,6 +97,6 @@ def _remove_queued() -> None:
         folder = _removals.get()
         try:
             shutil.rmtree(folder, ignore_errors=True)
-            containment().tell_watchdog(f"-dir {folder}")
+            containment().tell_watchdog(f"-dir {folder}", prompt=False)
         finally:
             _removals.task_done()

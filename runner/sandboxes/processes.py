@@ -5,9 +5,9 @@ consultation command (``runner.llm.command_client``), the write audit's ``find``
 processes are one tree (``runner.sandboxes.containment``: a cgroup where the machine has
 cgroup v2, else the process group), ended as a whole when the program exits or its time is up.
 
-Output is read at pipe speed: one reader thread takes up to READ_CHUNK bytes at a time from
-both pipes, splits them into lines in bulk and decodes many lines in one call; only the
-``on_line`` sink runs per line.
+Output is read at pipe speed, by the thread that waits for the run (no thread of its own): up
+to READ_CHUNK bytes at a time from both pipes, split into lines in bulk and many lines decoded
+in one call; only the ``on_line`` sink runs per line.
 """
 
 from __future__ import annotations
@@ -117,37 +117,86 @@ class LineSplitter:
         return "".join(self.kept)
 
 
-class _Reader(threading.Thread):
-    """Reads both pipes until they close, or soon after being told the program is done."""
+class _Pipes:
+    """Reads a run's two pipes in the thread that runs it, and tells when its program exits.
 
-    def __init__(self, streams: dict[int, LineSplitter]) -> None:
-        super().__init__(daemon=True, name="proctor-output")
+    No thread per run: the waiting thread itself selects on both pipes and on a pidfd of the
+    program (readable once it exits), so output is read as it comes and the exit is seen at
+    once. Where pidfds are missing, the program is polled every POLL_S instead.
+    """
+
+    POLL_S = 0.05
+
+    def __init__(self, proc: subprocess.Popen[bytes], streams: dict[int, LineSplitter]) -> None:
+        self.proc = proc
         self.streams = streams
-        self.drain_until: float | None = None
+        self.open_fds = set(streams)
+        self.selector = selectors.DefaultSelector()
+        for fd in streams:
+            self.selector.register(fd, selectors.EVENT_READ)
+        self.pidfd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(proc.pid)
+            self.selector.register(self.pidfd, selectors.EVENT_READ)
 
-    def run(self) -> None:
-        with selectors.DefaultSelector() as selector:
-            for fd in self.streams:
-                selector.register(fd, selectors.EVENT_READ)
-            open_fds = set(self.streams)
-            while open_fds:
-                ready = selector.select(timeout=0.05)
-                if self.drain_until is not None:
-                    # Done: stop once the pipes are quiet, or at the latest DRAIN_S later.
-                    now = time.monotonic()
-                    if now > self.drain_until + DRAIN_S or (not ready and now > self.drain_until):
-                        break
-                for key, _ in ready:
-                    fd = int(key.fd)
-                    try:
-                        chunk = os.read(fd, READ_CHUNK)
-                    except OSError:
-                        chunk = b""
-                    if chunk:
-                        self.streams[fd].feed(chunk)
-                    else:
-                        selector.unregister(fd)
-                        open_fds.discard(fd)
+    def read_until_exit(self, deadline: float | None) -> bool:
+        """Read output until the program exits (True) or ``deadline`` passes (False)."""
+        while True:
+            if self.proc.poll() is not None:
+                return True
+            if not self.open_fds and self.pidfd is None:
+                # Nothing left to read: only the exit is awaited.
+                try:
+                    self.proc.wait(
+                        None if deadline is None else max(deadline - time.monotonic(), 0)
+                    )
+                    return True
+                except subprocess.TimeoutExpired:
+                    return False
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            wait = left if self.pidfd is not None else min(left or self.POLL_S, self.POLL_S)
+            if self._read(self.selector.select(wait)):
+                return True  # the pidfd said so
+
+    def _read(self, ready) -> bool:
+        """Take what ``ready`` holds; True when the pidfd said the program exited."""
+        exited = False
+        for key, _ in ready:
+            fd = int(key.fd)
+            if fd == self.pidfd:
+                exited = True
+                continue
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
+            if chunk:
+                self.streams[fd].feed(chunk)
+            else:
+                self.selector.unregister(fd)
+                self.open_fds.discard(fd)
+        return exited
+
+    def drain(self) -> None:
+        """After the tree is gone: read what is left, until the pipes close, or until they are
+        quiet after DRAIN_S when a process outside the tree keeps them open (never longer than
+        twice that)."""
+        if self.pidfd is not None:
+            self.selector.unregister(self.pidfd)
+        drain_until = time.monotonic() + DRAIN_S
+        while self.open_fds:
+            ready = self.selector.select(timeout=0.05)
+            now = time.monotonic()
+            if now > drain_until + DRAIN_S or (not ready and now > drain_until):
+                break
+            self._read(ready)
+
+    def close(self) -> None:
+        self.selector.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
         for splitter in self.streams.values():
             splitter.close()
 
@@ -199,7 +248,8 @@ def run_process(
 
     ``own_namespace``: ``argv`` starts its processes in a pid namespace of its own that dies
     with its first process (bwrap's ``--unshare-pid --die-with-parent``), so killing its process
-    group ends them all and the per-run cgroup (about a third of a bwrap run's cost) is skipped.
+    group ends them all and the per-run cgroup (about a third of a bwrap run's cost) is skipped;
+    the namespace dies with this process too, so the watchdog is not told of it.
     """
     started = time.monotonic()
     tree: ProcessTree | None = None
@@ -207,7 +257,11 @@ def run_process(
     try:
         if why:
             raise OSError(2, why)
-        tree = ProcessTree(containment(), None) if own_namespace else containment().new_tree()
+        tree = (
+            ProcessTree(containment(), None, dies_with_proctor=True)
+            if own_namespace
+            else containment().new_tree()
+        )
         proc = subprocess.Popen(
             tree.wrap(list(argv)),
             env=None if env is None else dict(env),
@@ -230,27 +284,35 @@ def run_process(
     tree.started(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
-    reader = _Reader({proc.stdout.fileno(): out, proc.stderr.fileno(): err})
-    reader.start()
+    pipes = _Pipes(proc, {proc.stdout.fileno(): out, proc.stderr.fileno(): err})
     feeder = None
     if stdin is not None:
         feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
         feeder.start()
     timed_out = False
     try:
-        proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        tree.signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=TERMINATE_GRACE_S)
-    tree.kill()
-    proc.wait()
-    reader.drain_until = time.monotonic() + DRAIN_S
-    reader.join()
-    for pipe in (proc.stdout, proc.stderr):
-        with contextlib.suppress(OSError):
-            pipe.close()
+        exited = pipes.read_until_exit(None if timeout_s is None else started + timeout_s)
+        if not exited:
+            timed_out = True
+            tree.signal(signal.SIGTERM)
+            exited = pipes.read_until_exit(time.monotonic() + TERMINATE_GRACE_S)
+        if exited and tree.cgroup is not None:
+            # Reaped first: a cgroup that holds nothing else then goes without a kill. (A
+            # process group is killed before its leader is reaped, so its id stays its own.)
+            proc.wait()
+        tree.kill()
+        proc.wait()
+        pipes.drain()
+    except BaseException:
+        # The sink raised (or the thread was stopped): the run still ends with its tree.
+        tree.kill()
+        proc.wait()
+        raise
+    finally:
+        pipes.close()
+        for pipe in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                pipe.close()
     if feeder is not None:
         feeder.join(timeout=1)
     return ProcessResult(

@@ -10,6 +10,11 @@ The watch answers only for audits it can vouch for: it must have been in place b
 agent started (``since``), and the kernel must not have dropped events (its queue overflowed,
 or the folder limit was reached). Otherwise ``changed_since`` returns None and the audit walks
 the folders with ``find`` as it always did, so what is listed never depends on the shortcut.
+
+The set-up walk (tens of milliseconds over a thousand folders, more on a cold cache) may run in
+a thread of its own (``watch_in_background``), so the first agent of a process need not wait
+for it: an agent that starts before the walk ends is one the watch cannot vouch for, and its
+audit walks instead.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ MAX_REMEMBERED = 20_000
 
 
 class WriteWatch:
-    """One inotify instance over ``roots`` (each walked without leaving its file system), not
-    looking inside ``skipped`` (Proctor's own folders: what it writes there is never listed)."""
+    """One inotify instance over ``roots`` (each walked by ``set_up`` without leaving its file
+    system), not looking inside ``skipped`` (Proctor's own folders: what it writes there is
+    never listed)."""
 
     def __init__(self, roots: Sequence[str], skipped: Sequence[str] = ()) -> None:
         self.roots = tuple(roots)
@@ -47,8 +53,24 @@ class WriteWatch:
         self._changed: set[str] = set()
         # Audits of agents that started before this moment cannot trust the watch.
         self.vouches_from = float("inf")
-        ok = all(self._watch_tree(root, os.lstat(root).st_dev, new=False) for root in self.roots)
-        self.vouches_from = time.time() if ok else float("inf")
+        self._set_up = threading.Event()
+
+    def set_up(self) -> None:
+        """Watch every folder below the roots (the walk); from its end on, the watch vouches
+        for agents that start later. Blocks for the walk."""
+        try:
+            with self._lock:
+                ok = all(
+                    self._watch_tree(root, os.lstat(root).st_dev, new=False) for root in self.roots
+                )
+                self.vouches_from = time.time() if ok else float("inf")
+        except OSError as exc:  # a root vanished: this watch never vouches, audits walk
+            log.info("the write audit cannot watch %s (%s); it walks instead", self.roots, exc)
+        finally:
+            self._set_up.set()
+
+    def wait_until_set_up(self, timeout_s: float | None = None) -> bool:
+        return self._set_up.wait(timeout_s)
 
     def _watch_tree(self, top: str, device: int, *, new: bool = True) -> bool:
         """Watch ``top`` and the folders below it on ``device``; False when the kernel refused
@@ -78,7 +100,9 @@ class WriteWatch:
 
     def changed_since(self, since: float) -> list[str] | None:
         """The paths (not folders) whose status changed at or after ``since``, as far as the
-        watch saw; None when it cannot vouch for that moment."""
+        watch saw; None when it cannot vouch for that moment (its set-up still runs, say)."""
+        if not self._set_up.is_set():
+            return None  # any agent audited now started before the watch could vouch
         with self._lock:
             self._drain()
             if since < self.vouches_from:
@@ -138,17 +162,41 @@ _watches_lock = threading.Lock()
 
 
 def watch(roots: Sequence[str], skipped: Sequence[str] = ()) -> WriteWatch | None:
-    """This process's watch over ``roots``, made on first use; None where inotify is missing.
-    ``skipped`` counts only when the watch is made (a process's own folders do not change)."""
+    """This process's watch over ``roots``, made and set up on first use (blocks for the walk,
+    or for the background walk already under way); None where inotify is missing. ``skipped``
+    counts only when the watch is made (a process's own folders do not change)."""
+    made, new = _made(roots, skipped)
+    if made is not None:
+        if new:
+            made.set_up()
+        else:
+            made.wait_until_set_up()
+    return made
+
+
+def watch_in_background(roots: Sequence[str], skipped: Sequence[str] = ()) -> WriteWatch | None:
+    """Like ``watch``, but returns at once: a new watch walks the folders in a thread of its
+    own, and vouches only for agents that start after that walk."""
+    made, new = _made(roots, skipped)
+    if made is not None and new:
+        threading.Thread(target=made.set_up, name="proctor-write-watch", daemon=True).start()
+    return made
+
+
+def _made(roots: Sequence[str], skipped: Sequence[str]) -> tuple[WriteWatch | None, bool]:
+    """This process's watch over ``roots`` (not yet set up when new), and whether it is new."""
     key = tuple(roots)
     with _watches_lock:
-        if key not in _watches:
-            try:
-                _watches[key] = WriteWatch(key, skipped)
-            except OSError as exc:
-                log.info("the write audit cannot use inotify (%s); it walks instead", exc)
-                _watches[key] = None
-        return _watches[key]
+        if key in _watches:
+            return _watches[key], False
+        made: WriteWatch | None
+        try:
+            made = WriteWatch(key, skipped)
+        except OSError as exc:
+            log.info("the write audit cannot use inotify (%s); it walks instead", exc)
+            made = None
+        _watches[key] = made
+        return made, made is not None
 
 
 def existing_watch(roots: Sequence[str]) -> WriteWatch | None:

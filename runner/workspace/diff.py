@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import hashlib
 import os
 import re
@@ -143,13 +144,20 @@ class Ignore:
     @classmethod
     def of(cls, exclude: Sequence[str] = (), patterns: Iterable[str] | None = None) -> Ignore:
         chosen = DEFAULT_IGNORE if patterns is None else tuple(patterns)
-        return cls(
-            exact=[p for p in (_normalized(e) for e in exclude) if p],
-            patterns=[p.strip() for p in chosen if p.strip()],
+        return _compiled_ignore(
+            tuple(p for p in (_normalized(e) for e in exclude) if p),
+            tuple(p.strip() for p in chosen if p.strip()),
         )
 
     def __call__(self, rel: str, name: str) -> bool:
         return bool(self._names.match(name) or self._paths.match(rel))
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_ignore(exact: tuple[str, ...], patterns: tuple[str, ...]) -> Ignore:
+    """The rules for these folders and patterns, compiled once: every trial of a suite takes
+    a snapshot with the same ones."""
+    return Ignore(exact, patterns)
 
 
 class WorkspaceSnapshot:

@@ -82,3 +82,17 @@ def test_an_unwritable_outbox_still_delivers_in_memory(tmp_path: Path, caplog):
     assert asyncio.run(scenario()) == MESSAGE
     warnings = [r for r in caplog.records if "live updates to other processes paused" in r.message]
     assert len(warnings) == 1
+
+
+def test_a_chunk_of_messages_reaches_the_other_process_whole_and_in_order(tmp_path: Path):
+    outbox = str(tmp_path / "proctor.sqlite3-live")
+    serve, cli = OutboxChannelLayer(path=outbox), OutboxChannelLayer(path=outbox)
+    chunk = [(GROUP, {**MESSAGE, "trial_id": n}) for n in range(1, 6)]
+
+    async def scenario() -> list[dict]:
+        channel = await serving_socket(serve)
+        await asyncio.sleep(0.3)  # the tail has started reading from the end of the outbox
+        await asyncio.to_thread(asyncio.run, cli.group_send_many(chunk))
+        return [await asyncio.wait_for(serve.receive(channel), timeout=5) for _ in chunk]
+
+    assert asyncio.run(scenario()) == [message for _, message in chunk]

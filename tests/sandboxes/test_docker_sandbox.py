@@ -1,9 +1,16 @@
 """The docker sandbox's own promises: the limits a variant sets, the image it names (never
-pulled), no process left between steps, and no container left after destroy."""
+pulled), no process left between steps, and no container left after destroy (removed off the
+trial's path, before its process exits, or by the watchdog of a Proctor that was killed)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
+from conftest import REPO
 
 from runner.sandboxes import SandboxError, create_sandbox
 from sandboxes.conftest import require_kind
@@ -57,11 +64,67 @@ def test_no_process_of_a_timed_out_step_is_left_in_the_container(open_sandbox, e
 def test_destroy_removes_the_container(open_sandbox, engine) -> None:
     import docker
 
+    from runner.sandboxes.container_removal import wait_for_removals
+
     box = open_sandbox("docker")
     container_id = box.container_id
     box.destroy()
+    wait_for_removals()  # the removal runs off the trial's path
     with pytest.raises(docker.errors.NotFound):
         engine.api.inspect_container(container_id)
+
+
+# A Proctor process that makes a docker sandbox, says its container, destroys it or not, and
+# exits at once or waits to be killed.
+SANDBOX_OWNER = """
+import sys, time
+from proctor import variant
+from runner.sandboxes import create_sandbox
+box = create_sandbox(variant("command", sandbox="docker"))
+print(box.container_id, flush=True)
+if sys.argv[1] == "destroy-and-exit":
+    box.destroy()
+else:
+    time.sleep(600)
+"""
+
+
+def _owner(how: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", SANDBOX_OWNER, how],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_process_that_exits_right_after_destroy_leaves_no_container(engine) -> None:
+    import docker
+
+    owner = _owner("destroy-and-exit")
+    container_id = owner.stdout.readline().strip()
+    assert owner.wait(timeout=60) == 0
+    with pytest.raises(docker.errors.NotFound):
+        engine.api.inspect_container(container_id)
+
+
+def test_the_container_of_a_killed_proctor_is_removed(engine) -> None:
+    import docker
+
+    owner = _owner("wait-to-be-killed")
+    container_id = owner.stdout.readline().strip()
+    assert engine.api.inspect_container(container_id)["State"]["Running"]
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=10)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            engine.api.inspect_container(container_id)
+        except docker.errors.NotFound:
+            break
+        assert time.monotonic() < deadline, "the watchdog did not remove the container"
+        time.sleep(0.1)
 
 
 def test_a_missing_image_is_one_sentence_and_never_pulled(engine) -> None:

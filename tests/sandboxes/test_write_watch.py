@@ -5,6 +5,7 @@ the watch did."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from runner.sandboxes import write_watch
@@ -57,3 +58,32 @@ def test_an_agent_older_than_the_watch_is_audited_by_the_walk(open_sandbox, tmp_
     watch = write_watch.existing_watch(roots)
     assert watch is not None and watch.changed_since(since) is None
     assert audit_writes(box, since, roots=roots) == [str(tmp_path / "stray")]
+
+
+def test_the_first_agent_does_not_wait_for_the_watch_and_is_audited_by_the_walk(
+    open_sandbox, tmp_path, monkeypatch
+) -> None:
+    roots = [str(tmp_path)]
+    walk_may_run = threading.Event()
+    set_up = write_watch.WriteWatch.set_up
+
+    def held_set_up(self: write_watch.WriteWatch) -> None:
+        walk_may_run.wait(30)
+        set_up(self)
+
+    monkeypatch.setattr(write_watch.WriteWatch, "set_up", held_set_up)
+    box = open_sandbox("local")
+    watch_before_agent(box, roots=roots)  # returns while the set-up walk is held back
+    since = time.time()
+    (tmp_path / "stray").write_text("written by an agent that started first")
+    watch = write_watch.existing_watch(roots)
+    assert watch is not None and watch.changed_since(since) is None
+    assert audit_writes(box, since, roots=roots) == [str(tmp_path / "stray")]
+
+    walk_may_run.set()
+    assert watch.wait_until_set_up(30)
+    time.sleep(0.1)  # the next marker must come after the walk, on a coarse file clock
+    later = time.time()
+    (tmp_path / "later").write_text("written by an agent that started after the walk")
+    assert watch.changed_since(later - 0.05) is not None
+    assert audit_writes(box, later, roots=roots) == [str(tmp_path / "later")]

@@ -1,42 +1,59 @@
-"""Found while running simulated-user batches: when `proctor eval` starts several trials at once in
-its local pool, the pool threads race Celery's lazy set-up of the trial task. A losing thread
-fails with "'NoneType' object has no attribute 'push'" before its trial starts; the command
-prints "N trial(s) did not finish", exits 0, and leaves those trials queued and the batch
-running. The race itself is timing-dependent (seen in about one run in three of a seven-trial
-batch on this machine), so this test checks the condition that prevents it: by the time the
-pool may run a task, the task is set up in the thread that started the batch.
+"""Found while running simulated-user batches: when `proctor eval` started several trials at once
+in its local pool, the pool threads raced Celery's lazy set-up of the trial task. A losing thread
+failed with "'NoneType' object has no attribute 'push'" before its trial started; the command
+printed "N trial(s) did not finish", exited 0, and left those trials queued and the batch
+running (about one run in three of a seven-trial batch on this machine). The local pool now
+calls the task's own function, with no Celery in between, so there is no set-up left to race:
+a batch whose trials all start together runs every one of them.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import json
 from pathlib import Path
 
-from conftest import proctor_env
+from conftest import proctor_env, run_proctor
 
-# What `proctor eval` does before any pool thread runs a trial: size the pool, then enqueue.
-PREPARE_LIKE_EVAL = """
-import os
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
-import django
-django.setup()
-from runner.jobs import dispatch
-dispatch.configure_local_workers(4)
-dispatch.enqueue([])
-from runner.jobs.tasks import run_trial
-print("ready" if run_trial.__evaluated__() else "lazy")
+TRIALS = 7
+
+EVAL = f"""
+from proctor import case, command, profile, suite, variant
+
+together = suite(
+    "together",
+    prompt="start",
+    cases=[case(f"c{{n}}", validate=command("test -f started")) for n in range({TRIALS})],
+    variants=[
+        variant(
+            "command",
+            name="quick",
+            profile=profile(
+                "quick",
+                run="touch started; "
+                "echo '{{\\"_tag\\":\\"Started\\",\\"sessionId\\":\\"s\\",\\"model\\":\\"none\\"}}'; "
+                "echo '{{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}}'",
+            ),
+        )
+    ],
+)
 """
 
 
-def test_the_trial_task_is_set_up_before_pool_threads_may_run_it(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", PREPARE_LIKE_EVAL],
+def test_trials_that_start_together_in_the_local_pool_all_run(tmp_path: Path) -> None:
+    (tmp_path / "together.eval.py").write_text(EVAL)
+
+    result = run_proctor(
+        "eval",
+        str(tmp_path / "together.eval.py"),
+        "-j",
+        str(TRIALS),
+        "--json",
+        cwd=tmp_path,
         env=proctor_env(tmp_path / "home"),
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "ready"
+    assert "did not finish" not in result.stderr
+    report = json.loads(result.stdout)
+    statuses = [trial["status"] for run in report["runs"] for trial in run["trials"]]
+    assert statuses == ["passed"] * TRIALS

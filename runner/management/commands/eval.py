@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
 from django.db.models import Count
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from evals_app.comparison import Comparison, baseline_comparisons, compare_batches
 from evals_app.models import Batch, Organization, Trial
-from runner.batches.comparison_output import comparison_url, print_comparison
-from runner.batches.junit import junit_path_problem, write_junit
+from runner.batches.eval_options import EvalOptions
 from runner.batches.planning import (
     InvalidInput,
     Selection,
@@ -27,16 +24,20 @@ from runner.batches.planning import (
     plan_batch,
     record_locally,
 )
-from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError, bundle_names
 from runner.batches.report import batch_report, report_pass_rate
 from runner.batches.submission import SubmissionError, build_submission
 from runner.jobs import artifacts, dispatch, reaper
 from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished
 
+# --server's client (httpx), --junit's writer and --baseline's comparison are imported where
+# their option asks for them: a run without them starts that much sooner.
+if TYPE_CHECKING:
+    from evals_app.comparison import Comparison
+
 POLL_S = 0.2
-LOCAL_WAIT_S = 1.0
-MIN_READ_S = 0.05
+# How often the local wait redraws the progress bar from the database.
+PROGRESS_READ_S = 0.5
 SUITE_BASELINE = "suite-baseline"
 
 
@@ -48,113 +49,8 @@ def proctor_version() -> str:
         return ""
 
 
-def pass_rate(value: str) -> float:
-    rate = float(value)
-    if rate > 1:  # "80" means 80 %
-        rate /= 100
-    if not 0 <= rate <= 1:
-        raise ValueError(value)
-    return rate
-
-
-class Command(BaseCommand):
-    # Django's system checks import the URLconf (DRF, the dashboard, the admin): a batch needs
-    # none of them, and `proctor check` and every web process still run them.
-    requires_system_checks: list[str] = []
-    help = (
-        "Run *.eval.py and *.eval.json files (default: every one below the current folder) "
-        "as one batch."
-    )
-
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "paths", nargs="*", help="eval files (*.eval.py, *.eval.json) or folders to search"
-        )
-        parser.add_argument(
-            "--case",
-            action="append",
-            default=[],
-            metavar="ID",
-            help="run only this case (repeatable)",
-        )
-        parser.add_argument(
-            "--variant",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="run only this variant (repeatable)",
-        )
-        parser.add_argument(
-            "--trials",
-            type=int,
-            metavar="N",
-            help="trials per case and variant (overrides the suite)",
-        )
-        parser.add_argument(
-            "-j",
-            "--jobs",
-            type=int,
-            default=dispatch.default_concurrency(),
-            metavar="N",
-            help="trials run at once (default: the CPU count)",
-        )
-        parser.add_argument(
-            "--fail-under",
-            type=pass_rate,
-            metavar="RATE",
-            help="exit 1 when the overall pass rate is below RATE (0-1, or a percentage)",
-        )
-        parser.add_argument(
-            "--json", action="store_true", help="print only the results as JSON on stdout"
-        )
-        parser.add_argument(
-            "--label", default="", metavar="TEXT", help="a label for the batch (shown in lists)"
-        )
-        parser.add_argument(
-            "--junit", metavar="PATH", help="also write the results as a JUnit XML report"
-        )
-        parser.add_argument(
-            "--baseline",
-            metavar="BATCH",
-            help="compare the batch with batch BATCH, or with each suite's baseline "
-            "(suite-baseline), and print the comparison",
-        )
-        parser.add_argument(
-            "--fail-on-regression",
-            action="store_true",
-            help="exit 1 when the comparison with --baseline shows a significant regression",
-        )
-        parser.add_argument(
-            "--org",
-            metavar="SLUG",
-            help="organization to record under (default: the embedded default; with --server, "
-            "your only organization there)",
-        )
-        parser.add_argument(
-            "--responder-model",
-            metavar="MODEL",
-            help="model the responder consults (overrides the eval)",
-        )
-        parser.add_argument(
-            "--judge-model",
-            metavar="MODEL",
-            help="model that grades judge checks (overrides the eval)",
-        )
-        parser.add_argument(
-            "--no-wait", action="store_true", help="queue the batch and exit (scaled mode)"
-        )
-        parser.add_argument(
-            "--server",
-            default=os.environ.get("PROCTOR_SERVER", "").strip() or None,
-            metavar="URL",
-            help="record and run the batch on this Proctor server (default: PROCTOR_SERVER)",
-        )
-        parser.add_argument(
-            "--token",
-            default=os.environ.get("PROCTOR_TOKEN", "").strip() or None,
-            metavar="KEY",
-            help="API token for --server, from `proctor createtoken` (default: PROCTOR_TOKEN)",
-        )
+class Command(EvalOptions):
+    """The options are EvalOptions' (`proctor eval --help` reads them without the apps)."""
 
     def handle(self, *args, **options) -> None:
         # soft_wrap: a problem stays one greppable line even when stderr is a pipe.
@@ -164,8 +60,11 @@ class Command(BaseCommand):
             self._invalid(err, ["--trials must be 1 or more"])
         if options["jobs"] < 1:
             self._invalid(err, ["-j must be 1 or more"])
-        if options["junit"] and (problem := junit_path_problem(options["junit"])):
-            self._invalid(err, [problem])
+        if options["junit"]:
+            from runner.batches.junit import junit_path_problem
+
+            if problem := junit_path_problem(options["junit"]):
+                self._invalid(err, [problem])
         if options["fail_on_regression"] and not options["baseline"]:
             self._invalid(err, ["--fail-on-regression needs --baseline BATCH or suite-baseline"])
         if options["baseline"] and options["server"]:
@@ -230,6 +129,8 @@ class Command(BaseCommand):
         """Upload the bundles the server lacks, record the batch there, follow its workers'
         progress and print its report like a local run's. Any refusal exits 2 in one line (or
         the server's problems, one per line) with no batch recorded."""
+        from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError, bundle_names
+
         if not options["token"]:
             self._invalid(
                 err,
@@ -296,12 +197,16 @@ class Command(BaseCommand):
         """Print the results (a table, or --json), write --junit, and exit by --fail-under and
         --fail-on-regression: the same for a batch run here and one run by a server."""
         if options["junit"]:
+            from runner.batches.junit import write_junit
+
             try:
                 written = write_junit(report, options["junit"])
             except OSError as exc:
                 self._invalid(err, [f"--junit {options['junit']}: cannot write it ({exc})"])
             if not options["json"]:
                 err.print(f"JUnit report: {written}", markup=False)
+        if comparisons is not None:
+            from runner.batches.comparison_output import comparison_url, print_comparison
         if options["json"]:
             if comparisons is not None:
                 report = {
@@ -352,6 +257,8 @@ class Command(BaseCommand):
     def _compare(self, err: Console, batch: Batch, baseline: Batch | None) -> list[Comparison]:
         """The comparisons --baseline asks for; a suite with no baseline is said, not failed
         (the first run of a pipeline has nothing to compare with)."""
+        from evals_app.comparison import baseline_comparisons, compare_batches
+
         if baseline is not None:
             # Only what this batch ran: a baseline of every suite is no regression of a subset.
             return [compare_batches(baseline, batch, suites=batch.suite_slugs())]
@@ -391,6 +298,8 @@ class Command(BaseCommand):
                 "trials", total=total, passed=0, failed=0, timed_out=0, errored=0
             )
             ended = dispatch.ended_count()
+            # The count of ended tasks at which all of this batch's local tasks have ended.
+            all_ended = ended + sum(not f.done() for f in futures) if futures is not None else None
             while True:
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
                 # Counted by the database: one row per status, whatever the batch's size.
@@ -413,10 +322,14 @@ class Command(BaseCommand):
                     ):
                         continue  # counted as errored on the next pass
                 if settings.EMBEDDED:
-                    # Woken by each local trial's end; the timeout still notices trials that
-                    # other processes end (a lease taken over, the reaper).
-                    ended = dispatch.wait_for_an_end(ended, LOCAL_WAIT_S)
-                    time.sleep(MIN_READ_S)  # trials ending together: one read for all of them
+                    # The bar is redrawn from the database every PROGRESS_READ_S, and at once
+                    # when the last local task ends; the timeout still notices trials that other
+                    # processes end (a lease taken over, the reaper).
+                    deadline = time.monotonic() + PROGRESS_READ_S
+                    while (left := deadline - time.monotonic()) > 0:
+                        ended = dispatch.wait_for_an_end(ended, left)
+                        if all_ended is not None and ended >= all_ended:
+                            break
                 else:
                     time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.

@@ -1,0 +1,124 @@
+"""The options of `proctor eval`, apart from what the command does with them.
+
+`proctor eval --help` prints these without setting Django up (``proctor/cli.py``): this module
+imports Django's command base and nothing that needs the app registry (no model, no URLconf),
+so the help costs a fraction of a run's start-up. The command itself
+(``runner/management/commands/eval.py``) is this class plus ``handle``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from runner.jobs.dispatch import default_concurrency
+
+
+def pass_rate(value: str) -> float:
+    rate = float(value)
+    if rate > 1:  # "80" means 80 %
+        rate /= 100
+    if not 0 <= rate <= 1:
+        raise ValueError(value)
+    return rate
+
+
+class EvalOptions(BaseCommand):
+    # Django's system checks import the URLconf (DRF, the dashboard, the admin): a batch needs
+    # none of them, and `proctor check` and every web process still run them.
+    requires_system_checks: list[str] = []
+    help = (
+        "Run *.eval.py and *.eval.json files (default: every one below the current folder) "
+        "as one batch."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "paths", nargs="*", help="eval files (*.eval.py, *.eval.json) or folders to search"
+        )
+        parser.add_argument(
+            "--case",
+            action="append",
+            default=[],
+            metavar="ID",
+            help="run only this case (repeatable)",
+        )
+        parser.add_argument(
+            "--variant",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="run only this variant (repeatable)",
+        )
+        parser.add_argument(
+            "--trials",
+            type=int,
+            metavar="N",
+            help="trials per case and variant (overrides the suite)",
+        )
+        parser.add_argument(
+            "-j",
+            "--jobs",
+            type=int,
+            default=default_concurrency(),
+            metavar="N",
+            help="trials run at once (default: the CPU count)",
+        )
+        parser.add_argument(
+            "--fail-under",
+            type=pass_rate,
+            metavar="RATE",
+            help="exit 1 when the overall pass rate is below RATE (0-1, or a percentage)",
+        )
+        parser.add_argument(
+            "--json", action="store_true", help="print only the results as JSON on stdout"
+        )
+        parser.add_argument(
+            "--label", default="", metavar="TEXT", help="a label for the batch (shown in lists)"
+        )
+        parser.add_argument(
+            "--junit", metavar="PATH", help="also write the results as a JUnit XML report"
+        )
+        parser.add_argument(
+            "--baseline",
+            metavar="BATCH",
+            help="compare the batch with batch BATCH, or with each suite's baseline "
+            "(suite-baseline), and print the comparison",
+        )
+        parser.add_argument(
+            "--fail-on-regression",
+            action="store_true",
+            help="exit 1 when the comparison with --baseline shows a significant regression",
+        )
+        parser.add_argument(
+            "--org",
+            metavar="SLUG",
+            help="organization to record under (default: the embedded default; with --server, "
+            "your only organization there)",
+        )
+        parser.add_argument(
+            "--responder-model",
+            metavar="MODEL",
+            help="model the responder consults (overrides the eval)",
+        )
+        parser.add_argument(
+            "--judge-model",
+            metavar="MODEL",
+            help="model that grades judge checks (overrides the eval)",
+        )
+        parser.add_argument(
+            "--no-wait", action="store_true", help="queue the batch and exit (scaled mode)"
+        )
+        parser.add_argument(
+            "--server",
+            default=os.environ.get("PROCTOR_SERVER", "").strip() or None,
+            metavar="URL",
+            help="record and run the batch on this Proctor server (default: PROCTOR_SERVER)",
+        )
+        parser.add_argument(
+            "--token",
+            default=os.environ.get("PROCTOR_TOKEN", "").strip() or None,
+            metavar="KEY",
+            help="API token for --server, from `proctor createtoken` (default: PROCTOR_TOKEN)",
+        )
