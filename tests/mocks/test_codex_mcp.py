@@ -66,13 +66,17 @@ def test_codex_calls_the_mocked_mcp_tool_over_stdio(
     write_eval(tmp_path / "project", "tickets.eval.py", eval_text(responses_server, cli_path))
     report = backend.eval_json(tmp_path / "project")
 
+    # What Codex offered and answered comes first: when the trial fails, they say whether the
+    # tool never reached Codex (its MCP server not started) or the call never reached the mock.
+    calls = responses_server.agent_calls()
+    offered = [t for t in calls[0]["tools"] if t.get("name") == "mcp__tickets"]
+    assert [t["name"] for t in offered[0]["tools"]] == ["create_ticket"], calls[0]["tools"]
+    answered = calls[1]["input"][-1]
+    assert answered["type"] == "function_call_output" and '"id":"T-1"' in answered["output"], (
+        answered,
+        (backend.artifacts / "batches" / "1" / "trials" / "1" / "output.log").read_text()[-4000:],
+    )
     assert report["runs"][0]["trials"][0]["status"] == "passed", json.dumps(report, indent=2)
-    offered = [
-        t for t in responses_server.agent_calls()[0]["tools"] if t.get("name") == "mcp__tickets"
-    ]
-    assert [t["name"] for t in offered[0]["tools"]] == ["create_ticket"]
-    answered = responses_server.agent_calls()[1]["input"][-1]
-    assert answered["type"] == "function_call_output" and '"id":"T-1"' in answered["output"]
     trial_id = backend.trial_ids(report["batch"])[0]
     assert backend.rows(
         "SELECT mock, path FROM evals_app_mockcall WHERE trial_id = ?", trial_id
