@@ -35,8 +35,16 @@ def claude_mcp_args(sandbox: Any) -> list[str]:
 
 
 def codex_mcp_servers(sandbox: Any) -> dict[str, dict[str, Any]]:
-    """``[mcp_servers.<name>]`` tables for Codex's config (passed as ``-c`` overrides)."""
-    return {e.name: {"command": "python3", "args": list(e.stdio)} for e in endpoints(sandbox)}
+    """``[mcp_servers.<name>]`` tables for Codex's config (passed as ``-c`` overrides).
+
+    ``required``: Codex gives an optional server about a second to start, then runs the turn
+    without its tools and says nothing (a busy machine is enough: the bridge is a Python
+    process that must start and post ``initialize``). The case's mocks are part of its
+    definition, so the turn waits for them, and a mock that cannot start fails the run loudly."""
+    return {
+        e.name: {"command": "python3", "args": list(e.stdio), "required": True}
+        for e in endpoints(sandbox)
+    }
 
 
 def gemini_mcp_servers(sandbox: Any) -> dict[str, dict[str, Any]]:
