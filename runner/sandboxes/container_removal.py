@@ -9,49 +9,17 @@ still has it removed; a process that exits normally waits for the removals befor
 
 from __future__ import annotations
 
-import atexit
 import logging
-import queue
-import threading
 
 from runner.sandboxes.containment import watch_container
 from runner.sandboxes.engine import Engine, EngineError
+from runner.sandboxes.off_the_path import OffThePath
 
 log = logging.getLogger(__name__)
 
-_removals: queue.Queue[tuple[Engine, str]] = queue.Queue()
-_remover: threading.Thread | None = None
-_remover_lock = threading.Lock()
 
-
-def remove_later(engine: Engine, container_id: str) -> None:
-    """Remove the container ``container_id`` in the background (see the module's docstring)."""
-    global _remover
-    with _remover_lock:
-        if _remover is None or not _remover.is_alive():
-            _remover = threading.Thread(
-                target=_remove_queued, name="proctor-container-remover", daemon=True
-            )
-            _remover.start()
-            atexit.register(wait_for_removals)
-    _removals.put((engine, container_id))
-
-
-def wait_for_removals() -> None:
-    """Block until every container a destroyed docker sandbox left is removed."""
-    _removals.join()
-
-
-def _remove_queued() -> None:
-    while True:
-        engine, container_id = _removals.get()
-        try:
-            _remove(engine, container_id)
-        finally:
-            _removals.task_done()
-
-
-def _remove(engine: Engine, container_id: str) -> None:
+def _remove(removal: tuple[Engine, str]) -> None:
+    engine, container_id = removal
     try:
         engine.call("DELETE", f"/containers/{container_id}?force=1&v=1")
     except EngineError as exc:
@@ -61,3 +29,16 @@ def _remove(engine: Engine, container_id: str) -> None:
             return  # still listed: the watchdog tries again when this process ends
     if engine.socket_path:
         watch_container(engine.socket_path, container_id, done=True)
+
+
+_removals: OffThePath[tuple[Engine, str]] = OffThePath("proctor-container-remover", _remove)
+
+
+def remove_later(engine: Engine, container_id: str) -> None:
+    """Remove the container ``container_id`` in the background (see the module's docstring)."""
+    _removals.put((engine, container_id))
+
+
+def wait_for_removals() -> None:
+    """Block until every container a destroyed docker sandbox left is removed."""
+    _removals.join()

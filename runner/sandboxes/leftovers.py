@@ -16,16 +16,14 @@ folders still listed once the process is gone, and the next start-up's sweep fin
 
 from __future__ import annotations
 
-import atexit
 import functools
-import queue
 import re
 import shutil
 import tempfile
-import threading
 from pathlib import Path
 
 from runner.sandboxes.containment import containment, identity_alive
+from runner.sandboxes.off_the_path import OffThePath
 
 _OWNED = re.compile(r"proctor-(?:trial|snapshot)-(\d+-\d+)-")
 
@@ -60,15 +58,17 @@ def sweep_once() -> None:
     sweep_stale_folders()
 
 
-_removals: queue.Queue[Path] = queue.Queue()
-_remover: threading.Thread | None = None
-_remover_lock = threading.Lock()
+def _remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
+    containment().tell_watchdog(f"-dir {folder}", prompt=False)
+
+
+_removals: OffThePath[Path] = OffThePath("proctor-remover", _remove)
 
 
 def remove_later(folder: Path) -> None:
     """Take ``folder`` out of the way now and delete it in the background (see the module's
     docstring). Safe for a folder that is already gone."""
-    global _remover
     parked = folder.with_name(f"{folder.name}.removing")
     try:
         folder.rename(parked)
@@ -79,24 +79,9 @@ def remove_later(folder: Path) -> None:
         return
     # Should this process die before the folder is gone, its watchdog deletes it.
     containment().tell_watchdog(f"+dir {parked}", prompt=False)
-    with _remover_lock:
-        if _remover is None or not _remover.is_alive():
-            _remover = threading.Thread(target=_remove_queued, name="proctor-remover", daemon=True)
-            _remover.start()
-            atexit.register(wait_for_removals)
     _removals.put(parked)
 
 
 def wait_for_removals() -> None:
     """Block until every folder handed to ``remove_later`` is deleted."""
     _removals.join()
-
-
-def _remove_queued() -> None:
-    while True:
-        folder = _removals.get()
-        try:
-            shutil.rmtree(folder, ignore_errors=True)
-            containment().tell_watchdog(f"-dir {folder}", prompt=False)
-        finally:
-            _removals.task_done()

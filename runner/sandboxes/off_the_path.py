@@ -1,0 +1,47 @@
+"""Work a trial hands off so that it need not wait for it: one background thread per kind of
+work and process, started on first use (again should it have died), that the process waits
+for before it exits."""
+
+from __future__ import annotations
+
+import atexit
+import queue
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+Item = TypeVar("Item")
+
+
+class OffThePath(Generic[Item]):
+    """``work(item)`` for each item given to ``put``, in order, on one daemon thread."""
+
+    def __init__(self, name: str, work: Callable[[Item], None]) -> None:
+        self.name = name
+        self.work = work
+        self._items: queue.Queue[Item] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._waited_at_exit = False
+
+    def put(self, item: Item) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+                if not self._waited_at_exit:
+                    atexit.register(self.join)
+                    self._waited_at_exit = True
+        self._items.put(item)
+
+    def join(self) -> None:
+        """Block until every item given so far is done."""
+        self._items.join()
+
+    def _run(self) -> None:
+        while True:
+            item = self._items.get()
+            try:
+                self.work(item)
+            finally:
+                self._items.task_done()
