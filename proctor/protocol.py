@@ -54,6 +54,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+try:
+    import orjson
+except ImportError:  # the runner kit in a container, on the image's own python3
+    orjson = None  # type: ignore[assignment]
+
 # What a harness logs (a Log event) once it found its agent CLI's version, so compare can warn
 # when two batches ran different versions (evals_app.comparison).
 CLI_VERSION_NOTE = "agent CLI version: "
@@ -92,11 +97,20 @@ def cap_text(text: str, max_bytes: int) -> str:
     return kept + truncation_mark(len(encoded) - len(kept.encode()))
 
 
-@dataclass
+@dataclass(slots=True)
 class AgentEvent:
     kind: str
     data: dict[str, Any]
     at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    # The output line the event was read from, as the agent printed it, when it was read from
+    # one: what the redacting recorder checks its strings against (runner.core.recording).
+    # Not part of the event: never stored, compared or shown.
+    line: str | None = field(default=None, compare=False, repr=False)
+    # Set by parse_line's fast path, which vouches for all that storable_event checks but the
+    # cap of a text field: the most UTF-8 bytes any text of ``data`` can hold (eight per
+    # character of the line: four per character, and a tool input written again as JSON text
+    # is never twice the line's). 0: not known. A changed ``data`` is a new event.
+    fits_in: int = field(default=0, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "at": self.at_ms, **self.data}
@@ -297,48 +311,55 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
 
 # What _parse_plain returns for a line it cannot vouch for: the careful path reads it again.
 _CHECK_CLOSELY: Any = object()
-# json.loads of a stripped line without its Python wrappers (a third of its cost on a short
-# line): the default decoder's C scanner, which must then have read the whole line.
-_scan_json = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
+_loads = orjson.loads if orjson is not None else json.loads
 # A tool call's free-form fields, where a number outside 64 bits is kept quoted, as its digits.
 _FREE_FORM = ("input", "output", "error")
 
 
 def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
-    """The fast path for a well-formed line that needs no cleaning: one ``json.loads`` without
-    hooks and the kind's field checks. Whatever it is unsure of (a number outside 64 bits, any
-    protocol error, deep nesting) goes to :func:`_parse_checked`, which then says exactly what
-    is wrong; what it accepts is what that path would make of the line."""
+    """The fast path for a well-formed line that needs no cleaning: one ``orjson.loads`` and
+    the kind's field checks. Whatever it is unsure of (a number outside 64 bits, anything
+    orjson refuses: NaN, deep nesting, bad JSON; any protocol error) goes to
+    :func:`_parse_checked`, which then says exactly what is wrong; what it accepts is what that
+    path would make of the line.
+
+    orjson reads an integer past 64 unsigned bits as a float, so a number outside signed 64
+    bits is looked for as either: a float that large (rare as a float) takes the careful path.
+    """
     try:
-        obj, end = _scan_json(stripped, 0)
-    except (StopIteration, ValueError, RecursionError):
-        return _CHECK_CLOSELY
-    if end != len(stripped):
+        obj = _loads(stripped)
+    except (ValueError, RecursionError):  # orjson's JSONDecodeError is a ValueError
         return _CHECK_CLOSELY
     if type(obj) is not dict:
         return None
     tag = obj.get("_tag")
     if type(tag) is not str or tag not in KNOWN_TAGS:
         return None
-    # The counted fields are top-level (and a Message's usage): a number outside 64 bits
-    # there is an error the careful path reports. Nested ones only become JSON text.
-    if not _in_int64(obj.values()):
-        return _CHECK_CLOSELY
-    usage = obj.get("usage")
-    if type(usage) is dict and not _in_int64(usage.values()):
-        return _CHECK_CLOSELY
-    if tag == "ToolCall":
+    # A number outside 64 bits in a counted field (a Usage's counts, a Message's usage, an
+    # exit code) is an error the careful path reports; in a tool's free-form fields, it is
+    # kept quoted. Other fields take no number (``at`` is checked below).
+    if tag == "Usage":
+        if not _in_int64(obj.values()):
+            return _CHECK_CLOSELY
+    elif tag == "Message":
+        usage = obj.get("usage")
+        if type(usage) is dict and not _in_int64(usage.values()):
+            return _CHECK_CLOSELY
+    elif tag == "Command":
+        if not _in_int64((obj.get("exitCode"),)):
+            return _CHECK_CLOSELY
+    elif tag == "ToolCall":
         # A huge number inside a free-form input or output is kept quoted, as its digits.
         try:
             for key in _FREE_FORM:
                 value = obj.get(key)
-                if type(value) is not str and _holds_big_int(value):
+                if type(value) is not str and _holds_big_number(value):
                     return _CHECK_CLOSELY
         except RecursionError:
             return _CHECK_CLOSELY
     at = obj.get("at")
     if at is not None:
-        if type(at) not in (int, float) or not 0 <= at <= MAX_AT_MS:  # NaN fails too
+        if type(at) not in (int, float) or not 0 <= at <= MAX_AT_MS:
             return _CHECK_CLOSELY
         stamp = int(at)
     try:
@@ -346,30 +367,34 @@ def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
     except (ProtocolViolation, RecursionError):
         return _CHECK_CLOSELY
     # A total made of two counts can pass 64 bits: the careful path clamps it, with a note.
-    usage = data.get("usage") if tag == "Message" else data
-    if type(usage) is dict and not _in_int64(usage.values()):
+    usage = data if tag == "Usage" else data.get("usage") if tag == "Message" else None
+    if usage is not None and not _in_int64(usage.values()):
         return _CHECK_CLOSELY
-    return AgentEvent(tag, data, stamp)
+    return AgentEvent(tag, data, stamp, fits_in=8 * len(stripped))
 
 
-def _holds_big_int(value: Any) -> bool:
-    """Whether a parsed value holds an integer outside signed 64 bits at any depth."""
+def _holds_big_number(value: Any) -> bool:
+    """Whether a parsed value holds a number outside signed 64 bits at any depth (orjson's
+    float for an integer past 64 unsigned bits included)."""
     kind = type(value)
-    if kind is int:
+    if kind is int or kind is float:
         return not MIN_INT64 <= value <= MAX_INT64
     if kind is dict:
         value = value.values()
     elif kind is not list:
         return False
     for item in value:  # noqa: SIM110 (a plain loop: this runs for every tool call)
-        if type(item) is not str and _holds_big_int(item):
+        if type(item) is not str and _holds_big_number(item):
             return True
     return False
 
 
 def _in_int64(values: Any) -> bool:
+    """Whether no number in ``values`` lies outside signed 64 bits (see _parse_plain on
+    floats)."""
     for v in values:  # noqa: SIM110 (a plain loop: this runs for every line an agent prints)
-        if type(v) is int and not MIN_INT64 <= v <= MAX_INT64:
+        kind = type(v)
+        if (kind is int or kind is float) and not MIN_INT64 <= v <= MAX_INT64:
             return False
     return True
 
@@ -461,7 +486,7 @@ def storable_event(
     """``event`` made safe for any database and file: text cleaned and capped, numbers in
     64 bits, ``at`` in range, nesting bounded; what changed is listed in ``data["notes"]``.
     Events :func:`parse_line` made already meet all but the cap; other harnesses' may not."""
-    if _plainly_storable(event, max_field_bytes):
+    if 0 < event.fits_in <= max_field_bytes or _plainly_storable(event, max_field_bytes):
         return event
     earlier = event.data.get("notes") if isinstance(event.data, dict) else None
     notes: list[str] = [str(n) for n in earlier] if isinstance(earlier, list) else []

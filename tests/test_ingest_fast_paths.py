@@ -1,9 +1,10 @@
 """The shortcuts the ingest path takes give what the careful paths give.
 
-A well-formed protocol line is read by a fast path (one ``json.loads`` and the field checks);
+A well-formed protocol line is read by a fast path (one ``orjson.loads`` and the field checks);
 any line must come out as the careful reader makes it. A flat event already storable is kept
 as it is; the careful copy must equal it. A long text is scanned for ``token: value`` shapes
-only where one could match; a credential anywhere in it must still be hidden.
+only where one could match; a credential anywhere in it must still be hidden. The lines of one
+read are redacted as one text first; each must come out as it would alone.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from proctor.protocol import (
     parse_line,
     storable_event,
 )
-from runner.core.recording import MemoryRecorder, RedactingRecorder
+from runner.core.recording import MemoryRecorder, RawOutput, RedactingRecorder
 from runner.core.redaction import REDACTED, Redactor
+from runner.harnesses.base import StreamReader
 
 FIELDS = [
     "_tag", "role", "text", "usage", "command", "exitCode", "output", "paths", "callId",
@@ -79,6 +81,32 @@ def as_stored(event: AgentEvent | None):
 @given(protocol_lines())
 def test_any_line_reads_as_the_careful_reader_reads_it(line):
     assert as_stored(parse_line(line, now_ms=5)) == as_stored(_parse_checked(line.strip(), 5))
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(protocol_lines(), st.sampled_from([4, 16, 64, 1024, 65536, None]))
+def test_an_event_the_fast_path_vouched_for_is_stored_as_the_careful_one(line, cap):
+    # None: the cap at the very bound the fast path vouches for (see AgentEvent.fits_in).
+    cap = cap or 8 * len(line.strip())
+    fast, careful = parse_line(line, now_ms=5), _parse_checked(line.strip(), 5)
+
+    def stored(event: AgentEvent | None):
+        return as_stored(None if event is None else storable_event(event, max_field_bytes=cap))
+
+    assert stored(fast) == stored(careful)
+
+
+def test_a_tool_input_written_again_wider_still_fits_what_its_line_vouches_for():
+    # Compact JSON gains a space after every comma and colon when written again as text.
+    line = (
+        '{"_tag":"ToolCall","callId":null,"name":"n","status":null,"input":['
+        + ",".join(["{}"] * 500)
+        + "]}"
+    )
+    event = parse_line(line)
+
+    assert len(event.data["input"].encode()) <= event.fits_in
+    assert storable_event(event, max_field_bytes=event.fits_in) is event
 
 
 def test_well_formed_lines_of_every_kind_become_their_events():
@@ -190,3 +218,72 @@ def test_a_tool_input_the_line_shows_as_it_is_keeps_its_text():
 
     ((_, event),) = inner.events
     assert event.data["input"] == '{"path": "a.py"}'
+
+
+# Lines that hold a credential's shape or a known secret, whole or split over two lines, and
+# ordinary ones: a read mixes them.
+SHAPED_LINES = [
+    "sk-proj-abc123def456ghi789jkl0",
+    "Authorization: Bearer abcdefgh1234",
+    "api_key=zyxwvut98765",
+    '{"token": "abcdefgh1234"}',
+    "ghp_" + "a" * 30,
+    "AKIAABCDEFGHIJKLMNOP",
+    "uses s3cr3t-value-42 here",
+    "s3cr3t-",
+    "value-42",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "MIIEpAIBAAKCAQEA",
+    "-----END RSA PRIVATE KEY-----",
+    "password:",
+    "  hunter2hunter2",
+    "step 3: reading the file",
+]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(SHAPED_LINES), st.text(max_size=20)), min_size=1, max_size=12
+    )
+)
+def test_a_read_is_redacted_as_its_lines_would_be_one_by_one(lines):
+    lines = [line.replace("\n", " ") for line in lines]  # a line never holds a newline
+    redactor = Redactor(["s3cr3t-value-42"])
+    one_by_one, at_once = MemoryRecorder(), MemoryRecorder()
+    for line in lines:
+        RedactingRecorder(one_by_one, redactor).raw_line("stdout", line)
+
+    RedactingRecorder(at_once, redactor).raw_lines("stdout", lines)
+
+    assert at_once.raw == one_by_one.raw
+
+
+def test_the_events_of_one_read_are_checked_against_their_own_lines():
+    secret = "s3cr3t-value-42"
+    inner = MemoryRecorder()
+    recorder = RedactingRecorder(inner, Redactor([secret]))
+    clean = '{"_tag": "Message", "role": "assistant", "text": "all good"}'
+    dirty = f'{{"_tag": "Message", "role": "assistant", "text": "the key is {secret}"}}'
+    parsed: list[AgentEvent] = []
+
+    def read_line(line: str) -> list[AgentEvent]:
+        event = parse_line(line)
+        parsed.append(event)
+        return [event]
+
+    class Emit:
+        def __call__(self, event: AgentEvent) -> None:
+            raise AssertionError("a read's events arrive together")
+
+        def many(self, events: list[AgentEvent]) -> None:
+            recorder.many_events(0, events)
+
+    StreamReader(RawOutput(recorder), read_line, Emit()).lines("stdout", [clean, dirty])
+
+    assert [line for _, line in inner.raw] == [clean, dirty.replace(secret, REDACTED)]
+    (_, first), (_, second) = inner.events
+    assert parsed[0].line == clean
+    assert first is parsed[0]  # from a clean line: passed on as it came
+    assert second.data["text"] == f"the key is {REDACTED}"
+    assert second.line is None  # the line that held the secret is not passed on

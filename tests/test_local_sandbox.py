@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_state import running
 
 from proctor import variant
 from runner.sandboxes import PathEscapesWorkspace, create_sandbox
@@ -20,22 +21,12 @@ def sandbox():
     box.destroy()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it has exited all the same.
-    status = Path(f"/proc/{pid}/status")
-    return status.exists() and "State:\tZ" not in status.read_text()
-
-
 def _ends_soon(pid: int) -> bool:
     """Whether the process is gone within 5 s (killing a tree takes the kernel a moment)."""
     deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
+    while running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not running(pid)
 
 
 def test_it_runs_in_the_workspace_with_its_own_home(sandbox) -> None:

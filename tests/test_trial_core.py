@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from process_state import running
+
 from evals_app.resolution import resolve_case
 from proctor import Verdict, case, command, files, profile, suite, variant
 from proctor.definitions import Case, Variant
@@ -61,14 +63,6 @@ def check_results(recorder: MemoryRecorder) -> dict[str, tuple[bool, str]]:
 
 def kinds(recorder: MemoryRecorder) -> list[str]:
     return [event.kind for _, event in recorder.events if event.data.get("origin") != "trace"]
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 # --- a whole trial ---------------------------------------------------------------------------
@@ -145,7 +139,7 @@ def test_children_left_behind_by_an_agent_that_exits_are_stopped(tmp_path):
     )
 
     assert recorder.outcome.status == "passed"
-    assert not process_alive(int(pid_file.read_text()))
+    assert not running(int(pid_file.read_text()))
 
 
 # --- validators ------------------------------------------------------------------------------
@@ -328,7 +322,7 @@ def test_an_agent_past_its_time_limit_is_timed_out_with_its_children_gone(tmp_pa
     assert recorder.outcome.conversation_outcome == "timed_out"
     assert recorder.checks == []
     assert recorder.outcome.answer == "partial"
-    assert not process_alive(int(pid_file.read_text()))
+    assert not running(int(pid_file.read_text()))
 
 
 # --- the command harness protocol ------------------------------------------------------------

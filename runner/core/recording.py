@@ -45,7 +45,11 @@ class TrialRecorder(Protocol):
 
     def event(self, turn_index: int, event: AgentEvent) -> None: ...
 
+    def many_events(self, turn_index: int, events: list[AgentEvent]) -> None: ...
+
     def raw_line(self, stream: str, line: str) -> None: ...
+
+    def raw_lines(self, stream: str, lines: list[str]) -> None: ...
 
     def log(self, text: str) -> None: ...
 
@@ -83,8 +87,14 @@ class MemoryRecorder:
     def event(self, turn_index: int, event: AgentEvent) -> None:
         self.events.append((turn_index, event))
 
+    def many_events(self, turn_index: int, events: list[AgentEvent]) -> None:
+        self.events.extend((turn_index, event) for event in events)
+
     def raw_line(self, stream: str, line: str) -> None:
         self.raw.append((stream, line))
+
+    def raw_lines(self, stream: str, lines: list[str]) -> None:
+        self.raw.extend((stream, line) for line in lines)
 
     def log(self, text: str) -> None:
         self.logs.append(text)
@@ -114,6 +124,19 @@ class MemoryRecorder:
         return "\n".join(parts)
 
 
+class RawOutput:
+    """The raw-output sink a harness is given: ``recorder.raw_line`` when called with a line,
+    ``recorder.raw_lines`` for the lines of one read (a ``ManyLinesSink``)."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self, recorder: TrialRecorder) -> None:
+        self.lines = recorder.raw_lines
+
+    def __call__(self, stream: str, line: str) -> None:
+        self.lines(stream, [line])
+
+
 # Harness-made strings remembered as clean: short ones, and not too many of them.
 MAX_REMEMBERED_WORD = 64
 MAX_REMEMBERED_WORDS = 1_000
@@ -130,13 +153,20 @@ class RedactingRecorder:
     as it is that starts with ``{`` or ``[`` and ends with ``}`` or ``]`` (a tool's input the
     parser made JSON text again), as whatever matched inside it would have matched in the line.
     Such events pass as they are; any other (a string the harness made up, an escaped line) is
-    redacted field by field.
+    redacted field by field. The line is the event's own (``AgentEvent.line``, set by the
+    harness that read it), else the last one this thread recorded.
+
+    The lines of one read are redacted as one text first: no match in the whole means none in
+    any line (each pattern matches in a line only where it also matches in the text holding it,
+    a newline being no part of any match's edge), so a clean read costs one pass, not one per
+    line; a read that holds a match is redacted line by line, as each line alone would be.
     """
 
     def __init__(self, inner: TrialRecorder, redactor: Redactor) -> None:
         self.inner = inner
         self.redactor = redactor
-        # Per reading thread: the last raw line found clean, and the redactor that found it.
+        # Per reading thread: the lines of its last read that were found clean (holding no
+        # backslash), the redactor that found them, and the read's last line.
         self._clean = threading.local()
         # Short strings a harness adds itself ("agent", "completed"), found clean by
         # ``_clean_words_of``'s redactor: looked at once, not once per event.
@@ -154,16 +184,28 @@ class RedactingRecorder:
         self.inner.turn_started(index, r.redact(prompt), origin=r.redact_obj(origin), mode=mode)
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
-        clean = getattr(self._clean, "line", None)
+        self.inner.event(turn_index, self._redacted(event))
+
+    def many_events(self, turn_index: int, events: list[AgentEvent]) -> None:
+        self.inner.many_events(turn_index, [self._redacted(event) for event in events])
+
+    def _redacted(self, event: AgentEvent) -> AgentEvent:
+        clean = getattr(self._clean, "lines", None)
+        line = event.line if event.line is not None else getattr(self._clean, "last", None)
         data = event.data
-        if clean is None or clean[1] is not self.redactor:
-            data = self.redactor.redact_obj(data)
+        if (
+            line is not None
+            and clean is not None
+            and clean[0] is self.redactor
+            and line in clean[1]
+        ):
+            data = self._redact_unsafe(data, line)
+            if data is event.data:  # the usual case: passed on as it came, not copied
+                return event
         else:
-            data = self._redact_unsafe(data, clean[0])
-        # Unchanged (the usual case): passed on as it came, not copied.
-        self.inner.event(
-            turn_index, event if data is event.data else AgentEvent(event.kind, data, event.at_ms)
-        )
+            data = self.redactor.redact_obj(data)
+        # Without its line, which only a clean line's event keeps.
+        return AgentEvent(event.kind, data, event.at_ms)
 
     def _redact_unsafe(self, obj: Any, line: str) -> Any:
         """``obj`` with only its strings that are not :meth:`_safe` redacted; ``obj`` itself
@@ -231,9 +273,21 @@ class RedactingRecorder:
         return False
 
     def raw_line(self, stream: str, line: str) -> None:
-        redacted = self.redactor.redact(line)
-        self._clean.line = (line, self.redactor) if redacted is line and "\\" not in line else None
-        self.inner.raw_line(stream, redacted)
+        self.raw_lines(stream, [line])
+
+    def raw_lines(self, stream: str, lines: list[str]) -> None:
+        if not lines:
+            return
+        redactor = self.redactor
+        whole = lines[0] if len(lines) == 1 else "\n".join(lines)
+        if redactor.redact(whole) is whole:
+            kept, clean = lines, lines
+        else:
+            kept = [redactor.redact(line) for line in lines]
+            clean = [line for line, out in zip(lines, kept, strict=True) if out is line]
+        self._clean.lines = (redactor, {line for line in clean if "\\" not in line})
+        self._clean.last = lines[-1]
+        self.inner.raw_lines(stream, kept)
 
     def log(self, text: str) -> None:
         self.inner.log(self.redactor.redact(text))

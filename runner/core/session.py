@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.protocol import AgentEvent
-from runner.core.recording import TrialRecorder
-from runner.core.transcript import Transcript
+from runner.core.recording import RawOutput, TrialRecorder
+from runner.core.transcript import Transcript, TurnTranscript
 from runner.harnesses import Harness, TurnRequest, TurnResult
 from runner.sandboxes import Sandbox
 from runner.workspace.diff import WorkspaceSnapshot
@@ -37,6 +37,34 @@ class AgentClock:
     @property
     def exhausted(self) -> bool:
         return self.spent_ms >= self.budget_ms
+
+
+class _TurnEvents:
+    """The ``emit`` a harness is given for one turn: each event joins the turn's transcript and
+    goes to the recorder; ``many`` takes the events of one read at once. The turn's first
+    Finished is held back (``held_finish``), to come after the changes found in the workspace."""
+
+    def __init__(self, turn: TurnTranscript, recorder: TrialRecorder) -> None:
+        self.turn = turn
+        self.recorder = recorder
+        self.held_finish: list[AgentEvent] = []
+
+    def __call__(self, event: AgentEvent) -> None:
+        if event.kind == "Finished" and not self.held_finish:
+            self.held_finish.append(event)
+            return
+        self.turn.add(event)
+        self.recorder.event(self.turn.index, event)
+
+    def many(self, events: list[AgentEvent]) -> None:
+        if any(event.kind == "Finished" for event in events):
+            for event in events:
+                self(event)
+            return
+        add = self.turn.add
+        for event in events:
+            add(event)
+        self.recorder.many_events(self.turn.index, events)
 
 
 class AgentSession:
@@ -80,15 +108,7 @@ class AgentSession:
         self.recorder.turn_started(turn.index, prompt, origin=turn.origin, mode=mode)
         if self._workspace_before is None:
             self._workspace_before = WorkspaceSnapshot.take(self.sandbox.host_workspace)
-        held_finish: list[AgentEvent] = []
-
-        def emit(event: AgentEvent) -> None:
-            if event.kind == "Finished" and not held_finish:
-                held_finish.append(event)  # after the workspace's changes, below
-                return
-            turn.add(event)
-            self.recorder.event(turn.index, event)
-
+        emit = _TurnEvents(turn, self.recorder)
         request = TurnRequest(
             prompt=prompt,
             index=turn.index,
@@ -104,14 +124,14 @@ class AgentSession:
             self.sandbox,
             request,
             emit=emit,
-            raw=self.recorder.raw_line,
+            raw=RawOutput(self.recorder),
             timeout_s=self.clock.remaining_s,
         )
         self.clock.spent_ms += int((time.monotonic() - started) * 1000)
         unreported = self._unreported_changes(turn.file_changes)
         if unreported:
             emit(AgentEvent("FileChange", {"paths": unreported}))
-        for event in held_finish:
+        for event in emit.held_finish:  # after the workspace's changes
             turn.add(event)
             self.recorder.event(turn.index, event)
         self.timed_out = self.timed_out or result.timed_out

@@ -25,7 +25,15 @@ from typing import Any, Protocol
 
 from proctor.definitions import Profile, Variant
 from proctor.protocol import CLI_VERSION_NOTE, AgentEvent
-from runner.harnesses.base import EventSink, Harness, HarnessError, RawSink, TurnRequest, TurnResult
+from runner.harnesses.base import (
+    EventSink,
+    Harness,
+    HarnessError,
+    RawSink,
+    StreamReader,
+    TurnRequest,
+    TurnResult,
+)
 from runner.harnesses.profile_env import resolve_profile_env
 from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
@@ -145,18 +153,12 @@ class AgentCliHarness(Harness):
     ) -> TurnResult:
         """Run one invocation to its end, emitting events as lines arrive."""
 
-        def on_line(stream: str, line: str) -> None:
-            raw(stream, line)
-            if stream == "stdout":
-                for event in parser.feed(line):
-                    emit(event)
-
         result = sandbox.run(
             list(argv),
             env=self.process_env(sandbox),
             cwd=sandbox.workspace,
             timeout_s=timeout_s,
-            on_line=on_line,
+            on_line=StreamReader(raw, parser.feed, emit),
         )
         for event in parser.finish():
             emit(event)

@@ -7,7 +7,7 @@ and reports the session id a follow-up turn resumes.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +15,7 @@ from typing import Any
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
 from runner.sandboxes import Sandbox
+from runner.sandboxes.base import lines_taker
 
 CONVERSATION_RESUME = "conversation-resume"
 PLAN_MODE = "plan-mode"
@@ -23,8 +24,54 @@ PLAN_MODE = "plan-mode"
 SEEDED_CONVERSATION = "seeded-conversation"
 
 EventSink = Callable[[AgentEvent], None]
-# Called with each raw output line of the agent process: (stream, line).
+# Called with each raw output line of the agent process: (stream, line). The recorder's sink
+# (runner.core.recording.RawOutput) also takes a read's lines at once, with ``lines``.
 RawSink = Callable[[str, str], None]
+
+
+class StreamReader:
+    """The ``on_line`` a harness gives its sandbox for the agent's process: every line is
+    recorded raw, and each stdout line becomes the events ``read_line`` makes of it (each
+    knowing its line: ``AgentEvent.line``), which go to ``emit``.
+
+    It takes the lines of one read at once (a ``ManyLinesSink``), up to MANY_LINES at a time:
+    they are recorded raw in one call, and their events go to ``emit.many`` in one call when
+    the sink has it (the session's does), so a fast stream is not paid for line by line.
+    """
+
+    MANY_LINES = 1_000
+
+    def __init__(
+        self, raw: RawSink, read_line: Callable[[str], Iterable[AgentEvent]], emit: EventSink
+    ) -> None:
+        self._record = lines_taker(raw)
+        self._read_line = read_line
+        self._emit = emit
+        self._emit_many: Callable[[list[AgentEvent]], None] | None = getattr(emit, "many", None)
+
+    def __call__(self, stream: str, line: str) -> None:
+        self.lines(stream, [line])
+
+    def lines(self, stream: str, lines: list[str]) -> None:
+        for start in range(0, len(lines), self.MANY_LINES):
+            self._take(stream, lines[start : start + self.MANY_LINES])
+
+    def _take(self, stream: str, lines: list[str]) -> None:
+        self._record(stream, lines)
+        if stream != "stdout":
+            return
+        found: list[AgentEvent] = []
+        read_line = self._read_line
+        for line in lines:
+            for event in read_line(line):
+                event.line = line
+                found.append(event)
+        if self._emit_many is not None:
+            if found:
+                self._emit_many(found)
+        else:
+            for event in found:
+                self._emit(event)
 
 
 class HarnessError(Exception):

@@ -155,36 +155,53 @@ class DatabaseRecorder:
             self._waiting()
 
     def event(self, turn_index: int, event: AgentEvent) -> None:
-        if event.kind == "Usage":
-            # Counted before the event cap, so a dropped Usage event still counts its cost.
-            cost = event.data.get("cost_usd")
-            if isinstance(cost, int | float) and not isinstance(cost, bool):
-                with self._lock:
-                    self._reported_cost = (self._reported_cost or 0.0) + float(cost)
-        self._store(turn_index, event, wait_for_room=True)
+        self.many_events(turn_index, [event])
 
-    def _store(self, turn_index: int, event: AgentEvent, *, wait_for_room: bool = False) -> None:
-        """Buffer ``event``; an agent's (``wait_for_room``) is counted instead past the cap,
-        and waits for the flusher when the buffer is full."""
-        # The seq only grows: past the cap already, the event need not be made storable.
-        if not (wait_for_room and self._seq >= self._max_events):
-            event = storable_event(event, max_field_bytes=self._max_field_bytes)
+    def many_events(self, turn_index: int, events: list[AgentEvent]) -> None:
+        """Buffer an agent's events (a read's at once): past the trial's cap they are counted
+        instead of kept, and a full buffer makes the reader wait for the flusher."""
+        for event in events:
+            if event.kind == "Usage":
+                # Counted before the cap, so a dropped Usage event still counts its cost.
+                cost = event.data.get("cost_usd")
+                if isinstance(cost, int | float) and not isinstance(cost, bool):
+                    with self._lock:
+                        self._reported_cost = (self._reported_cost or 0.0) + float(cost)
+        # The seq only grows: past the cap already, no event need be made storable.
+        if self._seq < self._max_events:
+            max_bytes = self._max_field_bytes
+            events = [storable_event(event, max_field_bytes=max_bytes) for event in events]
         with self._lock:
             if self.lost.is_set():
                 return
-            if wait_for_room and self._seq >= self._max_events:
-                self._events_dropped += 1  # counted, not kept: see _note_dropped_events
-                return
-            self._events.append((turn_index, self._seq, event))
-            self._seq += 1
-            self._waiting()
-            if wait_for_room and len(self._events) >= MAX_BUFFERED_EVENTS and self._flushed_live:
+            room = max(self._max_events - self._seq, 0)
+            if len(events) > room:
+                self._events_dropped += len(events) - room  # see _note_dropped_events
+                events = events[:room]
+            self._append(turn_index, events)
+            if len(self._events) >= MAX_BUFFERED_EVENTS and self._flushed_live:
                 _flusher.wake()
                 # Back-pressure: the reader waits for the flusher rather than holding more.
                 self._room.wait_for(
                     lambda: len(self._events) < MAX_BUFFERED_EVENTS or self.lost.is_set(),
                     timeout=30,
                 )
+
+    def _note(self, event: AgentEvent) -> None:
+        """Buffer one of Proctor's own notes: kept past the cap, never waiting for room."""
+        event = storable_event(event, max_field_bytes=self._max_field_bytes)
+        with self._lock:
+            if not self.lost.is_set():
+                self._append(0, [event])
+
+    def _append(self, turn_index: int, events: list[AgentEvent]) -> None:
+        """Under ``_lock``: give ``events`` their seqs and queue them for the flusher."""
+        if not events:
+            return
+        seq = self._seq
+        self._events.extend([(turn_index, seq + i, event) for i, event in enumerate(events)])
+        self._seq = seq + len(events)
+        self._waiting()
 
     def raw_line(self, stream: str, line: str) -> None:
         prefix = b"" if stream == "stdout" else f"[{stream}] ".encode()
@@ -209,9 +226,28 @@ class DatabaseRecorder:
                 )
             self._raw_dropped += size
 
+    def raw_lines(self, stream: str, lines: list[str]) -> None:
+        """The lines of one read, written as one piece while output.log has room for it (the
+        piece that reaches the cap goes line by line, so the cap falls where it would)."""
+        prefix = "" if stream == "stdout" else f"[{stream}] "
+        text = prefix + f"\n{prefix}".join(lines) + "\n"
+        if text.isascii() and self._raw_bytes + len(text) > self._max_raw_bytes:
+            data = b""  # not encoded only to be dropped
+        else:
+            data = text.encode("utf-8", "replace")
+        with self._lock:
+            if self._raw_file.closed or self.lost.is_set():
+                return
+            if data and self._raw_bytes + len(data) <= self._max_raw_bytes:
+                self._raw_file.write(data)
+                self._raw_bytes += len(data)
+                return
+        for line in lines:
+            self.raw_line(stream, line)
+
     def log(self, text: str) -> None:
         # Proctor's own notes are kept past the event cap: they say why a trial ended.
-        self._store(0, AgentEvent("Log", {"stream": "proctor", "text": text}))
+        self._note(AgentEvent("Log", {"stream": "proctor", "text": text}))
 
     def turn_finished(self, index: int, *, answer: str, usage: dict[str, int]) -> None:
         fields = dict(
@@ -378,8 +414,7 @@ class DatabaseRecorder:
 
     def _note_dropped_events(self) -> None:
         if self._events_dropped:
-            self._store(
-                0,
+            self._note(
                 AgentEvent(
                     "Log",
                     {
@@ -533,8 +568,13 @@ def _insert_events(
     PostgreSQL, else INSERT in batches of BULK_BATCH rows with ``executemany``. Values are
     adapted as the ORM's fields adapt them, but with no model object or compiled query per
     row, which were most of what ingest cost."""
-    adapt_at = connection.ops.adapt_datetimefield_value
     table = connection.ops.quote_name(Event._meta.db_table)
+    if connection.vendor == "postgresql":
+        copy_sql = f"COPY {table} {_EVENT_COLUMNS} FROM STDIN"
+        with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
+            copy.write(_copy_text(trial_id, events, texts))
+        return
+    adapt_at = connection.ops.adapt_datetimefield_value
     # Many events share a millisecond: its datetime is made once.
     last_ms: int | None = None
     last_at: Any = None
@@ -544,15 +584,39 @@ def _insert_events(
             last_ms = event.at_ms
             last_at = adapt_at(datetime.fromtimestamp(last_ms / 1000, tz=UTC))
         rows.append((trial_id, turn_index, seq, event.kind, last_at, text))
+    sql = f"INSERT INTO {table} {_EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s)"
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} {_EVENT_COLUMNS} FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            return
-        sql = f"INSERT INTO {table} {_EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s)"
         for start in range(0, len(rows), BULK_BATCH):
             cursor.executemany(sql, rows[start : start + BULK_BATCH])
+
+
+# What COPY's text format escapes in a value (a backslash starts an escape; a tab, a newline
+# and a carriage return end a column or a row).
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_field(text: str) -> str:
+    if "\\" in text or "\t" in text or "\n" in text or "\r" in text:
+        return text.translate(_COPY_ESCAPES)
+    return text
+
+
+def _copy_text(trial_id: int, events: list[tuple[int, int, AgentEvent]], texts: list[str]) -> str:
+    """The events' rows in COPY's text format, made in one piece: psycopg's ``write_row``,
+    called per row, was most of what a flush cost on PostgreSQL."""
+    last_ms: int | None = None
+    at = ""
+    kinds: dict[str, str] = {}
+    lines = []
+    for (turn_index, seq, event), text in zip(events, texts, strict=True):
+        if event.at_ms != last_ms:
+            last_ms = event.at_ms
+            at = datetime.fromtimestamp(last_ms / 1000, tz=UTC).isoformat()
+        kind = kinds.get(event.kind)
+        if kind is None:
+            kind = kinds[event.kind] = _copy_field(event.kind)
+        lines.append(f"{trial_id}\t{turn_index}\t{seq}\t{kind}\t{at}\t{_copy_field(text)}\n")
+    return "".join(lines)
 
 
 _KIND_JSON: dict[str, str] = {}

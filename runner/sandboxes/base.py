@@ -11,13 +11,36 @@ import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from runner.mocks.access import MockAccess
 
 # Called for each output line as it arrives: (stream name "stdout" | "stderr", line without \n).
 LineSink = Callable[[str, str], None]
+LinesTaker = Callable[[str, list[str]], None]
+
+
+class ManyLinesSink(Protocol):
+    """A line sink that also takes all the lines of one read at once, with ``lines``: what
+    records an agent's stream is one, as a call per line was much of what a fast stream cost."""
+
+    def __call__(self, stream: str, line: str) -> None: ...
+
+    def lines(self, stream: str, lines: list[str]) -> None: ...
+
+
+def lines_taker(sink: LineSink | ManyLinesSink) -> LinesTaker:
+    """How ``sink`` takes many lines: its ``lines`` method when it has one, else a call each."""
+    many = getattr(sink, "lines", None)
+    if many is not None:
+        return many  # type: ignore[no-any-return]
+
+    def each(stream: str, lines: list[str]) -> None:
+        for line in lines:
+            sink(stream, line)
+
+    return each
 
 
 class SandboxError(Exception):

@@ -7,7 +7,8 @@ cgroup v2, else the process group), ended as a whole when the program exits or i
 
 Output is read at pipe speed, by the thread that waits for the run (no thread of its own): up
 to READ_CHUNK bytes at a time from both pipes, split into lines in bulk and many lines decoded
-in one call; only the ``on_line`` sink runs per line.
+in one call; a sink with a ``lines`` method (``runner.sandboxes.base.ManyLinesSink``) takes
+all the lines of one read in one call, any other is called per line.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import IO
 
 from proctor.protocol import truncation_mark
-from runner.sandboxes.base import LineSink, ProcessResult
+from runner.sandboxes.base import LineSink, ProcessResult, lines_taker
 from runner.sandboxes.containment import ProcessTree, containment
 
 # After SIGTERM, how long the tree gets to exit before SIGKILL.
@@ -50,7 +51,7 @@ class LineSplitter:
 
     def __init__(self, name: str, on_line: LineSink | None) -> None:
         self.name = name
-        self.on_line = on_line
+        self.take = lines_taker(on_line) if on_line is not None else None
         # The start of a line whose end has not come yet, in pieces (a long line is not copied
         # again for every chunk), up to MAX_LINE_BYTES; what comes past that is only counted.
         self.pending: list[bytes] = []
@@ -108,10 +109,8 @@ class LineSplitter:
                 ]
                 self.kept.append(kept)
                 self.size += len(kept)
-        on_line, name = self.on_line, self.name
-        if on_line is not None:
-            for line in lines:
-                on_line(name, line)
+        if self.take is not None:
+            self.take(self.name, lines)
 
     def text(self) -> str:
         return "".join(self.kept)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from conftest import PROCTOR
+from process_state import running
 
 from e2e.running import Backend, only_run, write_eval
 
@@ -21,15 +22,6 @@ SLEEPER_RUN = (
     'setsid sleep 601 >/dev/null 2>&1 < /dev/null & echo $! > "$PID_DIR/session-$$"; '
     "wait"
 )
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for init to reap it is dead)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def _left_folders(tmp: Path) -> list[str]:
@@ -70,18 +62,18 @@ def test_a_killed_eval_takes_its_agents_with_it_and_the_next_sweeps_its_folders(
             assert time.monotonic() < deadline, "the agents did not start in 120 s"
             time.sleep(0.1)
         pids = [int(p.read_text()) for p in pid_dir.iterdir()]
-        assert all(_running(pid) for pid in pids)
+        assert all(running(pid) for pid in pids)
         left_by_the_crash = _left_folders(tmp)
         eval_process.send_signal(signal.SIGKILL)
         eval_process.wait(timeout=10)
 
         deadline = time.monotonic() + 3
-        while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        while any(running(pid) for pid in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert [pid for pid in pids if _running(pid)] == []
+        assert [pid for pid in pids if running(pid)] == []
     finally:
         for pid in pids if "pids" in locals() else []:
-            if _running(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGKILL)
         if eval_process.poll() is None:
             eval_process.kill()

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import PROCTOR, proctor_env
 from e2e.running import write_eval
+from process_state import running
 
 STREAM_AGENT = r"""
 import json, os, sys, time
@@ -40,15 +41,6 @@ def wait_for(condition, timeout: float, what: str):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    return state != "Z"
 
 
 @pytest.mark.parametrize("quiet", [False, True], ids=["printing-agent", "quiet-agent"])
@@ -99,7 +91,7 @@ def test_a_process_whose_lease_was_taken_stops_writing_and_kills_its_agent(tmp_p
                 "update evals_app_trial set lease_owner = 'thief:1:ffff', "
                 "lease_expires_at = datetime('now', '+1 hour') where status = 'running'"
             )
-        wait_for(lambda: not alive(agent_pid), 10, "the agent to be killed")
+        wait_for(lambda: not running(agent_pid), 10, "the agent to be killed")
         settled = events()
         time.sleep(1.5)  # longer than a flush's wait: a writing process would have written
         assert events() == settled, "the process that lost the lease went on writing events"

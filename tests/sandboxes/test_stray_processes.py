@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_state import running
 
 # Each stray: a shell line that starts it in the background, out of the agent's way.
 STRAYS = {
@@ -58,14 +59,6 @@ def _held(lock: Path) -> bool:
         return False
 
 
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def _alive_after(sandbox, within_s: float = 1.0) -> list[str]:
     """The strays still alive ``within_s`` after now: holding their lock, or (local) in /proc."""
     deadline = time.monotonic() + within_s
@@ -76,7 +69,7 @@ def _alive_after(sandbox, within_s: float = 1.0) -> list[str]:
                 alive.append(f"{kind} (holds its lock)")
             elif sandbox.kind == "local":
                 pid = (sandbox.host_workspace / f"pid-{kind}").read_text().strip()
-                if _running(int(pid)):
+                if running(int(pid)):
                     alive.append(f"{kind} (pid {pid} in /proc)")
         if not alive or time.monotonic() > deadline:
             return alive
@@ -139,12 +132,12 @@ def test_the_cgroups_of_a_dead_proctor_are_swept_at_start_up(tmp_path) -> None:
     while not pid_file.exists() or not pid_file.read_text().strip():
         time.sleep(0.01)
     pid = int(pid_file.read_text())
-    assert _running(pid)
+    assert running(pid)
 
     containment.sweep_stale_cgroups(base.parent)
 
     deadline = time.monotonic() + 1
-    while _running(pid) and time.monotonic() < deadline:
+    while running(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _running(pid)
+    assert not running(pid)
     assert not left.parent.exists()

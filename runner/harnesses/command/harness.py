@@ -25,6 +25,7 @@ from runner.harnesses.base import (
     Harness,
     HarnessError,
     RawSink,
+    StreamReader,
     TurnRequest,
     TurnResult,
 )
@@ -163,19 +164,16 @@ class CommandHarness(Harness):
         trace_log.unlink(missing_ok=True)  # each turn records only the commands it ran
         state = _TurnState()
 
-        def on_line(stream: str, line: str) -> None:
-            raw(stream, line)
-            if stream != "stdout":
-                return
+        def read_line(line: str) -> tuple[AgentEvent, ...]:
             event = parse_line(line)
             if event is None:
-                return
+                return ()
             state.observe(event)
             if event.kind == "Finished":
                 # Held back so the commands the shell recorder saw come before the end.
                 state.finished_event = state.finished_event or event
-            else:
-                emit(event)
+                return ()
+            return (event,)
 
         env = self._env(
             sandbox,
@@ -190,7 +188,7 @@ class CommandHarness(Harness):
             ["bash", "-c", self._line(sandbox, self.profile.run or "")],
             env=env,
             timeout_s=timeout_s,
-            on_line=on_line,
+            on_line=StreamReader(raw, read_line, emit),
         )
         for event in read_trace(trace_log, already_printed=state.printed_commands):
             emit(event)
