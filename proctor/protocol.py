@@ -107,9 +107,11 @@ class AgentEvent:
     # Not part of the event: never stored, compared or shown.
     line: str | None = field(default=None, compare=False, repr=False)
     # Set by parse_line's fast path, which vouches for all that storable_event checks but the
-    # cap of a text field: the most UTF-8 bytes any text of ``data`` can hold (eight per
-    # character of the line: four per character, and a tool input written again as JSON text
-    # is never twice the line's). 0: not known. A changed ``data`` is a new event.
+    # cap of a text field: the most UTF-8 bytes any text of ``data`` can hold, eight per
+    # character of the line. A text taken from the line takes at most four bytes per
+    # character; a tool input written again as JSON text at most 4.5 per character of the
+    # line (a number: "1e15" becomes "1000000000000000.0"; a separator: "," becomes ", ").
+    # 0: not known. A changed ``data`` is a new event.
     fits_in: int = field(default=0, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -96,15 +97,19 @@ def test_an_event_the_fast_path_vouched_for_is_stored_as_the_careful_one(line, c
     assert stored(fast) == stored(careful)
 
 
-def test_a_tool_input_written_again_wider_still_fits_what_its_line_vouches_for():
-    # Compact JSON gains a space after every comma and colon when written again as text.
-    line = (
-        '{"_tag":"ToolCall","callId":null,"name":"n","status":null,"input":['
-        + ",".join(["{}"] * 500)
-        + "]}"
-    )
+@pytest.mark.parametrize(
+    "item",
+    ["{}", "1e15", '{"a":-1e15}', '"\U0001f600"'],
+    ids=["separators", "numbers", "objects", "wide-characters"],
+)
+def test_a_tool_input_written_again_wider_still_fits_what_its_line_vouches_for(item):
+    # Compact JSON gains a space after every comma and colon when written again as text, and
+    # a number in exponent form comes back written out ("1e15": "1000000000000000.0").
+    items = ",".join([item] * 500)
+    line = f'{{"_tag":"ToolCall","callId":null,"name":"n","status":null,"input":[{items}]}}'
     event = parse_line(line)
 
+    assert event.kind == "ToolCall"
     assert len(event.data["input"].encode()) <= event.fits_in
     assert storable_event(event, max_field_bytes=event.fits_in) is event
 
