@@ -320,6 +320,19 @@ def feed(recorder: DatabaseRecorder, line: str) -> AgentEvent | None:
     return event
 
 
+def feed_reads(recorder: DatabaseRecorder, lines: list[str], per_read: int) -> None:
+    """What the command harness does with stdout read ``per_read`` lines at a time (1: line
+    by line, through the single-line calls)."""
+    if per_read == 1:
+        for line in lines:
+            feed(recorder, line)
+        return
+    for start in range(0, len(lines), per_read):
+        read = lines[start : start + per_read]
+        recorder.raw_lines("stdout", read)
+        recorder.many_events(0, [e for e in map(parse_line, read) if e is not None])
+
+
 @settings(
     max_examples=100,
     deadline=None,
@@ -347,11 +360,12 @@ def test_what_is_stored_reads_back_from_the_database(trial, rng):
     assert "\x00" not in stored.answer
 
 
-def test_the_number_of_events_a_trial_keeps_is_capped_with_a_note(trial, settings):
+@pytest.mark.parametrize("per_read", [1, 30, 300], ids=["line-by-line", "30-a-read", "300-a-read"])
+def test_the_number_of_events_a_trial_keeps_is_capped_with_a_note(trial, settings, per_read):
     settings.PROCTOR_MAX_TRIAL_EVENTS = 50
     recorder = DatabaseRecorder(trial)
-    for n in range(1_050):
-        feed(recorder, json.dumps({"_tag": "Message", "text": f"message {n}"}))
+    lines = [json.dumps({"_tag": "Message", "text": f"message {n}"}) for n in range(1_050)]
+    feed_reads(recorder, lines, per_read)
     recorder.log("a note from Proctor is kept")
     recorder.trial_finished(TrialOutcome("passed"))
 
@@ -368,11 +382,11 @@ def test_the_number_of_events_a_trial_keeps_is_capped_with_a_note(trial, setting
     )
 
 
-def test_output_log_is_capped_with_a_mark_and_the_bytes_not_kept(trial, settings):
+@pytest.mark.parametrize("per_read", [1, 30, 300], ids=["line-by-line", "30-a-read", "300-a-read"])
+def test_output_log_is_capped_with_a_mark_and_the_bytes_not_kept(trial, settings, per_read):
     settings.PROCTOR_MAX_OUTPUT_LOG_BYTES = 10_000
     recorder = DatabaseRecorder(trial)
-    for _ in range(1_000):
-        feed(recorder, "y" * 99)  # 100 bytes a line with its newline
+    feed_reads(recorder, ["y" * 99] * 1_000, per_read)  # 100 bytes a line with its newline
     recorder.trial_finished(TrialOutcome("passed"))
 
     log = (recorder.folder / "output.log").read_text()
