@@ -42,17 +42,25 @@ class AgentClock:
 class _TurnEvents:
     """The ``emit`` a harness is given for one turn: each event joins the turn's transcript and
     goes to the recorder; ``many`` takes the events of one read at once. The turn's first
-    Finished is held back (``held_finish``), to come after the changes found in the workspace."""
+    Finished is held back, to come after the changes found in the workspace (``release``)."""
 
     def __init__(self, turn: TurnTranscript, recorder: TrialRecorder) -> None:
         self.turn = turn
         self.recorder = recorder
-        self.held_finish: list[AgentEvent] = []
+        self._held_finish: AgentEvent | None = None
 
     def __call__(self, event: AgentEvent) -> None:
-        if event.kind == "Finished" and not self.held_finish:
-            self.held_finish.append(event)
+        if event.kind == "Finished" and self._held_finish is None:
+            self._held_finish = event
             return
+        self._record(event)
+
+    def release(self) -> None:
+        """The held Finished, once the turn's other events are in (the turn's last call)."""
+        if self._held_finish is not None:
+            self._record(self._held_finish)
+
+    def _record(self, event: AgentEvent) -> None:
         self.turn.add(event)
         self.recorder.event(self.turn.index, event)
 
@@ -131,9 +139,7 @@ class AgentSession:
         unreported = self._unreported_changes(turn.file_changes)
         if unreported:
             emit(AgentEvent("FileChange", {"paths": unreported}))
-        for event in emit.held_finish:  # after the workspace's changes
-            turn.add(event)
-            self.recorder.event(turn.index, event)
+        emit.release()
         self.timed_out = self.timed_out or result.timed_out
         self.session_id = result.session_id or self.session_id
         turn.finish_reason = turn.finish_reason or result.finish_reason

@@ -72,11 +72,13 @@ def test_codex_calls_the_mocked_mcp_tool_over_stdio(
     offered = [t for t in calls[0]["tools"] if t.get("name") == "mcp__tickets"]
     assert [t["name"] for t in offered[0]["tools"]] == ["create_ticket"], calls[0]["tools"]
     answered = calls[1]["input"][-1]
+    trial = report["runs"][0]["trials"][0]
+    trial_dir = backend.artifacts / "batches" / str(report["batch"]) / "trials" / str(trial["id"])
     assert answered["type"] == "function_call_output" and '"id":"T-1"' in answered["output"], (
         answered,
-        (backend.artifacts / "batches" / "1" / "trials" / "1" / "output.log").read_text()[-4000:],
+        (trial_dir / "output.log").read_text()[-4000:],
     )
-    assert report["runs"][0]["trials"][0]["status"] == "passed", json.dumps(report, indent=2)
+    assert trial["status"] == "passed", json.dumps(report, indent=2)
     trial_id = backend.trial_ids(report["batch"])[0]
     assert backend.rows(
         "SELECT mock, path FROM evals_app_mockcall WHERE trial_id = ?", trial_id
