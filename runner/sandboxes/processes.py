@@ -210,7 +210,7 @@ def _feed(stream: IO[bytes], data: bytes) -> None:
 
 def _not_startable(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | None) -> str:
     """Why ``argv[0]`` cannot be executed (as exec would say it), or "" when it can. Checked
-    before the start because the program is exec'd by the cgroup wrapper, not by Popen."""
+    before the start because the program may be exec'd by the cgroup wrapper, not by Popen."""
     program = argv[0]
     if "/" not in program:
         path = (os.environ if env is None else env).get("PATH", os.defpath)
@@ -252,17 +252,17 @@ def run_process(
     """
     started = time.monotonic()
     tree: ProcessTree | None = None
-    why = _not_startable(argv, env, cwd)
     try:
-        if why:
-            raise OSError(2, why)
         tree = (
             ProcessTree(containment(), None, dies_with_proctor=True)
             if own_namespace
             else containment().new_tree()
         )
-        proc = subprocess.Popen(
-            tree.wrap(list(argv)),
+        why = _not_startable(argv, env, cwd) if tree.starts_through_shell else ""
+        if why:
+            raise OSError(2, why)
+        proc = tree.popen(
+            list(argv),
             env=None if env is None else dict(env),
             cwd=cwd,
             stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,

@@ -1,0 +1,177 @@
+"""A run's program starts inside its own cgroup, created there by clone3 (CLONE_INTO_CGROUP) or,
+where that cannot be had, moved there by a shell before it execs: either way the program sees
+what a plain subprocess would give it (its argv, env and folder, three streams and nothing else,
+default signal handling, a session of its own), and a program that cannot start says why.
+
+Every test runs both ways on this machine: ``clone3`` (the C extension built by ``pip
+install``) and ``shell`` (the fallback). Machines without a writable cgroup2 mount skip the
+tier; CI, which requires every tier, fails instead.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import tier_unavailable
+
+from runner.sandboxes import cgroup_spawn
+from runner.sandboxes.containment import containment
+from runner.sandboxes.processes import run_process
+
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "ONLY_THIS": "yes"}
+
+
+@pytest.fixture(params=["clone3", "shell"])
+def way(request, monkeypatch) -> Iterator[str]:
+    """Runs start this way for the test (``containment().starts_inside``)."""
+    contained = containment()
+    if contained.base is None:
+        tier_unavailable("cgroups", "this machine has no cgroup2 mount that Proctor may write")
+    if request.param == "clone3" and not contained.starts_inside:
+        why = (
+            "the C extension runner/sandboxes/_clone_into_cgroup.c was not built"
+            if not cgroup_spawn.built()
+            else "the kernel refused clone3 with CLONE_INTO_CGROUP"
+        )
+        tier_unavailable("clone3", why)
+    monkeypatch.setattr(contained, "starts_inside", request.param == "clone3")
+    yield request.param
+
+
+def _run(argv: list[str], **options):
+    options.setdefault("env", ENV)
+    return run_process(argv, timeout_s=30, **options)
+
+
+def test_the_program_is_in_its_runs_cgroup_from_its_first_instruction(way) -> None:
+    result = _run(["cat", "/proc/self/cgroup"])
+
+    assert result.exit_code == 0, result.stderr
+    unified = next(line for line in result.stdout.splitlines() if line.startswith("0::"))
+    base = containment().base
+    assert base is not None
+    # A cgroup of its own under this Proctor's, not Proctor's own.
+    assert unified.rsplit("/", 2)[-2:][0] == base.name, unified
+    assert unified.rsplit("/", 1)[-1].startswith("run-"), unified
+
+
+def test_its_argv_environment_and_folder_are_the_ones_asked_for(way, tmp_path) -> None:
+    result = _run(
+        ["sh", "-c", 'printf "%s|" "$0" "$1"; pwd; env | sort', "first", "second word"],
+        cwd=str(tmp_path),
+    )
+
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"first|second word|{tmp_path}"
+    # Nothing of the worker's environment comes along (sh adds PWD, and dash nothing else).
+    assert sorted(
+        line for line in lines[1:] if not line.startswith(("PWD=", "OLDPWD=", "SHLVL=", "_="))
+    ) == [
+        "LANG=C.UTF-8",
+        "ONLY_THIS=yes",
+        "PATH=/usr/local/bin:/usr/bin:/bin",
+    ]
+
+
+def test_it_gets_its_three_streams_and_no_other_descriptor(way) -> None:
+    # An inheritable descriptor of the worker's, which a careless start would pass on.
+    with tempfile.TemporaryFile() as handle:
+        leaked = os.dup2(handle.fileno(), 57, inheritable=True)
+        try:
+            result = _run(["ls", "/proc/self/fd"])
+        finally:
+            os.close(leaked)
+
+    assert result.exit_code == 0, result.stderr
+    # 3 is the folder ls itself opened to list.
+    assert sorted(int(fd) for fd in result.stdout.split()) == [0, 1, 2, 3]
+
+
+def test_stdin_is_closed_or_what_was_given(way) -> None:
+    assert _run(["cat"]).stdout == ""
+    assert _run(["cat"], stdin=b"fed to it\n").stdout == "fed to it\n"
+
+
+def test_signals_start_at_their_defaults(way) -> None:
+    # Python ignores SIGPIPE; a handler of the worker's must not run in the child either.
+    previous = signal.signal(signal.SIGUSR1, lambda *_: None)
+    try:
+        status = _run(["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"])
+        piped = _run(["sh", "-c", "yes | head -n 1"])
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+    assert status.stdout.split() == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
+    # With SIGPIPE ignored, `yes` would complain of a broken pipe instead of dying quietly.
+    assert (piped.stdout, piped.stderr) == ("y\n", "")
+
+
+def test_it_leads_a_session_of_its_own(way) -> None:
+    result = _run(["cat", "/proc/self/stat"])
+
+    fields = result.stdout.rsplit(")", 1)[1].split()
+    pid = int(result.stdout.split()[0])
+    session = int(fields[3])
+    assert session == pid != os.getsid(0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["no-such-program-anywhere"], "No such file or directory"),
+        (["/no/such/folder/program"], "No such file or directory"),
+        (["{not executable}"], "Permission denied"),
+        (["/usr/bin"], "Permission denied"),  # a folder
+    ],
+)
+def test_a_program_that_cannot_start_says_why(way, argv, why, tmp_path) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text("echo it ran\n")
+    argv = [str(plain) if arg == "{not executable}" else arg for arg in argv]
+
+    result = _run(argv)
+
+    assert result.exit_code == 127
+    assert result.stderr == f"could not start {argv[0]}: {why}\n"
+
+
+def test_a_missing_folder_is_said_as_the_start_failing(way, tmp_path) -> None:
+    result = _run(["true"], cwd=str(tmp_path / "gone"))
+
+    assert result.exit_code == 127
+    assert result.stderr == "could not start true: No such file or directory\n"
+
+
+def test_no_cgroup_is_left_behind_by_many_runs(way) -> None:
+    base = containment().base
+    assert base is not None
+    before = {p.name for p in base.iterdir() if p.is_dir()}
+
+    for _ in range(20):
+        assert _run(["true"]).exit_code == 0
+
+    assert {p.name for p in base.iterdir() if p.is_dir()} <= before
+
+
+def test_the_probe_tells_whether_programs_can_start_inside(monkeypatch, tmp_path) -> None:
+    contained = containment()
+    if contained.base is None or not cgroup_spawn.built():
+        tier_unavailable("clone3", "no writable cgroup2 mount, or the C extension was not built")
+    probe = Path(contained.base) / "probe-test"
+    probe.mkdir()
+    try:
+        assert cgroup_spawn.probe(str(probe)) is True
+        # Without the extension (no compiler where Proctor was installed): the shell way.
+        monkeypatch.setattr(cgroup_spawn, "_clone_into_cgroup", None)
+        assert cgroup_spawn.probe(str(probe)) is False
+    finally:
+        probe.rmdir()
+    # A folder that is not a cgroup: the kernel refuses, and the probe says so.
+    monkeypatch.undo()
+    assert cgroup_spawn.probe(str(tmp_path)) is False
