@@ -4,6 +4,7 @@ side in the same process."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -47,17 +48,18 @@ def proctor_folders(settings, tmp_path: Path) -> None:
     settings.ARTIFACTS_DIR = tmp_path / "proctor-home" / "artifacts"
 
 
-def record_project(root: Path, value: str, organization: Organization) -> int:
+def record_project(root: Path, value: str, organization: Organization, trials: int = 1) -> int:
     """Write a project whose variants.py holds ``value``, record its batch as `proctor eval`
-    does, and return its one queued trial."""
+    does, and return its first queued trial (of ``trials``, all of one run)."""
     root.mkdir(parents=True)
     (root / "pyproject.toml").write_text(f'[project]\nname = "{value}"\n')
     write_eval(root / "evals", "variants.py", f"VALUE = {value!r}\n")
     eval_file = write_eval(root / "evals", "isolation.eval.py", ISOLATION_EVAL.format(want=value))
-    planned = plan_batch(load_suites([str(eval_file)]), Selection())
+    planned = plan_batch(load_suites([str(eval_file)]), Selection(trials=trials))
     submission = build_submission(planned, {"paths": [str(eval_file)]}, max_bytes=10 * 1024 * 1024)
-    _, (trial_id,), _ = record_locally(organization, submission)
-    return trial_id
+    _, trial_ids, _ = record_locally(organization, submission)
+    assert len(trial_ids) == trials
+    return trial_ids[0]
 
 
 def run_side_by_side(trial_ids: list[int]) -> list[BaseException]:
@@ -122,3 +124,26 @@ def only_bundle(organization_folder: Path) -> Path:
     """The one project bundle unpacked for an organization (the other holds the agent)."""
     (project,) = [p for p in organization_folder.iterdir() if (p / "evals").is_dir()]
     return project
+
+
+def test_a_runs_later_trial_runs_from_its_bundle_after_the_cache_was_cleaned(
+    transactional_db, proctor_folders, tmp_path: Path
+):
+    """The trials of a run share what their plan resolves from the bundle, kept by the process;
+    a trial that finds the unpacked bundle gone (a cache cleaned between two trials) unpacks it
+    again instead of running from a folder that is not there."""
+    acme = Organization.objects.create(slug="acme", name="Acme")
+    first = record_project(tmp_path / "alpha", "alpha", acme, trials=3)
+    second, third = first + 1, first + 2
+    unpacked = tmp_path / "proctor-home" / "cache" / "bundles"
+
+    run_trial_by_id(first)
+    run_trial_by_id(second)
+    shutil.rmtree(unpacked)
+    run_trial_by_id(third)
+
+    trials = Trial.objects.filter(pk__in=[first, second, third]).order_by("pk")
+    assert [(t.status, t.error) for t in trials] == [("passed", "")] * 3
+    messages = [Check.objects.get(trial=t).message for t in trials]
+    where = str(only_bundle(unpacked / str(acme.pk)) / "evals" / "variants.py")
+    assert messages == [f"alpha from {where}"] * 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from django.conf import settings
@@ -26,9 +27,15 @@ def consultation_folder(kind: str, *, turn_index: int | None, check_index: int |
 
 
 def write_text(folder: Path, relative_path: str, text: str) -> Path:
-    target = (folder / relative_path).resolve()
-    if folder.resolve() not in target.parents:
+    """Write ``relative_path`` under ``folder``, making its folders. A path that would leave
+    ``folder`` (absolute, or climbing out with ``..``; a mock's name can be anything) is
+    refused. Judged on the text alone: the folder is Proctor's own, so no link in it leads
+    out, and every trial writes several files (resolving both paths cost a dozen system calls
+    each time)."""
+    relative = os.path.normpath(relative_path)
+    if os.path.isabs(relative) or relative in (".", "..") or relative.startswith("../"):
         raise ValueError(f"artifact path {relative_path} leaves the trial's folder")
+    target = folder / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return target

@@ -12,10 +12,19 @@ from evals_app.bundle_store import read_bundle
 from evals_app.source_capture import BUNDLE_ROOT_MARKER
 
 
+def _folder(organization_id: int, digest: str) -> Path:
+    return Path(settings.CACHE_DIR) / "bundles" / str(organization_id) / digest
+
+
+def is_unpacked(organization_id: int, digest: str) -> bool:
+    """Whether the bundle's folder is in the cache (one look at the disk)."""
+    return _folder(organization_id, digest).is_dir()
+
+
 def unpacked(organization_id: int, digest: str, *, project: bool = False) -> Path:
     """The folder holding the bundle's files (a git bundle: ``commit.bundle`` in it). A
     project bundle is marked as its own project root. Raises MissingBundle."""
-    dest = Path(settings.CACHE_DIR) / "bundles" / str(organization_id) / digest
+    dest = _folder(organization_id, digest)
     if dest.is_dir():
         return dest
     kind, data = read_bundle(organization_id, digest)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -21,12 +22,12 @@ from django.utils import timezone
 
 from evals_app.bundle_store import MissingBundle
 from evals_app.loading import LoadError, load_file
-from evals_app.models import Batch, Run, Trial
+from evals_app.models import KEPT_RUNS, Batch, Run, Trial
 from evals_app.resolution import canonical_hash, resolve_case, variant_spec
 from proctor.definitions import Repo
 from runner.batches import benchmark
 from runner.core.recording import TrialOutcome
-from runner.core.spec import TrialSpec
+from runner.core.spec import RunCode, TrialSpec
 from runner.core.trial import TrialPlan, execute_trial
 from runner.jobs import artifacts, bundle_cache, leases, publishing
 from runner.jobs.recorder import DatabaseRecorder
@@ -51,7 +52,17 @@ def build_plan(trial: Trial) -> TrialPlan:
     )
     if spec.code is None:
         return _plan_from_recorded_path(trial, spec)
-    code = spec.code
+    kept = _kept_run_plan(trial, spec.organization_id, spec.code)
+    if kept is not None:
+        return _plan(trial, spec, *kept)
+    resolved, variant, source = _run_plan(trial, spec, spec.code)
+    _keep_run_plan(trial, (resolved, variant, source))
+    return _plan(trial, spec, resolved, variant, source)
+
+
+def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
+    """What every trial of the run shares: its case as resolved from the bundle (the eval
+    module imported from it, the definition hashed again), its variant and its source."""
     org = spec.organization_id
     try:
         root = bundle_cache.unpacked(org, code.bundle, project=True)
@@ -84,7 +95,32 @@ def build_plan(trial: Trial) -> TrialPlan:
         raise PlanError(f"{where} does not define variant {code.variant} as it was recorded")
     if profile_dir is not None and variant.profile is not None:
         variant = replace(variant, profile=replace(variant.profile, dir=str(profile_dir)))
-    return _plan(trial, spec, resolved, variant, source)
+    return resolved, variant, source
+
+
+# The shared part of each run's plan, kept per run for as long as Run.for_running keeps the
+# run's rows (the same object vouches for the same run), oldest first.
+_kept_run_plans: dict[int, tuple[Run, tuple]] = {}
+_kept_run_plans_lock = threading.Lock()
+
+
+def _kept_run_plan(trial: Trial, organization_id: int, code: RunCode) -> tuple | None:
+    with _kept_run_plans_lock:
+        kept = _kept_run_plans.get(trial.run_id)
+    if kept is None or kept[0] is not trial.run:
+        return None
+    # The bundles' folders must still be there (a cache cleaned meanwhile is unpacked again).
+    for digest in (code.bundle, code.profile_bundle):
+        if digest and not bundle_cache.is_unpacked(organization_id, digest):
+            return None
+    return kept[1]
+
+
+def _keep_run_plan(trial: Trial, shared: tuple) -> None:
+    with _kept_run_plans_lock:
+        if len(_kept_run_plans) >= KEPT_RUNS:
+            _kept_run_plans.pop(next(iter(_kept_run_plans)))
+        _kept_run_plans[trial.run_id] = (trial.run, shared)
 
 
 def _find_case(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import json
 import sys
@@ -109,15 +110,23 @@ class Command(EvalOptions):
             self._invalid(err, exc.problems)
         if not options["json"]:
             self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
-        futures = dispatch.enqueue(trial_ids)
-        if settings.EMBEDDED:
-            # The pool's own reaper: a trial of this batch whose run was lost is run again.
-            reaper.start(batch_id=batch.pk)
-        if options["no_wait"]:
-            if options["json"]:
-                out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))
-            return
-        self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
+        # What was loaded so far (Django, the eval files, the batch) lives as long as the run:
+        # kept out of the collector's view while the trials run, a full collection no longer
+        # walks all of it each time. Handed back after, so garbage among it is still collected
+        # (tests and benchmarks run many evals in one process).
+        gc.freeze()
+        try:
+            futures = dispatch.enqueue(trial_ids)
+            if settings.EMBEDDED:
+                # The pool's own reaper: a trial of this batch whose run was lost is run again.
+                reaper.start(batch_id=batch.pk)
+            if options["no_wait"]:
+                if options["json"]:
+                    out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))
+                return
+            self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
+        finally:
+            gc.unfreeze()
         batch.refresh_from_db()
         footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
         comparisons = None
