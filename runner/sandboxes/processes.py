@@ -130,7 +130,9 @@ class _Pipes:
         self.proc = proc
         self.streams = streams
         self.open_fds = set(streams)
-        self.selector = selectors.DefaultSelector()
+        # poll(2), not epoll: for three descriptors it needs no descriptor of its own and no
+        # system call per registration, and every run makes one.
+        self.selector = selectors.PollSelector()
         for fd in streams:
             self.selector.register(fd, selectors.EVENT_READ)
         self.pidfd: int | None = None
