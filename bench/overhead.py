@@ -59,13 +59,15 @@ def cpu_s() -> float:
 
 
 def cgroup_mode() -> str:
-    """How runs are contained here, which sets much of a trial's cost: moving a process into a
-    cgroup waits for the kernel's RCU unless the cgroup2 hierarchy is mounted with
-    ``favordynmods`` (docs/hot-path.md)."""
-    from runner.sandboxes.containment import uses_cgroups
+    """How runs are contained here, which sets much of a trial's cost: a program created in its
+    cgroup (clone3) costs nothing more, while moving one in waits for the kernel's RCU unless
+    the cgroup2 hierarchy is mounted with ``favordynmods`` (docs/hot-path.md)."""
+    from runner.sandboxes.containment import containment, uses_cgroups
 
     if not uses_cgroups():
         return "runs contained by their process group"
+    if containment().starts_inside:
+        return "a cgroup per run, each program created in it (clone3)"
     options = ""
     with contextlib.suppress(OSError):
         for line in Path("/proc/mounts").read_text().splitlines():
@@ -73,7 +75,10 @@ def cgroup_mode() -> str:
             if fields[2] == "cgroup2":
                 options = fields[3]
     favoured = "favordynmods" in options.split(",")
-    return f"a cgroup per run (cgroup2 {'with' if favoured else 'without'} favordynmods)"
+    return (
+        f"a cgroup per run, each program moved in by a shell (cgroup2 "
+        f"{'with' if favoured else 'without'} favordynmods)"
+    )
 
 
 def floor(trials: int, jobs: int) -> None:
