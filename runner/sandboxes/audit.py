@@ -150,13 +150,15 @@ def audit_writes(
     """
     if getattr(sandbox, "confines_writes", False):
         return []
-    own = [getattr(sandbox, "root", None), sandbox.host_workspace, sandbox.host_home, *ignore]
-    own_real = [os.path.realpath(str(p)) for p in own if p is not None]
     existing = [root for root in roots if os.path.isdir(root)]
     if not existing:
         return []
     watch = write_watch.existing_watch(existing)
     seen = watch.changed_since(since - CLOCK_TICK_S) if watch is not None else None
+    if seen is not None and not seen:
+        return []  # the usual answer, known without resolving the sandbox's own folders
+    own = [getattr(sandbox, "root", None), sandbox.host_workspace, sandbox.host_home, *ignore]
+    own_real = [os.path.realpath(str(p)) for p in own if p is not None]
     if seen is not None:
         paths = sorted(p for p in seen if _outside(p, own_real))
         if until is not None:
