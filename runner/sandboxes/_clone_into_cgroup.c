@@ -147,6 +147,16 @@ static long clone3_running(struct clone_args *args, int (*fn)(void *), void *arg
     return result;
 }
 
+/* Whether ``bytes`` holds a NUL, which a C string would silently cut short: ValueError, as
+ * subprocess raises. */
+static int embeds_nul(PyObject *bytes)
+{
+    if (strlen(PyBytes_AS_STRING(bytes)) == (size_t)PyBytes_GET_SIZE(bytes))
+        return 0;
+    PyErr_SetString(PyExc_ValueError, "embedded null byte");
+    return 1;
+}
+
 /* A NULL-terminated array of the bytes objects in ``seq`` (borrowed pointers: ``seq``'s items
  * live as long as the fast sequence does). */
 static char **byte_strings(PyObject *fast)
@@ -161,6 +171,10 @@ static char **byte_strings(PyObject *fast)
         PyObject *item = PySequence_Fast_GET_ITEM(fast, i);
         if (!PyBytes_Check(item)) {
             PyErr_SetString(PyExc_TypeError, "expected bytes");
+            PyMem_Free(array);
+            return NULL;
+        }
+        if (embeds_nul(item)) {
             PyMem_Free(array);
             return NULL;
         }
@@ -214,6 +228,8 @@ static PyObject *spawn(PyObject *Py_UNUSED(module), PyObject *args)
         PyErr_SetString(PyExc_TypeError, "cwd must be bytes or None");
         goto done;
     }
+    if (cwd_obj != Py_None && embeds_nul(cwd_obj))
+        goto done;
     if ((executables = byte_strings(executables_fast)) == NULL || (argv = byte_strings(argv_fast)) == NULL)
         goto done;
     plan = PyMem_Calloc(1, sizeof *plan);

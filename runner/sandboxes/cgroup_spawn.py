@@ -42,7 +42,10 @@ def probe(folder: str) -> bool:
     CLONE_INTO_CGROUP are known to the kernel and allowed on that folder."""
     if not built():
         return False
-    cgroup = open_cgroup(folder)
+    try:
+        cgroup = open_cgroup(folder)
+    except OSError:
+        return False
     try:
         with CgroupPopen(
             ["true"],
@@ -120,11 +123,14 @@ class CgroupPopen(subprocess.Popen[bytes]):
                 candidates = tuple(
                     os.path.join(os.fsencode(folder), program) for folder in os.get_exec_path(env)
                 )
-            env_list = (
-                None
-                if env is None
-                else [os.fsencode(key) + b"=" + os.fsencode(value) for key, value in env.items()]
-            )
+            env_list = None
+            if env is not None:
+                env_list = []
+                for key, value in env.items():
+                    name = os.fsencode(key)
+                    if b"=" in name:  # as subprocess refuses it
+                        raise ValueError("illegal environment variable name")
+                    env_list.append(name + b"=" + os.fsencode(value))
             self.pid = _clone_into_cgroup.spawn(  # type: ignore[union-attr]
                 candidates,
                 argv,

@@ -244,8 +244,9 @@ def run_process(
 
     ``env`` None inherits the worker's environment, ``cwd`` None its directory. ``stdin`` is
     written to the process and then closed; without it stdin is closed from the start. Each
-    stream keeps its first MAX_KEPT_CHARS in the result. A program that cannot be started is
-    exit 127 with ``could not start <program>: <why>`` on stderr, as in every sandbox.
+    stream keeps its first MAX_KEPT_CHARS in the result. A program that cannot be started
+    (missing, not executable, a NUL byte in its arguments) is exit 127 with ``could not start
+    <program>: <why>`` on stderr, as in every sandbox.
 
     ``own_namespace``: ``argv`` starts its processes in a pid namespace of its own that dies
     with its first process (bwrap's ``--unshare-pid --die-with-parent``), so killing its process
@@ -272,13 +273,16 @@ def run_process(
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
+        # ValueError: what no program could be started with (a NUL byte in an argument, an
+        # environment variable name holding "="), said the same way.
         if tree is not None:
             tree.kill()
+        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
         return ProcessResult(
             exit_code=127,
             stdout="",
-            stderr=f"could not start {argv[0]}: {exc.strerror}\n",
+            stderr=f"could not start {argv[0]}: {reason}\n",
             timed_out=False,
             duration_ms=0,
         )

@@ -158,6 +158,24 @@ def test_a_program_that_cannot_start_says_why(way, argv, why, tmp_path) -> None:
     assert result.stderr == f"could not start {argv[0]}: {why}\n"
 
 
+@pytest.mark.parametrize(
+    ("argv", "env", "why"),
+    [
+        (["echo", "a\x00b"], ENV, "embedded null byte"),
+        (["true"], {**ENV, "A=B": "1"}, "illegal environment variable name"),
+    ],
+)
+def test_arguments_no_program_could_get_are_said_and_leave_no_cgroup(way, argv, env, why) -> None:
+    base = containment().base
+    assert base is not None
+    before = {p.name for p in base.iterdir() if p.is_dir()}
+
+    result = _run(argv, env=env)
+
+    assert (result.exit_code, result.stderr) == (127, f"could not start {argv[0]}: {why}\n")
+    assert {p.name for p in base.iterdir() if p.is_dir()} <= before
+
+
 def test_a_missing_folder_is_said_as_the_start_failing(way, tmp_path) -> None:
     result = _run(["true"], cwd=str(tmp_path / "gone"))
 
@@ -189,6 +207,8 @@ def test_the_probe_tells_whether_programs_can_start_inside(monkeypatch, tmp_path
         assert cgroup_spawn.probe(str(probe)) is False
     finally:
         probe.rmdir()
-    # A folder that is not a cgroup: the kernel refuses, and the probe says so.
+    # A folder that is not a cgroup: the kernel refuses, and the probe says so; so for one
+    # that is not there at all.
     monkeypatch.undo()
     assert cgroup_spawn.probe(str(tmp_path)) is False
+    assert cgroup_spawn.probe(str(tmp_path / "gone")) is False
