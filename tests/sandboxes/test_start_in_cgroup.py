@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -181,6 +182,25 @@ def test_a_missing_folder_is_said_as_the_start_failing(way, tmp_path) -> None:
 
     assert result.exit_code == 127
     assert result.stderr == "could not start true: No such file or directory\n"
+
+
+def test_runs_started_from_many_threads_at_once_each_get_their_own(way) -> None:
+    """The clone shares this process's memory until the child execs: eight threads starting
+    runs together must each get their own program, arguments and output."""
+    results: dict[tuple[int, int], tuple[int | None, str]] = {}
+
+    def start_runs(thread: int) -> None:
+        for run in range(15):
+            result = _run(["sh", "-c", 'echo "$0 $1"; exit "$2"', str(thread), str(run), "3"])
+            results[(thread, run)] = (result.exit_code, result.stdout)
+
+    threads = [threading.Thread(target=start_runs, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert results == {(t, r): (3, f"{t} {r}\n") for t in range(8) for r in range(15)}
 
 
 def test_no_cgroup_is_left_behind_by_many_runs(way) -> None:
