@@ -10,7 +10,8 @@ The marginal cost is (time of the large batch - time of the small one) / (the di
 trials): start-up and warm-up fall out. Each figure is the median of ``--repeats`` runs. CPU per
 trial counts this process and its children (user + system). Start-up is `proctor eval --help`
 and a whole one-trial `proctor eval` in a fresh process (an upper bound of the time to the first
-trial). Prints figures, never asserts them; the ratio is last.
+trial). CPU is also shown split: what of it the children (agents, checks, shells) used.
+Prints figures, never asserts them; the ratio is last.
 
     .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2]
 """
@@ -52,10 +53,11 @@ noop = suite(
 """
 
 
-def cpu_s() -> float:
+def cpu_s() -> tuple[float, float]:
+    """CPU seconds so far of this process, and of its children that were waited for."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def cgroup_mode() -> str:
@@ -115,24 +117,28 @@ def proctor(folder: Path) -> Callable[[int, int], None]:
     return run
 
 
-def timed(work: Callable[[int, int], None], trials: int, jobs: int) -> tuple[float, float]:
-    """Wall seconds and CPU seconds of one call."""
-    cpu, started = cpu_s(), time.perf_counter()
+def timed(work: Callable[[int, int], None], trials: int, jobs: int) -> tuple[float, float, float]:
+    """Wall seconds, this process's CPU seconds and its children's, of one call."""
+    (own, children), started = cpu_s(), time.perf_counter()
     work(trials, jobs)
-    return time.perf_counter() - started, cpu_s() - cpu
+    own_after, children_after = cpu_s()
+    return time.perf_counter() - started, own_after - own, children_after - children
 
 
 def marginal(
     work: Callable[[int, int], None], small: int, large: int, jobs: int, repeats: int
-) -> tuple[float, float]:
-    """Median marginal wall ms and CPU ms per trial, from runs of ``small`` and ``large``."""
-    walls, cpus = [], []
+) -> tuple[float, float, float]:
+    """Median marginal wall ms, CPU ms and children's CPU ms per trial, from runs of
+    ``small`` and ``large``."""
+    walls, cpus, children_cpus = [], [], []
     for _ in range(repeats):
-        wall_small, cpu_small = timed(work, small, jobs)
-        wall_large, cpu_large = timed(work, large, jobs)
-        walls.append((wall_large - wall_small) / (large - small) * 1000)
-        cpus.append((cpu_large - cpu_small) / (large - small) * 1000)
-    return statistics.median(walls), statistics.median(cpus)
+        wall_small, own_small, children_small = timed(work, small, jobs)
+        wall_large, own_large, children_large = timed(work, large, jobs)
+        per_trial = 1000 / (large - small)
+        walls.append((wall_large - wall_small) * per_trial)
+        cpus.append((own_large + children_large - own_small - children_small) * per_trial)
+        children_cpus.append((children_large - children_small) * per_trial)
+    return statistics.median(walls), statistics.median(cpus), statistics.median(children_cpus)
 
 
 def start_up(folder: Path, repeats: int) -> tuple[float, float]:
@@ -185,12 +191,14 @@ def main() -> None:
         f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}; "
         f"{cgroup_mode()}"
     )
-    floor_ms, floor_cpu = marginal(floor, args.small, args.large, args.jobs, args.repeats)
-    ours_ms, ours_cpu = marginal(ours, args.small, args.large, args.jobs, args.repeats)
+    floor_ms, floor_cpu, floor_kids = marginal(
+        floor, args.small, args.large, args.jobs, args.repeats
+    )
+    ours_ms, ours_cpu, ours_kids = marginal(ours, args.small, args.large, args.jobs, args.repeats)
     help_s, one_s = start_up(folder, args.repeats)
-    print(f"{'':8} {'marginal ms/trial':>18} {'CPU ms/trial':>13}")
-    print(f"{'floor':8} {floor_ms:>18.1f} {floor_cpu:>13.1f}")
-    print(f"{'proctor':8} {ours_ms:>18.1f} {ours_cpu:>13.1f}")
+    print(f"{'':8} {'marginal ms/trial':>18} {'CPU ms/trial':>13} {'of it children':>15}")
+    print(f"{'floor':8} {floor_ms:>18.1f} {floor_cpu:>13.1f} {floor_kids:>15.1f}")
+    print(f"{'proctor':8} {ours_ms:>18.1f} {ours_cpu:>13.1f} {ours_kids:>15.1f}")
     print(f"start-up: `proctor eval --help` {help_s:.2f} s, a one-trial eval {one_s:.2f} s")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
