@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test check setup services serve clean
 
-$(STAMP): pyproject.toml runner/sandboxes/_clone_into_cgroup.c
+$(STAMP): pyproject.toml setup.py runner/sandboxes/_clone_into_cgroup.c
 	@command -v $(PYTHON) >/dev/null || { echo "$(PYTHON) is needed (Python 3.11)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
