@@ -2,7 +2,7 @@
 FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends git bash && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY proctor proctor
 COPY evals_app evals_app
 COPY runner runner
