@@ -133,8 +133,11 @@ def test_a_runs_later_trial_runs_from_its_bundle_after_the_cache_was_cleaned(
     a trial that finds the unpacked bundle gone (a cache cleaned between two trials) unpacks it
     again instead of running from a folder that is not there."""
     acme = Organization.objects.create(slug="acme", name="Acme")
-    first = record_project(tmp_path / "alpha", "alpha", acme, trials=3)
-    second, third = first + 1, first + 2
+    first_id = record_project(tmp_path / "alpha", "alpha", acme, trials=3)
+    run_id = Trial.objects.get(pk=first_id).run_id
+    first, second, third = (
+        Trial.objects.filter(run_id=run_id).order_by("index").values_list("pk", flat=True)
+    )
     unpacked = tmp_path / "proctor-home" / "cache" / "bundles"
 
     run_trial_by_id(first)

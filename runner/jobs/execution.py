@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +21,7 @@ from django.utils import timezone
 
 from evals_app.bundle_store import MissingBundle
 from evals_app.loading import LoadError, load_file
-from evals_app.models import KEPT_RUNS, Batch, Run, Trial
+from evals_app.models import Batch, Run, Trial
 from evals_app.resolution import canonical_hash, resolve_case, variant_spec
 from proctor.definitions import Repo
 from runner.batches import benchmark
@@ -52,12 +51,11 @@ def build_plan(trial: Trial) -> TrialPlan:
     )
     if spec.code is None:
         return _plan_from_recorded_path(trial, spec)
-    kept = _kept_run_plan(trial, spec.organization_id, spec.code)
-    if kept is not None:
-        return _plan(trial, spec, *kept)
-    resolved, variant, source = _run_plan(trial, spec, spec.code)
-    _keep_run_plan(trial, (resolved, variant, source))
-    return _plan(trial, spec, resolved, variant, source)
+    shared = _kept_run_plan(trial, spec.organization_id, spec.code)
+    if shared is None:
+        shared = _run_plan(trial, spec, spec.code)
+        setattr(trial.run, _RUN_PLAN, shared)
+    return _plan(trial, spec, *shared)
 
 
 def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
@@ -98,29 +96,20 @@ def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
     return resolved, variant, source
 
 
-# The shared part of each run's plan, kept per run for as long as Run.for_running keeps the
-# run's rows (the same object vouches for the same run), oldest first.
-_kept_run_plans: dict[int, tuple[Run, tuple]] = {}
-_kept_run_plans_lock = threading.Lock()
+# The shared part of a run's plan is kept on the run's own object: Run.for_running keeps that
+# object only while its rows are still the run's, so the plan lives exactly as long.
+_RUN_PLAN = "_proctor_run_plan"
 
 
 def _kept_run_plan(trial: Trial, organization_id: int, code: RunCode) -> tuple | None:
-    with _kept_run_plans_lock:
-        kept = _kept_run_plans.get(trial.run_id)
-    if kept is None or kept[0] is not trial.run:
+    shared = getattr(trial.run, _RUN_PLAN, None)
+    if shared is None:
         return None
     # The bundles' folders must still be there (a cache cleaned meanwhile is unpacked again).
     for digest in (code.bundle, code.profile_bundle):
         if digest and not bundle_cache.is_unpacked(organization_id, digest):
             return None
-    return kept[1]
-
-
-def _keep_run_plan(trial: Trial, shared: tuple) -> None:
-    with _kept_run_plans_lock:
-        if len(_kept_run_plans) >= KEPT_RUNS:
-            _kept_run_plans.pop(next(iter(_kept_run_plans)))
-        _kept_run_plans[trial.run_id] = (trial.run, shared)
+    return shared
 
 
 def _find_case(
