@@ -23,6 +23,7 @@ import contextlib
 import io
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -83,11 +84,15 @@ def cgroup_mode() -> str:
     )
 
 
+# The floor's folders, under the temp folder like Proctor's; deleted after the run, untimed.
+FLOOR_ROOT = Path(tempfile.mkdtemp(prefix="proctor-bench-floor-"))
+
+
 def floor(trials: int, jobs: int) -> None:
     """The same processes per trial, from a bare thread pool: a fresh folder, the agent, the check."""
 
     def one(_: int) -> None:
-        folder = tempfile.mkdtemp(prefix="floor-")
+        folder = tempfile.mkdtemp(prefix="floor-", dir=FLOOR_ROOT)
         subprocess.run(
             ["bash", "-c", AGENT], cwd=folder, stdin=subprocess.DEVNULL, capture_output=True
         )
@@ -194,6 +199,7 @@ def main() -> None:
     floor_ms, floor_cpu, floor_kids = marginal(
         floor, args.small, args.large, args.jobs, args.repeats
     )
+    shutil.rmtree(FLOOR_ROOT, ignore_errors=True)
     ours_ms, ours_cpu, ours_kids = marginal(ours, args.small, args.large, args.jobs, args.repeats)
     help_s, one_s = start_up(folder, args.repeats)
     print(f"{'':8} {'marginal ms/trial':>18} {'CPU ms/trial':>13} {'of it children':>15}")

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from proctor import variant  # noqa: E402
-from runner.sandboxes import SandboxError, container_removal, create_sandbox, leftovers  # noqa: E402
+from runner.sandboxes import SandboxError, container_removal, create_sandbox, trial_folders  # noqa: E402
 from runner.sandboxes.bwrap import BwrapSandbox  # noqa: E402
 from runner.sandboxes.docker import DEFAULT_IMAGE  # noqa: E402
 
@@ -89,7 +89,7 @@ def _seconds(work: Callable[[], None]) -> float:
     work()
     seconds = time.perf_counter() - started
     container_removal.wait_for_removals()
-    leftovers.wait_for_removals()
+    trial_folders.wait_for_removals()
     return seconds
 
 

@@ -447,6 +447,7 @@ class Trial(models.Model):
     # What a run leaves on a trial row, and the value that means "not run yet".
     RECORD_DEFAULTS: dict = {
         "started_at": None,
+        "artifacts_dir": "",
         "finished_at": None,
         "error": "",
         "answer": "",

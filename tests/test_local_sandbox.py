@@ -129,3 +129,86 @@ def test_destroy_removes_everything(sandbox) -> None:
     sandbox.destroy()
     assert not root.exists()
     sandbox.destroy()  # twice is fine
+
+
+def _next_sandbox_after(box):
+    """Hand ``box`` back, wait until its folder is emptied (or deleted), and make the next."""
+    from runner.sandboxes import trial_folders
+
+    box.destroy()
+    trial_folders.wait_for_removals()
+    return create_sandbox(variant("command", sandbox="local"))
+
+
+def test_a_handed_back_folder_is_used_again_only_once_empty(sandbox, tmp_path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the trial's")
+    root = Path(sandbox.workspace).parent
+    first_inode = root.stat().st_ino
+    sandbox.run(
+        [
+            "bash",
+            "-c",
+            'mkdir -p src/deep && echo x > src/deep/a.txt && echo y > "$HOME/.config" && '
+            f'mkdir "$HOME/cache" && ln -s {outside} link && ln -s {tmp_path} "$TMPDIR/dir-link" '
+            '&& echo z > "$TMPDIR/scratch"',
+        ]
+    )
+    following = _next_sandbox_after(sandbox)
+    try:
+        new_root = Path(following.workspace).parent
+        assert not root.exists()  # gone under the old trial's name
+        assert new_root.stat().st_ino == first_inode  # the same folder, used again
+        for folder in (following.workspace, following.home, str(following.tmp)):
+            assert os.listdir(folder) == []
+        # Links were removed, never followed.
+        assert outside.read_text() == "not the trial's"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["outside.txt"]
+    finally:
+        following.destroy()
+
+
+def test_a_folder_left_changed_is_deleted_not_used_again(sandbox, tmp_path) -> None:
+    root = Path(sandbox.workspace).parent
+    first_inode = root.stat().st_ino
+    # A link where the home was, and a workspace made world-writable.
+    sandbox.run(
+        ["bash", "-c", f'rm -rf "$HOME" && ln -s {tmp_path} "$HOME" && chmod 777 "$PWD"']
+    )
+    following = _next_sandbox_after(sandbox)
+    try:
+        assert not root.exists()
+        assert Path(following.workspace).parent.stat().st_ino != first_inode
+        assert not list(Path(root.parent).glob(f"{root.name}*"))  # deleted, not kept
+        assert tmp_path.exists()  # the link's target is untouched
+        assert os.listdir(following.home) == []
+    finally:
+        following.destroy()
+
+
+def test_a_process_deletes_the_folders_it_kept_before_it_exits(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from proctor import variant\n"
+        "from runner.sandboxes import create_sandbox, trial_folders\n"
+        "boxes = [create_sandbox(variant('command', sandbox='local')) for _ in range(3)]\n"
+        "for box in boxes:\n"
+        "    box.run(['bash', '-c', 'echo x > a.txt'])\n"
+        "    box.destroy()\n"
+        "trial_folders.wait_for_removals()\n"
+        "import os; print(len(os.listdir(os.environ['TMPDIR'])))\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(root)},
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert int(result.stdout.split()[-1]) >= 1  # kept for reuse while the process lived
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("proctor-trial-")] == []

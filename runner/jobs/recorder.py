@@ -124,18 +124,9 @@ class DatabaseRecorder:
     # --- the TrialRecorder interface ---------------------------------------------------------
 
     def trial_started(self) -> None:
-        fence: dict[str, Any] = {"pk": self.trial_id}
-        if self.owner is not None:
-            fence["lease_owner"] = self.owner
-        row_writes.update_where(
-            Trial,
-            {
-                "status": Trial.Status.RUNNING,
-                "started_at": timezone.now(),
-                "artifacts_dir": str(self.folder),
-            },
-            fence,
-        )
+        # The claim already made the row running, with its start time. The artifacts folder is
+        # recorded by the trial's first fenced write (a flush's renewal, or its final row), so a
+        # short trial costs no transaction of its own here.
         self._announce(Trial.Status.RUNNING)
         self._flushed_live = True
         _flusher.add(self)
@@ -387,6 +378,7 @@ class DatabaseRecorder:
                         score=outcome.score,
                         threshold=outcome.threshold,
                         duration_ms=outcome.duration_ms,
+                        artifacts_dir=str(self.folder),
                     )
                     if recorded:
                         self._write_pending(renew=False)
@@ -495,11 +487,18 @@ class DatabaseRecorder:
             self._mock_calls_written += len(calls)
 
     def _renew_lease(self) -> bool:
-        return bool(
+        fields: dict[str, Any] = {
+            "lease_expires_at": timezone.now() + timedelta(seconds=self._lease_s)
+        }
+        if not self._folder_recorded:
+            fields["artifacts_dir"] = str(self.folder)
+        renewed = bool(
             Trial.objects.filter(
                 pk=self.trial_id, lease_owner=self.owner, status=Trial.Status.RUNNING
-            ).update(lease_expires_at=timezone.now() + timedelta(seconds=self._lease_s))
+            ).update(**fields)
         )
+        self._folder_recorded = self._folder_recorded or renewed
+        return renewed
 
     def _lose(self) -> None:
         """Another process owns the trial now: stop writing and stop the trial's processes."""
@@ -521,6 +520,8 @@ class DatabaseRecorder:
         """Called by the heartbeat when it found the lease gone (a quiet agent flushes nothing)."""
         self._lose()
 
+    # Whether the trial's row names its artifacts folder yet (see trial_started).
+    _folder_recorded = False
     _last_seq: int | None = None
     _published_seq: int | None = None
     # Mock calls written, and as many as were announced (they are shown with the events).

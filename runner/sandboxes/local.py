@@ -1,23 +1,23 @@
-"""The ``local`` sandbox: a fresh temporary folder per trial, processes in their own cgroup.
+"""The ``local`` sandbox: a clean temporary folder per trial, processes in their own cgroup.
 
 It isolates files and processes, not the system: use ``bwrap`` or ``docker`` for an agent that
 must not touch the machine. Processes get a clean environment (no worker secrets leak in).
 Everything a step starts is killed when it ends (``runner.sandboxes.containment``), and the
 folder of a trial whose Proctor crashed is removed by the next one (``runner.sandboxes.leftovers``).
+A trial's folder is empty when it starts; it may be one an earlier trial of this process used
+and handed back (``runner.sandboxes.trial_folders``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, Sandbox
-from runner.sandboxes.leftovers import owned_prefix, remove_later, sweep_once
 from runner.sandboxes.processes import run_process
+from runner.sandboxes.trial_folders import hand_back, take
 
 # Passed through from the worker so tools behave as they do for the person running Proctor.
 INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
@@ -30,13 +30,10 @@ class LocalSandbox(Sandbox):
     )
 
     def __init__(self) -> None:
-        sweep_once()  # the folders a crashed Proctor left (runner.sandboxes.leftovers)
-        self.root = Path(tempfile.mkdtemp(prefix=owned_prefix("trial")))
+        self.root = take()
         self.host_workspace = self.root / "workspace"
         self.host_home = self.root / "home"
         self.tmp = self.root / "tmp"
-        for folder in (self.host_workspace, self.host_home, self.tmp):
-            folder.mkdir()
         self.workspace = str(self.host_workspace)
         self.home = str(self.host_home)
 
@@ -77,5 +74,6 @@ class LocalSandbox(Sandbox):
         )
 
     def destroy(self) -> None:
-        # Gone under its name at once; deleted off the trial's path (runner.sandboxes.leftovers).
-        remove_later(self.root)
+        # Gone under its name at once; emptied off the trial's path and used again
+        # (runner.sandboxes.trial_folders).
+        hand_back(self.root)
