@@ -172,9 +172,7 @@ def test_a_folder_left_changed_is_deleted_not_used_again(sandbox, tmp_path) -> N
     root = Path(sandbox.workspace).parent
     first_inode = root.stat().st_ino
     # A link where the home was, and a workspace made world-writable.
-    sandbox.run(
-        ["bash", "-c", f'rm -rf "$HOME" && ln -s {tmp_path} "$HOME" && chmod 777 "$PWD"']
-    )
+    sandbox.run(["bash", "-c", f'rm -rf "$HOME" && ln -s {tmp_path} "$HOME" && chmod 777 "$PWD"'])
     following = _next_sandbox_after(sandbox)
     try:
         assert not root.exists()

@@ -30,6 +30,7 @@ errors, prompts and check output lose NUL and lone surrogates and are capped lik
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import shutil
@@ -566,9 +567,14 @@ def _insert_events(
     trial_id: int, events: list[tuple[int, int, AgentEvent]], texts: list[str]
 ) -> None:
     """Write the events' rows, ``texts`` being each one's data as JSON: with COPY on
-    PostgreSQL, else INSERT in batches of BULK_BATCH rows with ``executemany``. Values are
-    adapted as the ORM's fields adapt them, but with no model object or compiled query per
-    row, which were most of what ingest cost."""
+    PostgreSQL, else one multi-row INSERT per BULK_BATCH rows. Values are adapted as the ORM's
+    fields adapt them, but with no model object or compiled query per row, which were most of
+    what ingest cost.
+
+    Not ``executemany``: SQLite's driver steps the statement once per row and lets the
+    interpreter lock go around each step, so every row handed the lock to the reader thread
+    and waited to get it back (a third of a 100,000-event trial's time). One statement of many
+    rows is one step."""
     table = connection.ops.quote_name(Event._meta.db_table)
     if connection.vendor == "postgresql":
         copy_sql = f"COPY {table} {_EVENT_COLUMNS} FROM STDIN"
@@ -579,16 +585,38 @@ def _insert_events(
     # Many events share a millisecond: its datetime is made once.
     last_ms: int | None = None
     last_at: Any = None
-    rows = []
+    values: list[Any] = []
     for (turn_index, seq, event), text in zip(events, texts, strict=True):
         if event.at_ms != last_ms:
             last_ms = event.at_ms
             last_at = adapt_at(datetime.fromtimestamp(last_ms / 1000, tz=UTC))
-        rows.append((trial_id, turn_index, seq, event.kind, last_at, text))
-    sql = f"INSERT INTO {table} {_EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s, %s)"
+        values += (trial_id, turn_index, seq, event.kind, last_at, text)
+    per_statement = _rows_per_insert() * _EVENT_FIELDS
     with connection.cursor() as cursor:
-        for start in range(0, len(rows), BULK_BATCH):
-            cursor.executemany(sql, rows[start : start + BULK_BATCH])
+        for start in range(0, len(values), per_statement):
+            chunk = values[start : start + per_statement]
+            cursor.execute(_multi_row_insert(table, len(chunk) // _EVENT_FIELDS), chunk)
+
+
+_EVENT_FIELDS = 6
+
+
+def _rows_per_insert() -> int:
+    """BULK_BATCH, or fewer where the database takes fewer values per statement (SQLite
+    before 3.32 took 999)."""
+    limit = 999
+    if connection.vendor == "sqlite":
+        import sqlite3
+
+        connection.ensure_connection()
+        limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    return max(1, min(BULK_BATCH, limit // _EVENT_FIELDS))
+
+
+@functools.lru_cache(maxsize=16)
+def _multi_row_insert(table: str, rows: int) -> str:
+    one_row = "(" + ", ".join(["%s"] * _EVENT_FIELDS) + ")"
+    return f"INSERT INTO {table} {_EVENT_COLUMNS} VALUES " + ", ".join([one_row] * rows)
 
 
 # What COPY's text format escapes in a value (a backslash starts an escape; a tab, a newline
