@@ -11,7 +11,7 @@ import pytest
 from process_state import running
 
 from proctor import variant
-from runner.sandboxes import PathEscapesWorkspace, create_sandbox
+from runner.sandboxes import PathEscapesWorkspace, create_sandbox, trial_folders
 
 
 @pytest.fixture
@@ -133,8 +133,6 @@ def test_destroy_removes_everything(sandbox) -> None:
 
 def _next_sandbox_after(box):
     """Hand ``box`` back, wait until its folder is emptied (or deleted), and make the next."""
-    from runner.sandboxes import trial_folders
-
     box.destroy()
     trial_folders.wait_for_removals()
     return create_sandbox(variant("command", sandbox="local"))
@@ -196,7 +194,9 @@ def test_a_process_deletes_the_folders_it_kept_before_it_exits(tmp_path) -> None
         "    box.run(['bash', '-c', 'echo x > a.txt'])\n"
         "    box.destroy()\n"
         "trial_folders.wait_for_removals()\n"
-        "import os; print(len(os.listdir(os.environ['TMPDIR'])))\n"
+        "import os\n"
+        "kept = [n for n in os.listdir(os.environ['TMPDIR']) if n.startswith('proctor-trial-')]\n"
+        "print(len(kept))\n"
     )
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(

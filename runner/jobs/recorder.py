@@ -34,6 +34,7 @@ import functools
 import json
 import logging
 import shutil
+import sqlite3
 import threading
 import time
 import weakref
@@ -606,8 +607,6 @@ def _rows_per_insert() -> int:
     before 3.32 took 999)."""
     limit = 999
     if connection.vendor == "sqlite":
-        import sqlite3
-
         connection.ensure_connection()
         limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     return max(1, min(BULK_BATCH, limit // _EVENT_FIELDS))

@@ -55,8 +55,8 @@ def take() -> Path:
         fresh = spare.with_name(f"{owned_prefix('trial')}{next(_numbers)}.r")
         try:
             spare.rename(fresh)
-        except OSError:
-            _deletions.put(spare)
+        except OSError:  # rare (someone else removed or holds it): not worth a thread
+            _delete(spare)
             continue
         containment().tell_watchdog(f"-dir {spare}", prompt=False)
         return fresh
@@ -81,7 +81,6 @@ def hand_back(root: Path) -> None:
 def wait_for_removals() -> None:
     """Block until every handed-back root is emptied or deleted."""
     _emptying.join()
-    _deletions.join()
 
 
 def _make() -> Path:
@@ -115,8 +114,6 @@ def _emptied(root: Path) -> bool:
                         shutil.rmtree(entry.path)
                     else:
                         os.unlink(entry.path)
-            if os.listdir(folder):
-                return False
     except OSError:
         return False
     return True
@@ -146,7 +143,6 @@ def _delete_spares() -> None:
         _delete(spare)
 
 
-_emptying: OffThePath[Path] = OffThePath("proctor-emptier", _empty_or_delete)
-_deletions: OffThePath[Path] = OffThePath("proctor-remover", _delete)
-# Registered before either thread's own wait, so it runs after them (atexit is last in, first out).
+_emptying: OffThePath[Path] = OffThePath("proctor-remover", _empty_or_delete)
+# Registered before the thread's own wait, so it runs after it (atexit is last in, first out).
 atexit.register(_delete_spares)

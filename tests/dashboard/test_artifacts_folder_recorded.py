@@ -16,6 +16,12 @@ pytestmark = pytest.mark.django_db
 OWNER = "test-process"
 
 
+@pytest.fixture(autouse=True)
+def own_artifacts_folder(settings, tmp_path):
+    """Ids restart with each test's database: files of an earlier run must not be read."""
+    settings.ARTIFACTS_DIR = tmp_path / "artifacts"
+
+
 def _running_trial() -> Trial:
     batch = make_batch_with_grid(
         make_cast().acme,
