@@ -36,6 +36,7 @@ from runner.llm import resolve_config
 from runner.mocks import mock_logs, start_mocks, stop_mocks
 from runner.sandboxes import Sandbox, SandboxError, create_sandbox
 from runner.sandboxes.audit import (
+    SeenTrials,
     audit_writes,
     concurrency_note,
     concurrent_trials,
@@ -75,21 +76,21 @@ def responder_config(plan: TrialPlan, user: object):
 
 
 def _record_outside_writes(
-    outside: list[str], recorder: RedactingRecorder, *, others: list | None = None
+    outside: list[str], recorder: RedactingRecorder, *, others: SeenTrials | None = None
 ) -> list[str]:
     """Report the audit's paths, redacted like everything the recorder passes on. ``others``:
-    the trials of this process that ran beside the agent (their ``secrets`` functions), whose
-    writes the list may hold: their secrets are redacted too, and the record says so (an object
-    with the paths, the count and the note, instead of the bare list)."""
-    others = others or []
-    if others:
-        theirs = Redactor([secret for secrets in others for secret in secrets()])
+    the trials that ran beside the agent, whose writes the list may hold: their secrets are
+    redacted too, and the record says so (an object with the paths, the count and the note,
+    instead of the bare list)."""
+    count = others.count if others is not None else 0
+    if others is not None and count and outside:
+        theirs = Redactor(others.secrets())
         outside = [theirs.redact(path) for path in outside]
     outside = [recorder.redactor.redact(path) for path in outside]
     if outside:
-        note = concurrency_note(len(others))
+        note = concurrency_note(count)
         record: object = (
-            {"paths": outside, "concurrent_trials": len(others), "note": note} if note else outside
+            {"paths": outside, "concurrent_trials": count, "note": note} if note else outside
         )
         recorder.artifact("outside-writes.json", json.dumps(record, indent=2))
         shown = ", ".join(outside[:5])

@@ -1,8 +1,10 @@
 """The one way work starts: ``enqueue``.
 
 With ``REDIS_URL`` each trial is a Celery task on the broker, for ``proctor worker`` processes
-anywhere. Without it (the embedded default) the same task runs in this process's thread pool,
-so nothing external is needed and queued work still goes through the same code.
+anywhere. Without it (the embedded default) the same task runs in this process's local pool,
+so nothing external is needed and queued work still goes through the same code. The local pool
+is threads (`proctor serve`, `-j 1`) or forked worker processes (`proctor eval -j N`:
+``runner.jobs.trial_processes``); either hands back futures, so waiting on it is the same.
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import close_old_connections, connections
 
 log = logging.getLogger(__name__)
 
-_pool: ThreadPoolExecutor | None = None
+_pool: Executor | None = None
 _pool_size = 0
+_pool_of_processes = False
 _pool_lock = threading.Lock()
 # The pool's work not yet done, so a stopping process knows what still runs.
 _pending: set[Future] = set()
@@ -34,19 +37,41 @@ def default_concurrency() -> int:
     return os.cpu_count() or 2
 
 
-def configure_local_workers(size: int) -> None:
-    """Size the embedded pool (``proctor eval -j N``); takes effect for work queued after."""
-    global _pool, _pool_size
+def configure_local_workers(size: int, *, processes: bool = False) -> None:
+    """Size the embedded pool (``proctor eval -j N``); takes effect for work queued after.
+    ``processes``: forked worker processes (started now) where this process can fork them,
+    else threads. A pool of processes lasts until ``release_local_workers``."""
+    from runner.jobs import trial_processes
+
+    global _pool, _pool_size, _pool_of_processes
+    processes = processes and trial_processes.can_fork_workers()
     with _pool_lock:
-        if _pool is not None and _pool_size == size:
+        if _pool is not None and _pool_size == size and _pool_of_processes == processes:
             return
-        if _pool is not None:
-            _pool.shutdown(wait=False)
-        _pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="proctor-trial")
-        _pool_size = size
+        old, _pool = _pool, None
+    if old is not None:
+        old.shutdown(wait=False)
+    pool: Executor | None = trial_processes.start_workers(size) if processes else None
+    processes = pool is not None
+    if pool is None:
+        pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="proctor-trial")
+    with _pool_lock:
+        _pool, _pool_size, _pool_of_processes = pool, size, processes
 
 
-def _local_pool() -> ThreadPoolExecutor:
+def release_local_workers() -> None:
+    """The end of `proctor eval`: worker processes finish what they hold and exit, their exit
+    work done (live messages sent, spare folders deleted) and their CPU time counted as this
+    process's children's. A pool of threads is kept for the next batch of this process."""
+    global _pool
+    with _pool_lock:
+        if not _pool_of_processes or _pool is None:
+            return
+        pool, _pool = _pool, None
+    pool.shutdown(wait=True)
+
+
+def _local_pool() -> Executor:
     if _pool is None:
         configure_local_workers(default_concurrency())
     assert _pool is not None
@@ -59,9 +84,12 @@ def _run_locally(trial_id: int) -> None:
     from runner.jobs.execution import run_trial_by_id
 
     # A pool thread keeps its SQLite connection from one trial to the next (opening one costs
-    # more than a no-op trial's own queries, and it holds no lock between statements); a
-    # PostgreSQL connection is closed after each task, so none outlives the pool's work.
-    keep = connections["default"].vendor == "sqlite"
+    # more than a no-op trial's own queries, and it holds no lock between statements); its
+    # PostgreSQL connection is closed after each task, so none outlives the pool's work. A
+    # worker process keeps either: it ends with the batch, and its connections with it.
+    from runner.jobs.trial_processes import in_worker
+
+    keep = in_worker() or connections["default"].vendor == "sqlite"
     if not keep:
         close_old_connections()
     try:
@@ -72,6 +100,19 @@ def _run_locally(trial_id: int) -> None:
     finally:
         if not keep:
             connections.close_all()
+        else:
+            _drop_broken_connections()
+
+
+def _drop_broken_connections() -> None:
+    """A kept connection that saw an error and no longer answers (a restarted server) is
+    closed, so the next trial opens a new one instead of failing on it."""
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and connection.errors_occurred:
+            if connection.is_usable():
+                connection.errors_occurred = False
+            else:
+                connection.close()
 
 
 def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
@@ -88,12 +129,32 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
         if _stopped:
             return []
     pool = _local_pool()
-    futures = [pool.submit(_run_locally, trial_id) for trial_id in ids]
+    try:
+        futures = [pool.submit(_run_locally, trial_id) for trial_id in ids]
+    except BrokenExecutor:
+        pool = _replace_broken(pool)
+        futures = [pool.submit(_run_locally, trial_id) for trial_id in ids]
     with _pool_lock:
         _pending.update(futures)
     for future in futures:
         future.add_done_callback(_forget)
     return futures
+
+
+def _replace_broken(broken: Executor) -> Executor:
+    """A pool of processes breaks when a worker dies (killed, out of memory), and ends every
+    other worker with it. What runs after (the trials that never started, those the reaper
+    re-queues once the dead workers' leases lapse) runs in threads of this process: forking
+    again from whichever thread noticed would not be safe."""
+    global _pool, _pool_of_processes
+    log.warning("a trial worker process died; the batch's remaining trials run in threads")
+    with _pool_lock:
+        if _pool is broken or _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=_pool_size or 1, thread_name_prefix="proctor-trial"
+            )
+            _pool_of_processes = False
+        return _pool
 
 
 def _forget(future: Future) -> None:
@@ -136,3 +197,16 @@ def stop_local_workers(grace_s: float) -> int:
     running = [future for future in pending if not future.done()]
     _, not_done = wait(running, timeout=grace_s)
     return len(not_done)
+
+
+def _forget_in_child() -> None:
+    """A forked child (a trial worker, a validator) has no local pool of its own until it makes
+    one: the parent's threads and futures did not come along, nor, safely, its lock."""
+    global _pool, _pool_size, _pool_of_processes, _pool_lock, _ended, _ended_count, _stopped
+    _pool, _pool_size, _pool_of_processes, _stopped = None, 0, False, False
+    _pool_lock = threading.Lock()
+    _ended, _ended_count = threading.Condition(_pool_lock), 0
+    _pending.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)

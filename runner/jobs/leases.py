@@ -33,6 +33,18 @@ _identity: tuple[int, str] | None = None
 _heartbeat: threading.Thread | None = None
 
 
+def _forget_in_child() -> None:
+    """A forked child holds no lease: the parent's trials and heartbeat stay the parent's, and
+    the child is a lease owner of its own (``owner`` sees the new pid)."""
+    global _lock, _heartbeat
+    _lock, _heartbeat = threading.Lock(), None
+    _held.clear()
+    _on_lost.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def owner() -> str:
     """This process's identity as a lease owner: host:pid:random (the random part tells a
     restarted process that reused a pid from the one before)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
 import queue
 import threading
 import time
@@ -207,6 +208,16 @@ THINNED = ("trial.event", "trial.changed")
 
 _sender: _Sender | None = None
 _sender_lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A forked child sends through a sender of its own, started on its first message: the
+    parent's thread did not come along, nor, safely, its lock."""
+    global _sender, _sender_lock
+    _sender, _sender_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def send_later(batch_id: int, message: dict) -> None:

@@ -33,6 +33,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import shutil
 import sqlite3
 import threading
@@ -726,6 +727,15 @@ class _Flusher:
 
 
 _flusher = _Flusher()
+
+
+def _forget_in_child() -> None:
+    """A forked child flushes its own recorders on a flusher thread of its own."""
+    global _flusher
+    _flusher = _Flusher()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _bigint(value: object) -> int:

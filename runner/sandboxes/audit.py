@@ -16,11 +16,12 @@ started before the watch was set up, no inotify, too many folders, dropped event
 does not cover) the audit walks the folders with ``find`` as before (about 30 ms here, more on
 a cold cache), bounded by ``timeout_s``.
 
-Writes are not attributed to a process: with several trials running at once in one process
-(``proctor eval -j N``, the embedded pool), each trial's list may hold the others' writes.
-Rather than guess, ``ConcurrentTrials`` counts the trials of this process that ran while the
-agent did, and the record says so ("may include writes of N trials running at the same time in
-this process"). Trials of other processes on the machine are not counted.
+Writes are not attributed to a process: with several trials running at once (``proctor eval
+-j N``'s worker processes, ``proctor serve``'s threads), each trial's list may hold the others'
+writes. Rather than guess, ``ConcurrentTrials`` counts the trials that ran while the agent did,
+in this process and in its sibling workers (``runner.sandboxes.sibling_trials``), and the
+record says so ("may include writes of N other trials running at the same time"). Trials of
+unrelated processes on the machine are not counted.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
-from runner.sandboxes import write_watch
+from runner.sandboxes import sibling_trials, write_watch
 from runner.sandboxes.base import Sandbox
 from runner.sandboxes.processes import run_process
 
@@ -55,41 +57,75 @@ MAX_LISTED = 1000
 CLOCK_TICK_S = 0.05
 
 
+@dataclass(frozen=True)
+class SeenTrials:
+    """The other trials that ran at some moment of an agent's run: how many, and their secrets
+    (read when asked), which the audit's record must redact as their writes may be listed."""
+
+    count: int
+    secrets: Callable[[], list[str]]
+
+
 class ConcurrentTrials:
-    """Which trials of this process ran while a given trial's agent ran. ``running(secrets)``
-    wraps a whole trial (``secrets()`` gives that trial's secrets as they are now);
-    ``watching(token)`` wraps its agent's run and yields a function giving the trials seen
-    running at some moment of it, as their ``secrets`` functions: their writes may be in the
-    audit, and so may their secrets (in a path), which the record must redact too."""
+    """Which other trials ran while a given trial's agent ran. ``running(secrets)`` wraps a
+    whole trial (``secrets()`` gives that trial's secrets as they are now); ``watching(token)``
+    wraps its agent's run and yields a function giving the ``SeenTrials``: those of this
+    process, and those of its sibling worker processes when it is one
+    (``sibling_trials.board``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._running: dict[int, Callable[[], Iterable[str]]] = {}
-        # A watching trial -> the others it saw run.
+        # A watching trial -> the others of this process it saw run.
         self._seen: dict[int, dict[int, Callable[[], Iterable[str]]]] = {}
 
     @contextlib.contextmanager
     def running(self, secrets: Callable[[], Iterable[str]]) -> Iterator[int]:
+        board = sibling_trials.board
         with self._lock:
             token = next(self._ids)
             self._running[token] = secrets
             for seen in self._seen.values():
                 seen[token] = secrets
+        if board is not None:
+            board.trial_started()
         try:
             yield token
         finally:
             with self._lock:
                 self._running.pop(token, None)
+            if board is not None:
+                board.trial_ended(secrets())
 
     @contextlib.contextmanager
-    def watching(self, token: int) -> Iterator[Callable[[], list[Callable[[], Iterable[str]]]]]:
+    def watching(self, token: int) -> Iterator[Callable[[], SeenTrials]]:
+        board = sibling_trials.board
         with self._lock:
             seen = self._seen[token] = {
                 other: secrets for other, secrets in self._running.items() if other != token
             }
+            own = self._running.get(token)
+        begun = None
+        if board is not None:
+            if own is not None:
+                board.publish(own())  # before the agent runs: it cannot write what comes after
+            begun = board.begin_watch()
+
+        def seen_trials() -> SeenTrials:
+            siblings = board.seen_since(begun) if board is not None and begun is not None else 0
+            theirs = list(seen.values())
+
+            def secrets() -> list[str]:
+                found = [secret for their in theirs for secret in their()]
+                if siblings and board is not None:
+                    found += board.secrets()
+                return found
+
+            return SeenTrials(len(theirs) + siblings, secrets)
+
         try:
-            yield lambda: list(seen.values())
+            yield seen_trials
         finally:
             with self._lock:
                 self._seen.pop(token, None)
@@ -99,12 +135,12 @@ concurrent_trials = ConcurrentTrials()
 
 
 def concurrency_note(others: int) -> str:
-    """What an audit record says when ``others`` trials of this process ran beside the agent."""
+    """What an audit record says when ``others`` other trials ran beside the agent."""
     if not others:
         return ""
     return (
-        f"may include writes of {others} trial{'s' if others != 1 else ''} running at the same "
-        "time in this process"
+        f"may include writes of {others} other trial{'s' if others != 1 else ''} running at the "
+        "same time"
     )
 
 
@@ -123,6 +159,12 @@ def watch_before_agent(
     not watched either."""
     if getattr(sandbox, "confines_writes", False):
         return
+    watch_in_advance(ignore=ignore, roots=roots)
+
+
+def watch_in_advance(*, ignore: Sequence[str] = (), roots: Sequence[str] = AUDITED_ROOTS) -> None:
+    """Start this process's watch now, before any agent (a worker process forked for trials
+    starts it at once, so its first trials need not walk)."""
     write_watch.watch_in_background([root for root in roots if os.path.isdir(root)], ignore)
 
 

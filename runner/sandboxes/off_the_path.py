@@ -5,8 +5,10 @@ for before it exits."""
 from __future__ import annotations
 
 import atexit
+import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -19,6 +21,12 @@ class OffThePath(Generic[Item]):
     def __init__(self, name: str, work: Callable[[Item], None]) -> None:
         self.name = name
         self.work = work
+        self._start_afresh()
+        _every.add(self)
+
+    def _start_afresh(self) -> None:
+        """No thread and nothing queued: how it is made, and how a forked child finds it (the
+        thread and the items are the parent's, and its lock may have been held at the fork)."""
         self._items: queue.Queue[Item] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -45,3 +53,14 @@ class OffThePath(Generic[Item]):
                 self.work(item)
             finally:
                 self._items.task_done()
+
+
+_every: weakref.WeakSet[OffThePath] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for off_the_path in list(_every):
+        off_the_path._start_afresh()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)

@@ -42,6 +42,8 @@ _spares: list[Path] = []
 _numbers = itertools.count(1)
 # The mode and owner of a root and of each of its folders, as this process made them.
 _made_as: dict[str, tuple[int, int]] = {}
+# The process that registered ``_delete_spares`` to run at its exit (0: none yet).
+_deletes_at_exit_in = 0
 
 
 def take() -> Path:
@@ -75,6 +77,7 @@ def hand_back(root: Path) -> None:
         return
     # Should this process die before the folder is gone or reused, its watchdog deletes it.
     containment().tell_watchdog(f"+dir {parked}", prompt=False)
+    _delete_spares_at_exit()
     _emptying.put(parked)
 
 
@@ -143,6 +146,26 @@ def _delete_spares() -> None:
         _delete(spare)
 
 
+def _delete_spares_at_exit() -> None:
+    """Registered once per process, on its first hand-back: a worker process forked for trials
+    runs only the exit functions registered in it (``runner.jobs.trial_processes``). It is
+    registered before the remover thread's own wait, so it runs after it (atexit is last in,
+    first out)."""
+    global _deletes_at_exit_in
+    with _lock:
+        if _deletes_at_exit_in == os.getpid():
+            return
+        _deletes_at_exit_in = os.getpid()
+    atexit.register(_delete_spares)
+
+
+def _forget_in_child() -> None:
+    """A forked child starts with no spares (the parent's are the parent's to reuse or delete)
+    and a fresh lock (another thread may have held this one at the fork)."""
+    global _lock
+    _lock = threading.Lock()
+    _spares.clear()
+
+
 _emptying: OffThePath[Path] = OffThePath("proctor-remover", _empty_or_delete)
-# Registered before the thread's own wait, so it runs after it (atexit is last in, first out).
-atexit.register(_delete_spares)
+os.register_at_fork(after_in_child=_forget_in_child)

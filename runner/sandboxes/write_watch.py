@@ -19,6 +19,7 @@ audit walks instead.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -71,6 +72,9 @@ class WriteWatch:
 
     def wait_until_set_up(self, timeout_s: float | None = None) -> bool:
         return self._set_up.wait(timeout_s)
+
+    def close_descriptor(self) -> None:
+        self._inotify.close()
 
     def _watch_tree(self, top: str, device: int, *, new: bool = True) -> bool:
         """Watch ``top`` and the folders below it on ``device``; False when the kernel refused
@@ -159,6 +163,22 @@ class WriteWatch:
 
 _watches: dict[tuple[str, ...], WriteWatch | None] = {}
 _watches_lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A forked child watches for itself: an inotify instance shared with the parent would hand
+    each change to whichever process read first. The child's copies of the parent's
+    descriptors are closed (the parent's stay open)."""
+    global _watches_lock
+    for made in _watches.values():
+        if made is not None:
+            with contextlib.suppress(OSError):
+                made.close_descriptor()
+    _watches.clear()
+    _watches_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def watch(roots: Sequence[str], skipped: Sequence[str] = ()) -> WriteWatch | None:

@@ -1,7 +1,8 @@
 """The outside-write audit of the local sandbox, through the real `proctor eval`: it cannot
-tell apart the writes of trials running at the same time in one process, so two concurrent
-trials (``-j 2``) each say so in their record and log line, while a trial running alone says
-nothing of the kind; and a secret prepare returned, written into a path, is redacted there."""
+tell apart the writes of trials running at the same time (``-j 2`` runs them in two worker
+processes), so two concurrent trials each say so in their record and log line, while a trial
+running alone says nothing of the kind; and a secret prepare returned, written into a path, is
+redacted there, in its own record and in the other trial's, which may list that path too."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from e2e.running import Backend, trial_folder, write_eval
 
-NOTE = "may include writes of 1 trial running at the same time in this process"
+NOTE = "may include writes of 1 other trial running at the same time"
 
 
 def _eval(stamp: str, trials: int) -> str:

@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import sys
 import time
+from concurrent.futures import BrokenExecutor
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -103,11 +104,15 @@ class Command(EvalOptions):
         ensure_database()
         organization = self._organization(err, options["org"] or Organization.EMBEDDED_SLUG)
         baseline = self._baseline(err, organization, options["baseline"])
-        dispatch.configure_local_workers(options["jobs"])
         try:
             batch, trial_ids, new_versions = record_locally(organization, submission)
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
+        # More than one trial at a time: in worker processes (runner.jobs.trial_processes),
+        # started once the batch is valid and recorded, so a refusal leaves none behind, and
+        # no more of them than there are trials.
+        workers = max(1, min(options["jobs"], len(trial_ids)))
+        dispatch.configure_local_workers(workers, processes=workers > 1)
         if not options["json"]:
             self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
         # What was loaded so far (Django, the eval files, the batch) lives as long as the run:
@@ -126,6 +131,7 @@ class Command(EvalOptions):
                 return
             self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
         finally:
+            dispatch.release_local_workers()
             gc.unfreeze()
         batch.refresh_from_db()
         footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
@@ -324,6 +330,21 @@ class Command(EvalOptions):
                 if done >= total:
                     break
                 if futures is not None and all(f.done() for f in futures):
+                    if any(isinstance(f.exception(), BrokenExecutor) for f in futures):
+                        # A worker process died and took the pool with it: the trials that
+                        # never started are queued again now, and those that were running
+                        # once the reaper sees their lease lapse (PROCTOR_LEASE_S). From
+                        # here the database alone says when the batch is done.
+                        if not quiet:
+                            err.print(
+                                "[yellow]A trial worker process died[/]: its trials run again "
+                                "once their lease lapses."
+                            )
+                        dispatch.enqueue(
+                            trials.filter(status=Trial.Status.QUEUED).values_list("pk", flat=True)
+                        )
+                        futures = all_ended = None
+                        continue
                     # Every local task returned, yet a trial is not final: say so, don't hang.
                     failures = [f"{type(e).__name__}: {e}" for f in futures if (e := f.exception())]
                     if abandon_unfinished(

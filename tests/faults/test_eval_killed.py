@@ -1,0 +1,197 @@
+"""`proctor eval -j 2` runs its trials in worker processes of its own:
+
+- killed outright (SIGKILL, which it cannot catch), it takes them with it: no worker goes on
+  running trials that nobody waits for, and their agents are ended by the workers' watchdogs;
+- ending normally, its workers do their exit work before it exits: the trial folders they kept
+  for reuse are deleted, and their last live messages (each trial's end, the batch's) are sent;
+- a worker killed mid-trial (the out-of-memory killer, say): its trial runs again once its
+  lease lapses, as with a lost `proctor worker`, and the batch still completes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import PROCTOR, proctor_env
+from e2e.running import write_eval
+from process_state import running
+
+# Says who it is and who started it, then works for far longer than the test waits.
+AGENT = r"""
+import json, os, sys, time
+folder = sys.argv[1]
+with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
+    json.dump({"agent": os.getpid(), "parent": os.getppid()}, out)
+print('{"_tag":"Started","sessionId":"s","model":"m"}', flush=True)
+time.sleep(120)
+"""
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    started.mkdir()
+    (tmp_path / "agent.py").write_text(AGENT)
+    write_eval(
+        tmp_path,
+        "killed.eval.py",
+        f"""
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("killed", prompt="work", trials=1,
+                  cases=[case("first", validate=command("true")),
+                         case("second", validate=command("true"))],
+                  variants=[variant("command", profile=profile("sleeper",
+                      run="python3 {tmp_path / "agent.py"} {started}"))])
+        """,
+    )
+    proc = subprocess.Popen(
+        [PROCTOR, "eval", "killed.eval.py", "-j", "2", "--json"],
+        cwd=tmp_path,
+        env=proctor_env(tmp_path / "home"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(lambda: len(list(started.iterdir())) == 2, 60, "both agents to start")
+        agents = [json.loads(path.read_text()) for path in started.iterdir()]
+        workers = {agent["parent"] for agent in agents}
+        # One worker process per trial at -j 2, neither of them the command's own process.
+        assert len(workers) == 2, agents
+        assert proc.pid not in workers
+        assert all(Path(f"/proc/{worker}/status").exists() for worker in workers)
+        ppids = {
+            int(line.split()[1])
+            for worker in workers
+            for line in Path(f"/proc/{worker}/status").read_text().splitlines()
+            if line.startswith("PPid:")
+        }
+        assert ppids == {proc.pid}, "the workers are children of `proctor eval`"
+
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        wait_for(lambda: not any(running(worker) for worker in workers), 10, "the workers to die")
+        wait_for(
+            lambda: not any(running(agent["agent"]) for agent in agents),
+            15,
+            "the agents to be ended",
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for path in started.iterdir():
+            pid = json.loads(path.read_text())["agent"]
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_workers_delete_their_folders_and_send_their_last_messages_before_eval_exits(
+    tmp_path: Path,
+) -> None:
+    write_eval(
+        tmp_path,
+        "quick.eval.py",
+        """
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("quick", prompt="work", trials=6,
+                  cases=[case("noop", validate=command("true"))],
+                  variants=[variant("command", profile=profile("noop",
+                      run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
+        """,
+    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [PROCTOR, "eval", "quick.eval.py", "-j", "2", "--json"],
+        cwd=tmp_path,
+        env=proctor_env(home, TMPDIR=str(temp)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 6
+    # Nothing of the trials' folders is left once the command has returned.
+    assert [p.name for p in temp.iterdir() if p.name.startswith("proctor-trial-")] == []
+    with sqlite3.connect(home / "proctor.sqlite3-live") as outbox:
+        messages = [json.loads(row[0]) for row in outbox.execute("select message from outbox")]
+    ended = {m["trial_id"] for m in messages if m.get("type") == "trial.changed"}
+    assert len(ended) == 6, messages
+    assert {"type": "batch.changed", "status": "finished"}.items() <= next(
+        m for m in messages if m.get("type") == "batch.changed"
+    ).items()
+
+
+# Works two seconds, once started; the first attempt of the first trial is where the test strikes.
+STEADY_AGENT = r"""
+import json, os, sys, time
+folder = sys.argv[1]
+with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
+    json.dump({"agent": os.getpid(), "parent": os.getppid()}, out)
+time.sleep(2)
+print('{"_tag":"Finished","reason":"done"}', flush=True)
+"""
+
+
+def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    started.mkdir()
+    (tmp_path / "agent.py").write_text(STEADY_AGENT)
+    write_eval(
+        tmp_path,
+        "steady.eval.py",
+        f"""
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("steady", prompt="work", trials=2,
+                  cases=[case("one", validate=command("true")),
+                         case("two", validate=command("true"))],
+                  variants=[variant("command", profile=profile("steady",
+                      run="python3 {tmp_path / "agent.py"} {started}"))])
+        """,
+    )
+    home = tmp_path / "home"
+    proc = subprocess.Popen(
+        [PROCTOR, "eval", "steady.eval.py", "-j", "2", "--json"],
+        cwd=tmp_path,
+        env=proctor_env(home, PROCTOR_LEASE_S="3"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = wait_for(lambda: sorted(started.iterdir()), 60, "an agent to start")[0]
+        worker = json.loads(first.read_text())["parent"]
+        assert worker != proc.pid
+        os.kill(worker, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    report = json.loads(out)
+    assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 4
+    with sqlite3.connect(home / "proctor.sqlite3") as db:
+        attempts = sorted(a for (a,) in db.execute("select attempt from evals_app_trial"))
+    assert attempts[-1] == 2, f"the killed worker's trial ran again: {attempts}"
+    assert "trial worker process died" in err
