@@ -264,11 +264,9 @@ class Batch(models.Model):
             batch = Batch.objects.select_for_update().get(pk=self.pk)
             if batch.status == Batch.Status.FINISHED:
                 return False
-            if (
-                Trial.objects.filter(run__batch_id=self.pk)
-                .exclude(status__in=Trial.FINAL_STATUSES)
-                .exists()
-            ):
+            if Trial.objects.filter(
+                run__batch_id=self.pk, status__in=Trial.UNFINISHED_STATUSES
+            ).exists():
                 return False
             batch.status = Batch.Status.FINISHED
             batch.finished_at = timezone.now()
@@ -383,6 +381,9 @@ class Trial(models.Model):
         ERRORED = "errored"
 
     FINAL_STATUSES = (Status.PASSED, Status.FAILED, Status.TIMED_OUT, Status.ERRORED)
+    # The rest, named for queries: the (run, status) index seeks them, where excluding the
+    # final ones steps over every finished trial of a run first.
+    UNFINISHED_STATUSES = (Status.QUEUED, Status.RUNNING)
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials")
     index = models.PositiveIntegerField()

@@ -276,11 +276,14 @@ def _finish_batch_if_done(batch_id: int) -> bool:
 
 def _has_unfinished_trials(batch_id: int) -> bool:
     """Whether a trial of the batch is not final yet: asked after every trial, so written as
-    plain SQL (the ORM took longer to compile it than the database to answer)."""
-    statuses = list(Trial.FINAL_STATUSES)
+    plain SQL (the ORM took longer to compile it than the database to answer). It names the
+    statuses that are not final rather than excluding the final ones: the (run, status) index
+    then goes straight to them, where an exclusion stepped over every finished trial of the run
+    first, on every ask (quadratic in a run's trials)."""
+    statuses = list(Trial.UNFINISHED_STATUSES)
     sql = (
         f"SELECT 1 FROM {Trial._meta.db_table} t JOIN {Run._meta.db_table} r ON r.id = t.run_id "
-        f"WHERE r.batch_id = %s AND t.status NOT IN ({', '.join(['%s'] * len(statuses))}) LIMIT 1"
+        f"WHERE r.batch_id = %s AND t.status IN ({', '.join(['%s'] * len(statuses))}) LIMIT 1"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [batch_id, *statuses])

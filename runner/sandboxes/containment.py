@@ -14,7 +14,11 @@ a Python daemon (``os.fork`` + ``os.setsid``) leave it, so killing the group mis
    created inside the cgroup instead (``runner.sandboxes.cgroup_spawn``: clone3 with
    CLONE_INTO_CGROUP), which spares the shell and the kernel's wait that a move costs. The end
    writes 1 to ``cgroup.kill`` (Linux 5.14+), else SIGKILLs every pid in ``cgroup.procs`` until
-   none is left, then removes the folder.
+   none is left, then removes the folder. A cgroup its run left empty (``cgroup.events`` says
+   ``populated 0``: nothing of the run lives on) is kept for the process's next run instead, as
+   making and removing one costs more than the no-op trial's Python around it; Proctor sets no
+   limit on it and reads no count from it, so a kept one starts its next run as a new one
+   would.
 2. **Else the process group**, as before: each run starts a new session and the group is
    killed. Children that call ``setsid`` escape it; nothing better is claimed.
 
@@ -58,6 +62,8 @@ CGROUP_WRAPPER = 'echo $$ > "$0/cgroup.procs" 2>/dev/null; exec "$@"'
 LAZY_LINES = 64
 # How long ending a cgroup waits for the kernel to empty it before giving up on the folder.
 EMPTY_WAIT_S = 2.0
+# Empty run cgroups a process keeps for its next runs (each trial thread needs one at a time).
+SPARE_CGROUPS = 8
 
 # The watchdog: lines "+<tree>" / "-<tree>" ("cg <folder>", "pg <pgid>", "docker <engine
 # socket> <container id>" or "dir <folder>"); at EOF it kills the trees still open (a container
@@ -221,6 +227,7 @@ class _Containment:
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._watchdog_in: IO[bytes] | None = None
         self._lazy: list[bytes] = []  # lines waiting for the next prompt one
+        self._spare_cgroups: list[Path] = []
 
     def _cgroup_base(self) -> Path | None:
         mount = _cgroup2_mount()
@@ -288,6 +295,10 @@ class _Containment:
 
     def new_tree(self) -> ProcessTree:
         if self.base is not None:
+            with self._lock:
+                spare = self._spare_cgroups.pop() if self._spare_cgroups else None
+            if spare is not None:
+                return ProcessTree(self, spare, known=True)
             folder = self.base / f"run-{next(self._numbers)}"
             try:
                 folder.mkdir(parents=True)
@@ -295,6 +306,21 @@ class _Containment:
             except OSError:
                 pass
         return ProcessTree(self, None)
+
+    def keep_if_empty(self, cgroup: Path) -> bool:
+        """Keep a run's cgroup for the next run when nothing lives in it any more (and fewer
+        than SPARE_CGROUPS wait); False: the caller ends and removes it."""
+        try:
+            with open(cgroup / "cgroup.events", "rb") as events:
+                if b"populated 0" not in events.read():
+                    return False
+        except OSError:
+            return False
+        with self._lock:
+            if len(self._spare_cgroups) >= SPARE_CGROUPS:
+                return False
+            self._spare_cgroups.append(cgroup)
+            return True
 
 
 _containment: _Containment | None = None
@@ -395,7 +421,12 @@ class ProcessTree:
     """One run's processes: the program started by ``wrap(argv)`` and all it starts."""
 
     def __init__(
-        self, owner: _Containment, cgroup: Path | None, *, dies_with_proctor: bool = False
+        self,
+        owner: _Containment,
+        cgroup: Path | None,
+        *,
+        dies_with_proctor: bool = False,
+        known: bool = False,
     ) -> None:
         self.owner = owner
         self.cgroup = cgroup
@@ -404,7 +435,10 @@ class ProcessTree:
         self.watched = cgroup is not None or not dies_with_proctor
         self.pgid: int | None = None
         self.scope = _scope.get()
-        if cgroup is not None:
+        # Once ended, the cgroup may serve another run: signals and kills stop reaching it.
+        self._ended = False
+        self._end_lock = threading.Lock()
+        if cgroup is not None and not known:  # a kept cgroup: the watchdog knows it already
             owner.tell_watchdog(f"+cg {cgroup}")
 
     @property
@@ -437,21 +471,31 @@ class ProcessTree:
             self.kill()  # its trial was given up before it started
 
     def signal(self, sig: int) -> None:
-        if self.cgroup is not None:
-            _signal_cgroup(self.cgroup, sig)
-        if self.pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pgid, sig)
+        with self._end_lock:
+            if self._ended:
+                return
+            if self.cgroup is not None:
+                _signal_cgroup(self.cgroup, sig)
+            if self.pgid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pgid, sig)
 
     def kill(self) -> None:
-        """SIGKILL every process of the tree; the cgroup is removed once empty."""
+        """SIGKILL every process of the tree; its cgroup is kept for the next run when already
+        empty, else ended and removed. Only the first call acts (a trial given up and the run
+        itself may both end it)."""
         if self.scope is not None:
             self.scope.discard(self)
-        if self.pgid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pgid, signal.SIGKILL)
-        if self.cgroup is not None:
-            _end_cgroup(self.cgroup)
-            self.owner.tell_watchdog(f"-cg {self.cgroup}", prompt=False)
-        elif self.pgid is not None and self.watched:
-            self.owner.tell_watchdog(f"-pg {self.pgid}")
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = True
+            if self.pgid is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.pgid, signal.SIGKILL)
+            if self.cgroup is not None:
+                if not self.owner.keep_if_empty(self.cgroup):
+                    _end_cgroup(self.cgroup)
+                    self.owner.tell_watchdog(f"-cg {self.cgroup}", prompt=False)
+            elif self.pgid is not None and self.watched:
+                self.owner.tell_watchdog(f"-pg {self.pgid}")

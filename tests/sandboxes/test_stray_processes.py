@@ -141,3 +141,34 @@ def test_the_cgroups_of_a_dead_proctor_are_swept_at_start_up(tmp_path) -> None:
         time.sleep(0.02)
     assert not running(pid)
     assert not left.parent.exists()
+
+
+def test_a_cgroup_left_empty_serves_the_next_run_and_one_left_busy_is_ended(tmp_path) -> None:
+    from runner.sandboxes import containment
+    from runner.sandboxes.processes import run_process
+
+    if not containment.uses_cgroups():
+        pytest.skip("runs are contained by their process group here: no cgroup to reuse")
+    mount = containment._cgroup2_mount()
+    assert mount is not None
+
+    def cgroup_of(line: str) -> Path:
+        result = run_process(
+            ["bash", "-c", f"{line}\ncat /proc/self/cgroup"], cwd=str(tmp_path), timeout_s=30
+        )
+        (entry,) = [row for row in result.stdout.splitlines() if row.startswith("0::")]
+        return mount / entry[3:].lstrip("/")
+
+    first = cgroup_of("true")
+    assert first.name.startswith("run-")
+    assert cgroup_of("true") == first, "an empty cgroup is kept for the next run"
+    # A run that leaves a process behind: its cgroup is ended (the stray killed) and removed.
+    busy = cgroup_of("setsid sleep 600 > /dev/null 2>&1 < /dev/null & echo $! > stray")
+    assert busy == first
+    stray = int((tmp_path / "stray").read_text())
+    deadline = time.monotonic() + 2
+    while running(stray) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not running(stray)
+    assert not busy.exists(), "a cgroup that was not empty is removed, never used again"
+    assert cgroup_of("true") != busy
