@@ -31,6 +31,8 @@ _stopped = False
 # Signalled each time a local task ends, for whoever waits on the batch (`proctor eval`).
 _ended = threading.Condition(_pool_lock)
 _ended_count = 0
+# The count at which the waiter (`proctor eval`) wants to wake; None: nobody waits on a count.
+_wake_at: int | None = None
 
 
 def default_concurrency() -> int:
@@ -162,20 +164,27 @@ def _forget(future: Future) -> None:
     with _pool_lock:
         _pending.discard(future)
         _ended_count += 1
-        _ended.notify_all()
+        if _wake_at is not None and _ended_count >= _wake_at:
+            _ended.notify_all()
 
 
 def ended_count() -> int:
-    """How many local tasks have ended so far (a token for ``wait_for_an_end``)."""
+    """How many local tasks have ended so far (a base for ``wait_until_ended``)."""
     with _pool_lock:
         return _ended_count
 
 
-def wait_for_an_end(seen: int, timeout_s: float) -> int:
-    """Block until a local task ends after the count ``seen`` (or ``timeout_s`` passed); the
-    new count. Lets a waiter react to each trial's end instead of polling the database."""
+def wait_until_ended(count: int | None, timeout_s: float) -> int:
+    """Block until ``count`` local tasks have ended in all (None: for ``timeout_s`` alone); the
+    count now. Lets a waiter react to the last trial's end at once instead of polling the
+    database, without waking it for every trial before."""
+    global _wake_at
     with _pool_lock:
-        _ended.wait_for(lambda: _ended_count != seen, timeout=timeout_s)
+        _wake_at = count
+        try:
+            _ended.wait_for(lambda: count is not None and _ended_count >= count, timeout_s)
+        finally:
+            _wake_at = None
         return _ended_count
 
 
@@ -203,9 +212,10 @@ def _forget_in_child() -> None:
     """A forked child (a trial worker, a validator) has no local pool of its own until it makes
     one: the parent's threads and futures did not come along, nor, safely, its lock."""
     global _pool, _pool_size, _pool_of_processes, _pool_lock, _ended, _ended_count, _stopped
+    global _wake_at
     _pool, _pool_size, _pool_of_processes, _stopped = None, 0, False, False
     _pool_lock = threading.Lock()
-    _ended, _ended_count = threading.Condition(_pool_lock), 0
+    _ended, _ended_count, _wake_at = threading.Condition(_pool_lock), 0, None
     _pending.clear()
 
 

@@ -312,9 +312,12 @@ class Command(EvalOptions):
             task = progress.add_task(
                 "trials", total=total, passed=0, failed=0, timed_out=0, errored=0
             )
-            ended = dispatch.ended_count()
             # The count of ended tasks at which all of this batch's local tasks have ended.
-            all_ended = ended + sum(not f.done() for f in futures) if futures is not None else None
+            all_ended = (
+                dispatch.ended_count() + sum(not f.done() for f in futures)
+                if futures is not None
+                else None
+            )
             while True:
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
                 # Counted by the database: one row per status, whatever the batch's size.
@@ -355,11 +358,7 @@ class Command(EvalOptions):
                     # The bar is redrawn from the database every PROGRESS_READ_S, and at once
                     # when the last local task ends; the timeout still notices trials that other
                     # processes end (a lease taken over, the reaper).
-                    deadline = time.monotonic() + PROGRESS_READ_S
-                    while (left := deadline - time.monotonic()) > 0:
-                        ended = dispatch.wait_for_an_end(ended, left)
-                        if all_ended is not None and ended >= all_ended:
-                            break
+                    dispatch.wait_until_ended(all_ended, PROGRESS_READ_S)
                 else:
                     time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.
