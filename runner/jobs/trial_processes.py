@@ -9,22 +9,24 @@ have their own lock, as `proctor worker` processes already do in the server mode
 The workers are forked from `proctor eval` once the batch is recorded, so they start in about a
 millisecond with Django set up and the eval's modules imported. Before the fork everything
 loaded is moved out of the cyclic collector's view (``gc.freeze``): a collection in a worker
-would otherwise write to every object and so copy every page it shares with the parent. Every module that keeps per-process state (a background
-thread, a lease, an inotify watch, spare trial folders, a lock) forgets the parent's in the
-child through ``os.register_at_fork``; the parent closes its database connections before the
-fork, as a connection cannot be shared by two processes.
+would otherwise write to every object and so copy every page it shares with the parent. Every
+module that keeps per-process state (a background thread, a lease, an inotify watch, spare
+trial folders, a lock) forgets the parent's in the child through ``os.register_at_fork``; the
+parent closes its database connections before the fork, as a connection cannot be shared by
+two processes.
 
 Each worker:
 
 - dies with the parent (``PR_SET_PDEATHSIG``): a parent killed outright leaves no worker
-  running trials nobody waits for; their leases lapse and the reaper of the next run finds them;
+  running trials nobody waits for; their leases lapse, as a killed `proctor eval`'s always did;
 - ignores SIGINT, so Ctrl-C in a terminal (which signals the whole process group) reaches
   only `proctor eval`, which decides what happens to the trials, as it did with threads;
 - runs at its exit the exit functions registered in it (a process forked by multiprocessing
   skips ``atexit``): the last live messages are sent and the spare trial folders deleted.
 
-Where ``fork`` is missing, or the database lives in this process's memory (an in-memory
-SQLite database, as some test set-ups use), trials run in threads as before.
+Where ``fork`` or ``memfd_create`` (the workers' shared board, Linux) is missing, or the
+database lives in this process's memory (an in-memory SQLite database, as some test set-ups
+use), trials run in threads as before.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ PR_SET_PDEATHSIG = 1
 
 def can_fork_workers() -> bool:
     """Whether trials can run in forked workers here."""
-    if "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods() or not hasattr(os, "memfd_create"):
         return False
     return not any(
         connection.vendor == "sqlite" and connection.is_in_memory_db()  # type: ignore[attr-defined]  # the SQLite backend's own
