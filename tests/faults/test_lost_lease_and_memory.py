@@ -33,6 +33,12 @@ print(json.dumps({"_tag": "Finished", "reason": "done"}), flush=True)
 """
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time a process has used so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for(condition, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -93,8 +99,13 @@ def test_a_process_whose_lease_was_taken_stops_writing_and_kills_its_agent(tmp_p
             )
         wait_for(lambda: not running(agent_pid), 10, "the agent to be killed")
         settled = events()
+        cpu_before, waited_from = cpu_seconds(proc.pid), time.monotonic()
         time.sleep(1.5)  # longer than a flush's wait: a writing process would have written
         assert events() == settled, "the process that lost the lease went on writing events"
+        # It waits for the thief's trial without spinning: its own trial ended, and a wait for
+        # local trials that already ended must not return at once, again and again.
+        busy = (cpu_seconds(proc.pid) - cpu_before) / (time.monotonic() - waited_from)
+        assert busy < 0.5, f"`proctor eval` used {busy:.0%} of a core while only waiting"
         assert conn.execute("select count(*) from evals_app_check").fetchone()[0] == 0
         (status, owner) = conn.execute("select status, lease_owner from evals_app_trial").fetchone()
         assert (status, owner) == ("running", "thief:1:ffff")  # the thief's, untouched

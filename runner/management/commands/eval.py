@@ -358,7 +358,10 @@ class Command(EvalOptions):
                     # The bar is redrawn from the database every PROGRESS_READ_S, and at once
                     # when the last local task ends; the timeout still notices trials that other
                     # processes end (a lease taken over, the reaper).
-                    dispatch.wait_until_ended(all_ended, PROGRESS_READ_S)
+                    # Once every local task has ended only the timeout is left to wait for:
+                    # a count already reached would return at once, and the loop would spin.
+                    local_left = futures is not None and not all(f.done() for f in futures)
+                    dispatch.wait_until_ended(all_ended if local_left else None, PROGRESS_READ_S)
                 else:
                     time.sleep(POLL_S)
         # The last trial's thread closes the batch just after its trial; wait for it briefly.
