@@ -108,7 +108,9 @@ def _run_locally(trial_id: int) -> None:
 
 def _drop_broken_connections() -> None:
     """A kept connection that saw an error and no longer answers (a restarted server) is
-    closed, so the next trial opens a new one instead of failing on it."""
+    closed, so the next trial opens a new one instead of failing on it. This is the error half
+    of Django's ``close_if_unusable_or_obsolete``; its other half would close every kept
+    connection, as ``CONN_MAX_AGE`` is 0."""
     for connection in connections.all(initialized_only=True):
         if connection.connection is not None and connection.errors_occurred:
             if connection.is_usable():

@@ -15,50 +15,51 @@ import os
 import signal
 import sqlite3
 import subprocess
-import time
 from pathlib import Path
 
 from conftest import PROCTOR, proctor_env
 from e2e.running import write_eval
 from process_state import running
 
-# Says who it is and who started it, then works for far longer than the test waits.
+from faults.conftest import wait_for
+
+# Says who it is and who started it (a JSON file in the folder it is given), works the seconds
+# it is given, then finishes.
 AGENT = r"""
 import json, os, sys, time
-folder = sys.argv[1]
+folder, seconds = sys.argv[1], float(sys.argv[2])
 with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
     json.dump({"agent": os.getpid(), "parent": os.getppid()}, out)
-print('{"_tag":"Started","sessionId":"s","model":"m"}', flush=True)
-time.sleep(120)
+time.sleep(seconds)
+print('{"_tag":"Finished","reason":"done"}', flush=True)
 """
 
 
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Path) -> None:
-    started = tmp_path / "started"
+def agent_eval(folder: Path, name: str, *, trials: int, seconds: float) -> Path:
+    """An eval file of two cases run by AGENT working ``seconds``; returns the folder where
+    each agent says who it is."""
+    started = folder / "started"
     started.mkdir()
-    (tmp_path / "agent.py").write_text(AGENT)
+    (folder / "agent.py").write_text(AGENT)
     write_eval(
-        tmp_path,
-        "killed.eval.py",
+        folder,
+        f"{name}.eval.py",
         f"""
         from proctor import case, command, profile, suite, variant
 
-        s = suite("killed", prompt="work", trials=1,
+        s = suite("{name}", prompt="work", trials={trials},
                   cases=[case("first", validate=command("true")),
                          case("second", validate=command("true"))],
-                  variants=[variant("command", profile=profile("sleeper",
-                      run="python3 {tmp_path / "agent.py"} {started}"))])
+                  variants=[variant("command", profile=profile("worker",
+                      run="python3 {folder / "agent.py"} {started} {seconds}"))])
         """,
     )
+    return started
+
+
+def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Path) -> None:
+    # The agents work far longer than the test waits.
+    started = agent_eval(tmp_path, "killed", trials=1, seconds=120)
     proc = subprocess.Popen(
         [PROCTOR, "eval", "killed.eval.py", "-j", "2", "--json"],
         cwd=tmp_path,
@@ -68,7 +69,7 @@ def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Pa
         text=True,
     )
     try:
-        wait_for(lambda: len(list(started.iterdir())) == 2, 60, "both agents to start")
+        wait_for(lambda: len(list(started.iterdir())) == 2, timeout=60, what="both agents to start")
         agents = [json.loads(path.read_text()) for path in started.iterdir()]
         workers = {agent["parent"] for agent in agents}
         # One worker process per trial at -j 2, neither of them the command's own process.
@@ -85,11 +86,15 @@ def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Pa
 
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        wait_for(lambda: not any(running(worker) for worker in workers), 10, "the workers to die")
+        wait_for(
+            lambda: not any(running(worker) for worker in workers),
+            timeout=10,
+            what="the workers to die",
+        )
         wait_for(
             lambda: not any(running(agent["agent"]) for agent in agents),
-            15,
-            "the agents to be ended",
+            timeout=15,
+            what="the agents to be ended",
         )
     finally:
         if proc.poll() is None:
@@ -141,34 +146,9 @@ def test_workers_delete_their_folders_and_send_their_last_messages_before_eval_e
     ).items()
 
 
-# Works two seconds, once started; the first attempt of the first trial is where the test strikes.
-STEADY_AGENT = r"""
-import json, os, sys, time
-folder = sys.argv[1]
-with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
-    json.dump({"agent": os.getpid(), "parent": os.getppid()}, out)
-time.sleep(2)
-print('{"_tag":"Finished","reason":"done"}', flush=True)
-"""
-
-
 def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Path) -> None:
-    started = tmp_path / "started"
-    started.mkdir()
-    (tmp_path / "agent.py").write_text(STEADY_AGENT)
-    write_eval(
-        tmp_path,
-        "steady.eval.py",
-        f"""
-        from proctor import case, command, profile, suite, variant
-
-        s = suite("steady", prompt="work", trials=2,
-                  cases=[case("one", validate=command("true")),
-                         case("two", validate=command("true"))],
-                  variants=[variant("command", profile=profile("steady",
-                      run="python3 {tmp_path / "agent.py"} {started}"))])
-        """,
-    )
+    # Two seconds of work: the test strikes at the first agent's worker while it works.
+    started = agent_eval(tmp_path, "steady", trials=2, seconds=2)
     home = tmp_path / "home"
     proc = subprocess.Popen(
         [PROCTOR, "eval", "steady.eval.py", "-j", "2", "--json"],
@@ -179,7 +159,8 @@ def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Pat
         text=True,
     )
     try:
-        first = wait_for(lambda: sorted(started.iterdir()), 60, "an agent to start")[0]
+        wait_for(lambda: any(started.iterdir()), timeout=60, what="an agent to start")
+        first = min(started.iterdir())
         worker = json.loads(first.read_text())["parent"]
         assert worker != proc.pid
         os.kill(worker, signal.SIGKILL)
