@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from runner.sandboxes import Sandbox, SandboxError, create_sandbox
 from runner.sandboxes.audit import (
     SeenTrials,
     audit_writes,
+    audit_writes_if_watched,
     concurrency_note,
     concurrent_trials,
     watch_before_agent,
@@ -234,15 +235,20 @@ def _run_in(
         )
     others = others_seen()
     transcript = session.transcript
-    # The write audit may walk system folders (a subprocess); it runs while the checks do,
-    # and counts only what changed before the agent finished.
-    audit = _auditors().submit(
-        audit_writes,
-        sandbox,
-        agent_started,
-        ignore=audit_ignores,
-        until=time.time(),
+    # The write audit counts only what changed before the agent finished. The process's watch
+    # usually answers at once; when only a walk of the system folders can (a subprocess), it
+    # runs on another thread while the checks do.
+    agent_ended = time.time()
+    watched = audit_writes_if_watched(
+        sandbox, agent_started, ignore=audit_ignores, until=agent_ended
     )
+    audit: Future[list[str]] = Future()
+    if watched is not None:
+        audit.set_result(watched)
+    else:
+        audit = _auditors().submit(
+            audit_writes, sandbox, agent_started, ignore=audit_ignores, until=agent_ended
+        )
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
     if session.denials:

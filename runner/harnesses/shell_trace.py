@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from proctor.protocol import AgentEvent
 
 RECORDER_SCRIPT = Path(__file__).with_name("shell_recorder.sh")
+
+
+@functools.cache
+def recorder_script() -> bytes:
+    """The recorder's text, read once per process: every trial writes it into its sandbox's
+    home, and writing known bytes costs half of what copying the file does."""
+    return RECORDER_SCRIPT.read_bytes()
 
 
 def read_trace(path: Path, *, already_printed: set[str]) -> list[AgentEvent]:

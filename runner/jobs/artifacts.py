@@ -36,6 +36,14 @@ def write_text(folder: Path, relative_path: str, text: str) -> Path:
     if os.path.isabs(relative) or relative in (".", "..") or relative.startswith("../"):
         raise ValueError(f"artifact path {relative_path} leaves the trial's folder")
     target = folder / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    # Bytes, and folders made only when missing: none of a text file's machinery nor a mkdir
+    # per file (a trial writes several, most in a folder that exists).
+    try:
+        out = open(target, "wb")  # noqa: SIM115
+    except FileNotFoundError:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        out = open(target, "wb")  # noqa: SIM115
+    with out:
+        out.write(data)
     return target

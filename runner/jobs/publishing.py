@@ -9,12 +9,12 @@ consumer re-renders the affected fragments on the server. Message types:
 
 A running trial does not wait for its messages: the recorder hands them to ``send_later``, and
 one sender thread per process (with one event loop, so the layer keeps its connection) delivers
-them in order, in chunks: what arrives within GATHER_S of a chunk's first message, or piles up
-while it sends, goes together. A chunk is thinned first: of a trial's ``trial.event`` messages
-only the newest seq goes (the page re-reads every event up to it), and of its ``trial.changed``
-only the last status, so a busy stream costs one message per flush at most, and many trials
-ending together cost one delivery (one outbox transaction in the embedded mode). The process
-waits for the sender before it exits (``wait_until_sent``).
+them in order, in chunks: what arrives within GATHER_S of a chunk's first message (BUSY_GATHER_S
+after a chunk of several), or piles up while it sends, goes together. A chunk is thinned first:
+of a trial's ``trial.event`` messages only the newest seq goes (the page re-reads every event up
+to it), and of its ``trial.changed`` only the last status, so a busy stream costs one message
+per flush at most, and many trials ending together cost one delivery (one outbox transaction in
+the embedded mode). The process waits for the sender before it exits (``wait_until_sent``).
 """
 
 from __future__ import annotations
@@ -124,8 +124,12 @@ def publish(batch_id: int, message: dict) -> None:
 
 
 # How long the sender lets messages gather after the first of a chunk: trials ending together
-# then cost one delivery (and one outbox transaction) instead of one each.
+# then cost one delivery (and one outbox transaction) instead of one each. After a chunk of
+# several messages (trials ending one after another, a few milliseconds apart) it waits longer:
+# more of each trial's messages are then thinned into one, and a lone message (one trial's
+# flush) still goes within GATHER_S.
 GATHER_S = 0.02
+BUSY_GATHER_S = 0.05
 
 
 class _Sender(threading.Thread):
@@ -136,14 +140,16 @@ class _Sender(threading.Thread):
     def run(self) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
+        gather_s = GATHER_S
         while True:
             chunk = [self.waiting.get()]
-            time.sleep(GATHER_S)
+            time.sleep(gather_s)
             while True:
                 try:
                     chunk.append(self.waiting.get_nowait())
                 except queue.Empty:
                     break
+            gather_s = BUSY_GATHER_S if len(chunk) > 1 else GATHER_S
             try:
                 loop.run_until_complete(_send_all(thinned(chunk)))
             finally:

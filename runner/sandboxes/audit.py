@@ -187,25 +187,15 @@ def audit_writes(
     ``time.time()`` taken before the agent started), sorted, at most MAX_LISTED.
 
     Empty for sandboxes that refuse such writes. ``ignore`` names more folders to leave out
-    (Proctor's own home, artifacts and cache). Runs ``find`` (a subprocess walking ``roots``);
-    if it runs out of ``timeout_s`` what it found so far is returned and a warning logged.
+    (Proctor's own home, artifacts and cache). The process's watch answers when it can vouch
+    for ``since``; else ``find`` walks ``roots`` (a subprocess): if it runs out of
+    ``timeout_s`` what it found so far is returned and a warning logged.
     """
-    if getattr(sandbox, "confines_writes", False):
-        return []
+    watched = audit_writes_if_watched(sandbox, since, roots=roots, ignore=ignore, until=until)
+    if watched is not None:
+        return watched
     existing = [root for root in roots if os.path.isdir(root)]
-    if not existing:
-        return []
-    watch = write_watch.existing_watch(existing)
-    seen = watch.changed_since(since - CLOCK_TICK_S) if watch is not None else None
-    if seen is not None and not seen:
-        return []  # the usual answer, known without resolving the sandbox's own folders
-    own = [getattr(sandbox, "root", None), sandbox.host_workspace, sandbox.host_home, *ignore]
-    own_real = [os.path.realpath(str(p)) for p in own if p is not None]
-    if seen is not None:
-        paths = sorted(p for p in seen if _outside(p, own_real))
-        if until is not None:
-            paths = [p for p in paths if _changed_by(p, until)]
-        return paths[:MAX_LISTED]
+    own_real = _own_folders(sandbox, ignore)
     pruned = [_literal(p) for p in own_real] + [TRIAL_FOLDERS]
     prune_expr: list[str] = []
     for pattern in pruned:
@@ -239,6 +229,41 @@ def audit_writes(
     if until is not None:
         paths = [p for p in paths if _changed_by(p, until)]
     return paths[:MAX_LISTED]
+
+
+def audit_writes_if_watched(
+    sandbox: Sandbox,
+    since: float,
+    *,
+    roots: Sequence[str] = AUDITED_ROOTS,
+    ignore: Sequence[str] = (),
+    until: float | None = None,
+) -> list[str] | None:
+    """What ``audit_writes`` says, when it can say it without walking the folders (the watch
+    vouches for ``since``, or nothing is to be audited): a fraction of a millisecond, so a
+    trial need not hand it to another thread. None when only a walk can tell."""
+    if getattr(sandbox, "confines_writes", False):
+        return []
+    existing = [root for root in roots if os.path.isdir(root)]
+    if not existing:
+        return []
+    watch = write_watch.existing_watch(existing)
+    seen = watch.changed_since(since - CLOCK_TICK_S) if watch is not None else None
+    if seen is None:
+        return None
+    if not seen:
+        return []  # the usual answer, known without resolving the sandbox's own folders
+    own_real = _own_folders(sandbox, ignore)
+    paths = sorted(p for p in seen if _outside(p, own_real))
+    if until is not None:
+        paths = [p for p in paths if _changed_by(p, until)]
+    return paths[:MAX_LISTED]
+
+
+def _own_folders(sandbox: Sandbox, ignore: Sequence[str]) -> list[str]:
+    """The sandbox's folders and ``ignore``d ones, resolved: never an outside write."""
+    own = [getattr(sandbox, "root", None), sandbox.host_workspace, sandbox.host_home, *ignore]
+    return [os.path.realpath(str(p)) for p in own if p is not None]
 
 
 def _changed_by(path: str, until: float) -> bool:

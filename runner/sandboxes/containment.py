@@ -311,9 +311,12 @@ class _Containment:
         """Keep a run's cgroup for the next run when nothing lives in it any more (and fewer
         than SPARE_CGROUPS wait); False: the caller ends and removes it."""
         try:
-            with open(cgroup / "cgroup.events", "rb") as events:
-                if b"populated 0" not in events.read():
+            events = os.open(f"{cgroup}/cgroup.events", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if b"populated 0" not in os.read(events, 4096):
                     return False
+            finally:
+                os.close(events)
         except OSError:
             return False
         with self._lock:

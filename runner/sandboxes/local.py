@@ -30,6 +30,9 @@ class LocalSandbox(Sandbox):
     )
 
     def __init__(self) -> None:
+        # What every process inherits from the worker, read once per trial (each run and the
+        # harness ask for it); the mocks' variables go on top at each ask.
+        self._inherited: dict[str, str] | None = None
         self.root = take()
         self.host_workspace = self.root / "workspace"
         self.host_home = self.root / "home"
@@ -42,6 +45,12 @@ class LocalSandbox(Sandbox):
         return cls()
 
     def base_env(self) -> dict[str, str]:
+        if self._inherited is None:
+            self._inherited = self._inherited_env()
+        env = dict(self._inherited)
+        return self.mocks.apply_env(env) if self.mocks else env
+
+    def _inherited_env(self) -> dict[str, str]:
         env = {name: os.environ[name] for name in INHERITED if name in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         # The Python that runs Proctor comes first, so an agent written with the runner kit
@@ -56,7 +65,7 @@ class LocalSandbox(Sandbox):
             TERM="dumb",
             USER=os.environ.get("USER", "proctor"),
         )
-        return self.mocks.apply_env(env) if self.mocks else env
+        return env
 
     def run(
         self,

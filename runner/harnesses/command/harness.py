@@ -31,7 +31,7 @@ from runner.harnesses.base import (
 )
 from runner.harnesses.command.run_line import with_profile_paths
 from runner.harnesses.profile_env import resolve_profile_env
-from runner.harnesses.shell_trace import RECORDER_SCRIPT, read_trace
+from runner.harnesses.shell_trace import read_trace, recorder_script
 from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
 
@@ -74,7 +74,7 @@ class CommandHarness(Harness):
     def setup(self, sandbox: Sandbox, log: RawSink) -> None:
         proctor_dir = self._proctor_dir(sandbox)
         proctor_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copy(RECORDER_SCRIPT, proctor_dir / "shell_recorder.sh")
+        (proctor_dir / "shell_recorder.sh").write_bytes(recorder_script())
         if self.profile.system_prompt is not None:
             (proctor_dir / "system_prompt.md").write_text(
                 self.profile.system_prompt, encoding="utf-8"
