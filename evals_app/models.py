@@ -385,7 +385,8 @@ class Trial(models.Model):
     # final ones steps over every finished trial of a run first.
     UNFINISHED_STATUSES = (Status.QUEUED, Status.RUNNING)
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials")
+    # No index of its own: the unique (run, index) constraint's index leads with the run.
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="trials", db_index=False)
     index = models.PositiveIntegerField()
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
     finish_reason = models.CharField(max_length=200, blank=True, default="")
@@ -430,9 +431,8 @@ class Trial(models.Model):
         ]
         ordering = ["run", "index"]
         indexes = [
-            # `serve` re-queues trials left queued or running; progress counts by status
-            models.Index(fields=["status"], name="trial_status"),
-            # the reaper's "running trials whose lease expired"
+            # the reaper's "running trials whose lease expired", and (led by the status) what
+            # `serve` re-queues: trials left queued or running
             models.Index(fields=["status", "lease_expires_at"], name="trial_lease"),
             # counts by status of a batch's runs (API lists, the grid's warnings): index only
             models.Index(fields=["run", "status"], name="lean_trial_status_in_run"),
@@ -681,7 +681,8 @@ class Trial(models.Model):
 class Turn(models.Model):
     """One user message and everything the agent did until it answered."""
 
-    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="turns")
+    # No index of its own: the unique (trial, index) constraint's index leads with the trial.
+    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="turns", db_index=False)
     index = models.PositiveIntegerField()
     prompt = models.TextField()
     # Who wrote the message: empty for authored turns, else {"responder": ...} / {"runner": ...}.
@@ -749,7 +750,10 @@ class Event(models.Model):
 class Check(models.Model):
     """The result of one validator, judge or assertion on one trial."""
 
-    trial = models.ForeignKey(Trial, on_delete=models.CASCADE, related_name="checks")
+    # No index of its own: the unique (trial, index) constraint's index leads with the trial.
+    trial = models.ForeignKey(
+        Trial, on_delete=models.CASCADE, related_name="checks", db_index=False
+    )
     index = models.PositiveIntegerField()
     name = models.CharField(max_length=300)
     kind = models.CharField(max_length=30)
