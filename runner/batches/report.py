@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch
 
 from evals_app.cost import batch_cost
 from evals_app.models import Batch, Check, Run, Trial
@@ -51,55 +50,99 @@ CHUNK = 500
 
 def _trials_by_run(batch: Batch, dashboard: str) -> dict[int, list[dict[str, Any]]]:
     """Each run's trials as report entries, in index order, read CHUNK at a time with their
-    checks."""
+    checks. Read as plain rows: a model object per trial and check cost more than the rest of
+    the report together."""
     trials = (
-        Trial.objects.filter(run__batch=batch)
-        .order_by("run_id", "index")
-        .prefetch_related(Prefetch("checks", queryset=Check.objects.order_by("index")))
+        Trial.objects.filter(run__batch=batch).order_by("run_id", "index").values(*_TRIAL_FIELDS)
     )
     by_run: dict[int, list[dict[str, Any]]] = {}
+    chunk: list[dict[str, Any]] = []
     for trial in trials.iterator(chunk_size=CHUNK):
-        by_run.setdefault(trial.run_id, []).append(_trial(trial, dashboard))
+        chunk.append(trial)
+        if len(chunk) == CHUNK:
+            _add_chunk(by_run, chunk, dashboard)
+            chunk = []
+    _add_chunk(by_run, chunk, dashboard)
     return by_run
 
 
-def _trial(trial: Trial, dashboard: str) -> dict[str, Any]:
+_TRIAL_FIELDS = (
+    "id",
+    "run_id",
+    "session_id",
+    "index",
+    "status",
+    "finish_reason",
+    "duration_ms",
+    "answer",
+    "error",
+    "conversation_outcome",
+    "stop_cause",
+    "responder_cause",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "score",
+    "threshold",
+)
+_CHECK_FIELDS = ("trial_id", "name", "kind", "passed", "message", "score", "weight", "metric")
+
+
+def _add_chunk(
+    by_run: dict[int, list[dict[str, Any]]], trials: list[dict[str, Any]], dashboard: str
+) -> None:
+    if not trials:
+        return
+    checks: dict[int, list[dict[str, Any]]] = {}
+    for check in (
+        Check.objects.filter(trial_id__in=[trial["id"] for trial in trials])
+        .order_by("trial_id", "index")
+        .values(*_CHECK_FIELDS)
+    ):
+        checks.setdefault(check["trial_id"], []).append(_check(check))
+    for trial in trials:
+        by_run.setdefault(trial["run_id"], []).append(
+            _trial(trial, checks.get(trial["id"], []), dashboard)
+        )
+
+
+def _trial(trial: dict[str, Any], checks: list[dict[str, Any]], dashboard: str) -> dict[str, Any]:
     return {
-        "id": trial.pk,
-        "url": f"{dashboard}/trials/{trial.pk}/",
-        "session_id": trial.session_id or None,
-        "index": trial.index,
-        "status": trial.status,
-        "finish_reason": trial.finish_reason,
-        "duration_ms": trial.duration_ms,
-        "answer": trial.answer,
-        "error": trial.error,
+        "id": trial["id"],
+        "url": f"{dashboard}/trials/{trial['id']}/",
+        "session_id": trial["session_id"] or None,
+        "index": trial["index"],
+        "status": trial["status"],
+        "finish_reason": trial["finish_reason"],
+        "duration_ms": trial["duration_ms"],
+        "answer": trial["answer"],
+        "error": trial["error"],
         "conversation": {
-            "outcome": trial.conversation_outcome or None,
-            "stop_cause": trial.stop_cause or None,
-            "responder_cause": trial.responder_cause or None,
+            "outcome": trial["conversation_outcome"] or None,
+            "stop_cause": trial["stop_cause"] or None,
+            "responder_cause": trial["responder_cause"] or None,
         },
-        "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
-        "cost_usd": trial.cost_usd,
-        "score": trial.score,
-        "threshold": trial.threshold,
-        "checks": [_check(c) for c in trial.checks.all()],
+        "usage": {"input_tokens": trial["input_tokens"], "output_tokens": trial["output_tokens"]},
+        "cost_usd": trial["cost_usd"],
+        "score": trial["score"],
+        "threshold": trial["threshold"],
+        "checks": checks,
     }
 
 
-def _check(check: Check) -> dict[str, Any]:
+def _check(check: dict[str, Any]) -> dict[str, Any]:
     """The documented four keys, plus the score of a judge or an assertion and an assertion's
     weight and metric where they exist."""
     shown: dict[str, Any] = {
-        "name": check.name,
-        "kind": check.kind,
-        "passed": check.passed,
-        "message": check.message,
+        "name": check["name"],
+        "kind": check["kind"],
+        "passed": check["passed"],
+        "message": check["message"],
     }
-    if check.score is not None:
-        shown["score"] = check.score
-    if check.kind == "assertion":
-        shown.update(weight=check.weight, metric=check.metric or None)
+    if check["score"] is not None:
+        shown["score"] = check["score"]
+    if check["kind"] == "assertion":
+        shown.update(weight=check["weight"], metric=check["metric"] or None)
     return shown
 
 

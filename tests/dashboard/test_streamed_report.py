@@ -54,10 +54,48 @@ def _all_at_once(batch) -> list[dict]:
             "variant": run.variant.name,
             "run_id": run.pk,
             "url": f"{dashboard}/runs/{run.pk}/",
-            "trials": [report._trial(t, dashboard) for t in run.trials.all()],
+            "trials": [_trial_entry(t, dashboard) for t in run.trials.all()],
         }
         for run in runs
     ]
+
+
+def _trial_entry(trial: Trial, dashboard: str) -> dict:
+    """A trial as the report documents it, read from its model object and its checks'."""
+    checks = []
+    for check in trial.checks.all():
+        shown = {
+            "name": check.name,
+            "kind": check.kind,
+            "passed": check.passed,
+            "message": check.message,
+        }
+        if check.score is not None:
+            shown["score"] = check.score
+        if check.kind == "assertion":
+            shown.update(weight=check.weight, metric=check.metric or None)
+        checks.append(shown)
+    return {
+        "id": trial.pk,
+        "url": f"{dashboard}/trials/{trial.pk}/",
+        "session_id": trial.session_id or None,
+        "index": trial.index,
+        "status": trial.status,
+        "finish_reason": trial.finish_reason,
+        "duration_ms": trial.duration_ms,
+        "answer": trial.answer,
+        "error": trial.error,
+        "conversation": {
+            "outcome": trial.conversation_outcome or None,
+            "stop_cause": trial.stop_cause or None,
+            "responder_cause": trial.responder_cause or None,
+        },
+        "usage": {"input_tokens": trial.input_tokens, "output_tokens": trial.output_tokens},
+        "cost_usd": trial.cost_usd,
+        "score": trial.score,
+        "threshold": trial.threshold,
+        "checks": checks,
+    }
 
 
 def _batch(org, cases: int, trials: int, *, prefix: str = "case"):
@@ -73,6 +111,17 @@ def _batch(org, cases: int, trials: int, *, prefix: str = "case"):
                 trial = make_trial(run, index, status, answer=f"answer {c}.{index}")
                 if status != S.ERRORED:
                     make_checks(trial, validator_passed=status == S.PASSED)
+                if status == S.PASSED:  # an assertion shows its score, weight and metric
+                    Check.objects.create(
+                        trial=trial,
+                        index=2,
+                        name="cheap enough",
+                        kind="assertion",
+                        passed=True,
+                        score=0.5 + index / 10,
+                        weight=2.0,
+                        metric="cost" if index % 2 else "",
+                    )
     return batch
 
 
