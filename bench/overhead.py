@@ -7,7 +7,9 @@ this same process and run, so the ratio is what Proctor adds: sandboxes, recordi
 database, artifacts, redaction, live publishing, leases.
 
 The marginal cost is (time of the large batch - time of the small one) / (the difference in
-trials): start-up and warm-up fall out. Each figure is the median of ``--repeats`` runs. CPU per
+trials): start-up and warm-up fall out. Each figure is the median of ``--repeats`` runs; within
+each repeat the floor and Proctor run one after the other, and the last line also gives the
+median of the repeats' own ratios. CPU per
 trial counts this process and its children (user + system). Start-up is `proctor eval --help`
 and a whole one-trial `proctor eval` in a fresh process (an upper bound of the time to the first
 trial). CPU is also shown split: what of it the children (agents, checks, shells) used.
@@ -130,25 +132,49 @@ def timed(work: Callable[[int, int], None], trials: int, jobs: int) -> tuple[flo
     return time.perf_counter() - started, own_after - own, children_after - children
 
 
-def marginal(
-    work: Callable[[int, int], None], small: int, large: int, jobs: int, repeats: int
+def marginal_once(
+    work: Callable[[int, int], None], small: int, large: int, jobs: int
 ) -> tuple[float, float, float]:
-    """Median marginal wall ms, CPU ms and children's CPU ms per trial, from runs of
-    ``small`` and ``large``."""
-    walls, cpus, children_cpus = [], [], []
+    """Marginal wall ms, CPU ms and children's CPU ms per trial, from one run of ``small`` and
+    one of ``large``."""
+    wall_small, own_small, children_small = timed(work, small, jobs)
+    wall_large, own_large, children_large = timed(work, large, jobs)
+    per_trial = 1000 / (large - small)
+    return (
+        (wall_large - wall_small) * per_trial,
+        (own_large + children_large - own_small - children_small) * per_trial,
+        (children_large - children_small) * per_trial,
+    )
+
+
+def paired(
+    works: dict[str, Callable[[int, int], None]], small: int, large: int, jobs: int, repeats: int
+) -> dict[str, list[tuple[float, float, float]]]:
+    """Each work's marginal figures, ``repeats`` times, the works taking turns within each
+    repeat: a machine whose speed drifts over minutes (a shared host) then weighs on both sides
+    of a ratio alike, where measuring one side's repeats after the other's did not."""
+    samples: dict[str, list[tuple[float, float, float]]] = {name: [] for name in works}
     for _ in range(repeats):
-        wall_small, own_small, children_small = timed(work, small, jobs)
-        wall_large, own_large, children_large = timed(work, large, jobs)
-        per_trial = 1000 / (large - small)
-        walls.append((wall_large - wall_small) * per_trial)
-        cpus.append((own_large + children_large - own_small - children_small) * per_trial)
-        children_cpus.append((children_large - children_small) * per_trial)
-    return statistics.median(walls), statistics.median(cpus), statistics.median(children_cpus)
+        for name, work in works.items():
+            samples[name].append(marginal_once(work, small, large, jobs))
+    return samples
+
+
+def medians(samples: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    return (
+        statistics.median(s[0] for s in samples),
+        statistics.median(s[1] for s in samples),
+        statistics.median(s[2] for s in samples),
+    )
 
 
 def start_up(folder: Path, repeats: int) -> tuple[float, float]:
     """Median seconds of `proctor eval --help` and of a whole one-trial `proctor eval`."""
     env = {**os.environ, "PROCTOR_HOME": str(folder / ".proctor-start")}
+    # Python's default: the first start writes the compiled modules that later starts read.
+    # Without it (PYTHONDONTWRITEBYTECODE=1, as some CI images set) every start compiles the
+    # project's modules again, a fixed cost of the environment, not of Proctor.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     proctor_cli = [sys.executable, "-m", "proctor.cli"]
 
     def seconds(argv: list[str]) -> float:
@@ -196,11 +222,19 @@ def main() -> None:
         f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}; "
         f"{cgroup_mode()}"
     )
-    floor_ms, floor_cpu, floor_kids = marginal(
-        floor, args.small, args.large, args.jobs, args.repeats
+    samples = paired(
+        {"floor": floor, "proctor": ours}, args.small, args.large, args.jobs, args.repeats
     )
     shutil.rmtree(FLOOR_ROOT, ignore_errors=True)
-    ours_ms, ours_cpu, ours_kids = marginal(ours, args.small, args.large, args.jobs, args.repeats)
+    floor_ms, floor_cpu, floor_kids = medians(samples["floor"])
+    ours_ms, ours_cpu, ours_kids = medians(samples["proctor"])
+    # Each repeat's own ratio (its floor and Proctor measured minutes apart at most).
+    paired_ms = statistics.median(
+        p[0] / f[0] for f, p in zip(samples["floor"], samples["proctor"], strict=True)
+    )
+    paired_cpu = statistics.median(
+        p[1] / f[1] for f, p in zip(samples["floor"], samples["proctor"], strict=True)
+    )
     help_s, one_s = start_up(folder, args.repeats)
     print(f"{'':8} {'marginal ms/trial':>18} {'CPU ms/trial':>13} {'of it children':>15}")
     print(f"{'floor':8} {floor_ms:>18.1f} {floor_cpu:>13.1f} {floor_kids:>15.1f}")
@@ -209,7 +243,8 @@ def main() -> None:
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
         f"ratio (proctor / floor): marginal {ours_ms / floor_ms:.2f}x, "
-        f"CPU {ours_cpu / floor_cpu:.2f}x"
+        f"CPU {ours_cpu / floor_cpu:.2f}x (medians of the repeats' own ratios: marginal "
+        f"{paired_ms:.2f}x, CPU {paired_cpu:.2f}x)"
     )
 
 
