@@ -9,10 +9,10 @@ database, artifacts, redaction, live publishing, leases.
 The marginal cost is (time of the large batch - time of the small one) / (the difference in
 trials): start-up and warm-up fall out. Each figure is the median of ``--repeats`` runs; within
 each repeat the floor and Proctor run one after the other, and the last line also gives the
-median of the repeats' own ratios. CPU per
-trial counts this process and its children (user + system). Start-up is `proctor eval --help`
-and a whole one-trial `proctor eval` in a fresh process (an upper bound of the time to the first
-trial). CPU is also shown split: what of it the children (agents, checks, shells) used.
+median of the repeats' own ratios. CPU per trial counts this process and its children (user +
+system). Start-up is `proctor eval --help` and a whole one-trial `proctor eval` in a fresh
+process (an upper bound of the time to the first trial). CPU is also shown split: what of it the
+children (agents, checks, shells) used.
 Prints figures, never asserts them; the ratio is last.
 
     .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2]
