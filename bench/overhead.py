@@ -161,11 +161,9 @@ def paired(
 
 
 def medians(samples: list[tuple[float, float, float]]) -> tuple[float, float, float]:
-    return (
-        statistics.median(s[0] for s in samples),
-        statistics.median(s[1] for s in samples),
-        statistics.median(s[2] for s in samples),
-    )
+    """The median of each figure (wall, CPU, children's CPU) over the samples."""
+    wall, cpu, children = (statistics.median(figure) for figure in zip(*samples, strict=True))
+    return wall, cpu, children
 
 
 def start_up(folder: Path, repeats: int) -> tuple[float, float]:

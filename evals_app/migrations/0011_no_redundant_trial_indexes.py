@@ -12,21 +12,22 @@ from django.db import migrations, models
 KEY_INDEXES = (("trial", "run_id"), ("turn", "trial_id"), ("check", "trial_id"))
 
 
-def drop_key_indexes(apps, schema_editor):
+def _key_indexes(apps, schema_editor):
+    """Each dropped key index: its table, its column and the name Django gave it."""
     for model_name, column in KEY_INDEXES:
         table = apps.get_model("evals_app", model_name)._meta.db_table
-        name = schema_editor._create_index_name(table, [column], suffix="")
+        yield table, column, schema_editor._create_index_name(table, [column], suffix="")
+
+
+def drop_key_indexes(apps, schema_editor):
+    for _, _, name in _key_indexes(apps, schema_editor):
         schema_editor.execute(f"DROP INDEX IF EXISTS {schema_editor.quote_name(name)}")
 
 
 def make_key_indexes(apps, schema_editor):
-    for model_name, column in KEY_INDEXES:
-        table = apps.get_model("evals_app", model_name)._meta.db_table
-        name = schema_editor._create_index_name(table, [column], suffix="")
-        schema_editor.execute(
-            f"CREATE INDEX {schema_editor.quote_name(name)} "
-            f"ON {schema_editor.quote_name(table)} ({schema_editor.quote_name(column)})"
-        )
+    quote = schema_editor.quote_name
+    for table, column, name in _key_indexes(apps, schema_editor):
+        schema_editor.execute(f"CREATE INDEX {quote(name)} ON {quote(table)} ({quote(column)})")
 
 
 class Migration(migrations.Migration):

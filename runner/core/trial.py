@@ -242,8 +242,8 @@ def _run_in(
     watched = audit_writes_if_watched(
         sandbox, agent_started, ignore=audit_ignores, until=agent_ended
     )
-    audit: Future[list[str]] = Future()
     if watched is not None:
+        audit: Future[list[str]] = Future()
         audit.set_result(watched)
     else:
         audit = _auditors().submit(
