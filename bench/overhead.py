@@ -13,6 +13,13 @@ median of the repeats' own ratios. CPU per trial counts this process and its chi
 system). Start-up is `proctor eval --help` and a whole one-trial `proctor eval` in a fresh
 process (an upper bound of the time to the first trial). CPU is also shown split: what of it the
 children (agents, checks, shells) used.
+
+Proctor's home (its database and artifacts) is where `proctor eval` keeps it by default: a
+``.proctor`` folder in the project the command runs in. The bench makes its project under
+``--project-root`` (default ``~/.cache/proctor-bench``); the trial folders, Proctor's and the
+floor's alike, are made in the temp folder. On some machines making a file in the temp folder
+costs ten times what it costs elsewhere on the same disk (docs/hot-path.md); ``--project-root``
+set to the temp folder measures a home kept there.
 Prints figures, never asserts them; the ratio is last.
 
     .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2]
@@ -197,9 +204,16 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument(
+        "--project-root",
+        type=Path,
+        default=Path.home() / ".cache" / "proctor-bench",
+        help="where the bench's project (its eval file and Proctor's home) is made",
+    )
     args = parser.parse_args()
 
-    folder = Path(tempfile.mkdtemp(prefix="proctor-bench-"))
+    args.project_root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="proctor-bench-", dir=args.project_root))
     (folder / "noop.eval.py").write_text(EVAL_FILE)
     os.environ["PROCTOR_HOME"] = str(folder / ".proctor")
     os.environ.pop("DATABASE_URL", None)
@@ -218,7 +232,7 @@ def main() -> None:
     print(
         f"no-op trials at -j {args.jobs}, {args.small} vs {args.large} trials, medians of "
         f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}; "
-        f"{cgroup_mode()}"
+        f"{cgroup_mode()}; Proctor's home in {folder}, trial folders in {tempfile.gettempdir()}"
     )
     samples = paired(
         {"floor": floor, "proctor": ours}, args.small, args.large, args.jobs, args.repeats
@@ -244,6 +258,7 @@ def main() -> None:
         f"CPU {ours_cpu / floor_cpu:.2f}x (medians of the repeats' own ratios: marginal "
         f"{paired_ms:.2f}x, CPU {paired_cpu:.2f}x)"
     )
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

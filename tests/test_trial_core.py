@@ -389,6 +389,32 @@ def test_the_shell_recorder_is_cleared_between_turns(tmp_path):
     assert "mkdir second-dir" in turns[1] and "mkdir first-dir" not in turns[1]
 
 
+def test_the_local_agents_home_keeps_nothing_of_proctors_after_a_turn(tmp_path):
+    # The agent lists its home while its own commands are being traced: the trace log is the
+    # one thing of Proctor's there, and it is gone once the turn has been read.
+    the_variant = inline_variant('ls -A "$HOME" > "$SPHYNX_WORKSPACE/seen.txt"; true')
+    harness = create_harness(the_variant)
+    sandbox = create_sandbox(the_variant)
+    try:
+        harness.setup(sandbox, lambda stream, line: None)
+        events = []
+        harness.run_turn(
+            sandbox,
+            TurnRequest(prompt="look", index=0, model=None),
+            emit=events.append,
+            raw=lambda stream, line: None,
+            timeout_s=30,
+        )
+        seen_during = (sandbox.host_workspace / "seen.txt").read_text().split()
+        left_after = sorted(path.name for path in sandbox.host_home.iterdir())
+    finally:
+        sandbox.destroy()
+
+    assert seen_during == [".proctor-trace.log"]
+    assert left_after == []
+    assert any(e.kind == "Command" and e.data["command"].startswith("ls -A") for e in events)
+
+
 def test_the_system_prompt_file_is_set_only_when_there_is_a_system_prompt(tmp_path):
     run = (
         'if [ -n "${SPHYNX_SYSTEM_PROMPT_FILE+set}" ]; then text=$(cat "$SPHYNX_SYSTEM_PROMPT_FILE"); '

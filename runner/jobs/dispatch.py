@@ -53,7 +53,7 @@ def configure_local_workers(size: int, *, processes: bool = False) -> None:
         old, _pool = _pool, None
     if old is not None:
         old.shutdown(wait=False)
-    pool: Executor | None = trial_processes.start_workers(size) if processes else None
+    pool: Executor | None = trial_processes.start_workers(size, _run_locally) if processes else None
     processes = pool is not None
     if pool is None:
         pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="proctor-trial")

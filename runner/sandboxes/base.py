@@ -82,6 +82,9 @@ class Sandbox(abc.ABC):
     # Why this kind refuses the resource limits (cpus=, memory=, pids=) it cannot apply, or ""
     # when it applies them all.
     limits_refused_because: str = ""
+    # Whether its processes see the host's files at their host paths (nothing is mounted
+    # elsewhere), so a file Proctor keeps outside the sandbox can be handed to them as it is.
+    sees_host_files: bool = False
     workspace: str
     home: str
     host_workspace: Path

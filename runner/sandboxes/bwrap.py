@@ -124,6 +124,7 @@ class BwrapSandbox(LocalSandbox):
     """The local sandbox's trial folders, with every process confined by bubblewrap."""
 
     kind = "bwrap"
+    sees_host_files = False
     option_names = frozenset({"expose"})
     # Not applied through rlimits either: RLIMIT_NPROC counts every process of the user, not
     # the trial's; RLIMIT_AS caps each process's address space (not the trial's memory) and

@@ -214,6 +214,7 @@ class DockerSandbox(LocalSandbox):
     """The local sandbox's trial folders, mounted into a container that runs every step."""
 
     kind = "docker"
+    sees_host_files = False
     option_names = frozenset({"image", "cpus", "memory", "pids", "expose"})
     limits_refused_because = ""
     # Writes outside the mounted folders fail (read-only root file system): nothing to audit.

@@ -25,6 +25,7 @@ INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 class LocalSandbox(Sandbox):
     kind = "local"
+    sees_host_files = True
     limits_refused_because = (
         "it runs processes on the host with no resource limits; use sandbox='docker' for them"
     )

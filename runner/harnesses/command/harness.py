@@ -31,11 +31,14 @@ from runner.harnesses.base import (
 )
 from runner.harnesses.command.run_line import with_profile_paths
 from runner.harnesses.profile_env import resolve_profile_env
-from runner.harnesses.shell_trace import read_trace, recorder_script
+from runner.harnesses.shell_trace import RECORDER_SCRIPT, read_trace, recorder_script
 from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
 
 INSTALL_TIMEOUT_S = 30 * 60
+# The shell recorder's log, a file of the home itself: a folder of its own cost a folder made
+# and deleted per trial, and on some disks making one costs as much as a no-op agent's run.
+TRACE_LOG = ".proctor-trace.log"
 
 
 class CommandHarness(Harness):
@@ -71,11 +74,21 @@ class CommandHarness(Harness):
     def _proctor_dir(self, sandbox: Sandbox) -> Path:
         return sandbox.host_home / ".proctor"
 
+    def _recorder_path(self, sandbox: Sandbox) -> str:
+        """The shell recorder as the agent's bash sources it: Proctor's own copy where the
+        sandbox's processes see the host's files as they are (it never changes), else the one
+        ``setup`` wrote into the home."""
+        if sandbox.sees_host_files:
+            return str(RECORDER_SCRIPT)
+        return f"{sandbox.home}/.proctor/shell_recorder.sh"
+
     def setup(self, sandbox: Sandbox, log: RawSink) -> None:
         proctor_dir = self._proctor_dir(sandbox)
-        proctor_dir.mkdir(parents=True, exist_ok=True)
-        (proctor_dir / "shell_recorder.sh").write_bytes(recorder_script())
+        if not sandbox.sees_host_files:
+            proctor_dir.mkdir(parents=True, exist_ok=True)
+            (proctor_dir / "shell_recorder.sh").write_bytes(recorder_script())
         if self.profile.system_prompt is not None:
+            proctor_dir.mkdir(parents=True, exist_ok=True)
             (proctor_dir / "system_prompt.md").write_text(
                 self.profile.system_prompt, encoding="utf-8"
             )
@@ -129,10 +142,11 @@ class CommandHarness(Harness):
             "SPHYNX_MODEL": model or "",
             "SPHYNX_HOME": home,
             "SPHYNX_WORKSPACE": sandbox.workspace,
-            "SPHYNX_TRACE_LOG": f"{proctor_dir}/trace.log",
+            "SPHYNX_TRACE_LOG": f"{home}/{TRACE_LOG}",
             "PROCTOR_PROFILE_DIR": profile_dir,
         }
         if system_prompt is not None:
+            self._proctor_dir(sandbox).mkdir(exist_ok=True)
             (self._proctor_dir(sandbox) / "system_prompt.md").write_text(
                 system_prompt, encoding="utf-8"
             )
@@ -144,7 +158,7 @@ class CommandHarness(Harness):
         if mode:
             env["PROCTOR_MODE"] = mode
         if trace:
-            env["BASH_ENV"] = f"{proctor_dir}/shell_recorder.sh"
+            env["BASH_ENV"] = self._recorder_path(sandbox)
         env.update(resolve_profile_env(self.profile.env, profile=self.profile.name))
         env["PATH"] = f"{profile_dir}:{env.get('PATH') or sandbox.base_env()['PATH']}"
         # The case's cli mocks first, even before the agent's own folder (runner.mocks).
@@ -160,7 +174,7 @@ class CommandHarness(Harness):
         raw: RawSink,
         timeout_s: float,
     ) -> TurnResult:
-        trace_log = self._proctor_dir(sandbox) / "trace.log"
+        trace_log = sandbox.host_home / TRACE_LOG
         trace_log.unlink(missing_ok=True)  # each turn records only the commands it ran
         state = _TurnState()
 
