@@ -61,16 +61,27 @@ def configure_local_workers(size: int, *, processes: bool = False) -> None:
         _pool, _pool_size, _pool_of_processes = pool, size, processes
 
 
-def release_local_workers() -> None:
+def release_local_workers(*, interrupted: bool = False) -> None:
     """The end of `proctor eval`: worker processes finish what they hold and exit, their exit
     work done (live messages sent, spare folders deleted) and their CPU time counted as this
-    process's children's. A pool of threads is kept for the next batch of this process."""
+    process's children's. A pool of threads is kept for the next batch of this process.
+
+    ``interrupted`` (Ctrl-C): nothing queued starts any more; worker processes are ended at
+    once with their trials (their watchdogs end the agents), and a pool of threads is let go
+    with its queue cancelled (a running trial ends once it finds its lease gone)."""
+    from runner.jobs.trial_processes import WorkerPool
+
     global _pool
     with _pool_lock:
-        if not _pool_of_processes or _pool is None:
+        if _pool is None or not (_pool_of_processes or interrupted):
             return
         pool, _pool = _pool, None
-    pool.shutdown(wait=True)
+    if not interrupted:
+        pool.shutdown(wait=True)
+    elif isinstance(pool, WorkerPool):
+        pool.terminate()
+    else:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _local_pool() -> Executor:

@@ -512,8 +512,9 @@ class DatabaseRecorder:
             self._events, self._new_turns, self._turn_updates, self._rows = [], {}, {}, []
             self._room.notify_all()
         log.warning(
-            "trial %s was taken over by another process (its lease moved on); this process "
-            "stops writing it and ends its agent",
+            "trial %s is no longer this process's to record (its lease moved on: taken over "
+            "by another process, or the trial was ended); its agent is ended and nothing more "
+            "of it is written",
             self.trial_id,
         )
         if self.on_lost is not None:

@@ -108,6 +108,7 @@ class WorkerPool(Executor):
         self._broken = False
         self._closing = False
         self._ready = 0
+        self._joined = False
         tasks_r, self._tasks_w = os.pipe()
         self._results_r, results_w = os.pipe()
         context = multiprocessing.get_context("fork")
@@ -261,9 +262,20 @@ class WorkerPool(Executor):
                 self._close_tasks()
             if wait:
                 self._idle.wait_for(lambda: not self._futures or self._broken)
-        if wait:
+        if wait and not self._joined:
+            self._joined = True  # the board's descriptors are closed once, never a reused one
             self._collector.join()
             self.board.close()
+            atexit.unregister(self._close_tasks)
+
+    def terminate(self) -> None:
+        """End the workers now, with the trials they run (Ctrl-C): nothing more starts, each
+        worker's watchdog ends its agents, and what was not done fails."""
+        with self._lock:
+            self._closing = True
+            self._close_tasks()
+        self._break("the trial workers were ended")
+        self.shutdown(wait=True)
 
 
 def _write_all(fd: int, data: bytes) -> None:

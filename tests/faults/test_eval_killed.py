@@ -5,7 +5,11 @@
 - ending normally, its workers do their exit work before it exits: the trial folders they kept
   for reuse are deleted, and their last live messages (each trial's end, the batch's) are sent;
 - a worker killed mid-trial (the out-of-memory killer, say): its trial runs again once its
-  lease lapses, as with a lost `proctor worker`, and the batch still completes.
+  lease lapses, as with a lost `proctor worker`, and the batch still completes;
+- interrupted (Ctrl-C, which a terminal sends to the whole process group), it starts nothing
+  more, ends its agents and records its unfinished trials as errored ("interrupted"), so the
+  batch closes readable, and it exits 130 with one line, whether its trials ran in worker
+  processes (-j 2) or in a thread (-j 1).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import PROCTOR, proctor_env
 from e2e.running import write_eval
 from process_state import running
@@ -176,3 +181,53 @@ def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Pat
         attempts = sorted(a for (a,) in db.execute("select attempt from evals_app_trial"))
     assert attempts[-1] == 2, f"the killed worker's trial ran again: {attempts}"
     assert "trial worker process died" in err
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
+    tmp_path: Path, jobs: int
+) -> None:
+    # Four trials whose agents work far longer than the test waits.
+    started = agent_eval(tmp_path, "stopped", trials=2, seconds=120)
+    home = tmp_path / "home"
+    proc = subprocess.Popen(
+        [PROCTOR, "eval", "stopped.eval.py", "-j", str(jobs)],
+        cwd=tmp_path,
+        env=proctor_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: len(list(started.iterdir())) == jobs, timeout=60, what="the agents to start"
+        )
+        agents = [json.loads(path.read_text())["agent"] for path in started.iterdir()]
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=40)
+        wait_for(
+            lambda: not any(running(agent) for agent in agents),
+            timeout=15,
+            what="the agents to be ended",
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for path in started.iterdir():
+            pid = json.loads(path.read_text())["agent"]
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert (
+        "Interrupted: batch 1 closed; 4 unfinished trials recorded as errored (interrupted)." in err
+    )
+    assert len(list(started.iterdir())) == jobs, "no trial started after the interrupt"
+    with sqlite3.connect(home / "proctor.sqlite3") as db:
+        trials = db.execute("select status, finish_reason from evals_app_trial").fetchall()
+        batches = db.execute("select status from evals_app_batch").fetchall()
+    assert trials == [("errored", "interrupted")] * 4
+    assert batches == [("finished",)]

@@ -28,9 +28,9 @@ from runner.batches.planning import (
 )
 from runner.batches.report import batch_report, report_pass_rate
 from runner.batches.submission import SubmissionError, build_submission
-from runner.jobs import artifacts, dispatch, reaper
+from runner.jobs import artifacts, dispatch, leases, reaper
 from runner.jobs.database import ensure_database
-from runner.jobs.execution import abandon_unfinished
+from runner.jobs.execution import abandon_unfinished, finish_batch_if_done
 
 # --server's client (httpx), --junit's writer and --baseline's comparison are imported where
 # their option asks for them: a run without them starts that much sooner.
@@ -120,6 +120,7 @@ class Command(EvalOptions):
         # walks all of it each time. Handed back after, so garbage among it is still collected
         # (tests and benchmarks run many evals in one process).
         gc.freeze()
+        interrupted = False
         try:
             futures = dispatch.enqueue(trial_ids)
             if settings.EMBEDDED:
@@ -130,15 +131,37 @@ class Command(EvalOptions):
                     out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))
                 return
             self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
+        except KeyboardInterrupt:
+            interrupted = True
         finally:
-            dispatch.release_local_workers()
+            dispatch.release_local_workers(interrupted=interrupted)
             gc.unfreeze()
+        if interrupted:
+            self._interrupted(err, batch)
         batch.refresh_from_db()
         footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
         comparisons = None
         if options["baseline"]:
             comparisons = self._compare(err, batch, baseline)
         self._finish(out, err, batch_report(batch), footer, options, comparisons=comparisons)
+
+    def _interrupted(self, err: Console, batch: Batch) -> None:
+        """Ctrl-C: the batch is closed with a readable record, its unfinished trials ended as
+        errored (a trial still running in this process finds its lease gone and ends its
+        agent), and the command exits 130 in one line."""
+        count = Trial.end_unfinished(
+            Trial.objects.filter(run__batch=batch),
+            reason="interrupted",
+            error="proctor eval was interrupted (Ctrl-C) before this trial ended",
+        )
+        leases.renew_now()  # this process's own trials (a thread's) learn it now, not at a beat
+        finish_batch_if_done(batch.pk)
+        err.print(
+            f"Interrupted: batch {batch.pk} closed; {count} unfinished trial"
+            f"{'s' if count != 1 else ''} recorded as errored (interrupted).",
+            markup=False,
+        )
+        raise SystemExit(130)
 
     def _run_on_server(self, out: Console, err: Console, submission, options) -> None:
         """Upload the bundles the server lacks, record the batch there, follow its workers'
