@@ -16,10 +16,12 @@ children (agents, checks, shells) used.
 
 Proctor's home (its database and artifacts) is where `proctor eval` keeps it by default: a
 ``.proctor`` folder in the project the command runs in. The bench makes its project under
-``--project-root`` (default ``~/.cache/proctor-bench``); the trial folders, Proctor's and the
-floor's alike, are made in the temp folder. On some machines making a file in the temp folder
-costs ten times what it costs elsewhere on the same disk (docs/hot-path.md); ``--project-root``
-set to the temp folder measures a home kept there.
+``--project-root`` (default ``~/.cache/proctor-bench``, deleted after); the trial folders,
+Proctor's and the floor's alike, are made in the temp folder. Where making a file is slow after
+many deletions nearby (ext4 without a journal: docs/hot-path.md, "Files made per trial"), a run
+minutes after another measures the disk as much as Proctor: ``TMPDIR`` and ``--project-root``
+on a tmpfs (``/dev/shm``) take the disk out of both sides.
+
 Prints figures, never asserts them; the ratio is last.
 
     .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2]

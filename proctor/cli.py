@@ -136,7 +136,13 @@ def main() -> None:
     # Commands are named after their module (seed_demo_data); accept the dashed spelling too.
     if args and not args[0].startswith("-"):
         args[0] = args[0].replace("-", "_")
-    execute_from_command_line(["proctor", *args])
+    try:
+        execute_from_command_line(["proctor", *args])
+    except KeyboardInterrupt:
+        # Ctrl-C where a command has nothing of its own to close (`proctor eval` closes its
+        # batch itself): one line, not a traceback.
+        sys.stderr.write("Interrupted.\n")
+        sys.exit(130)
 
 
 if __name__ == "__main__":

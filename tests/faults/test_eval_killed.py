@@ -9,7 +9,7 @@
 - interrupted (Ctrl-C, which a terminal sends to the whole process group), it starts nothing
   more, ends its agents and records its unfinished trials as errored ("interrupted"), so the
   batch closes readable, and it exits 130 with one line, whether its trials ran in worker
-  processes (-j 2) or in a thread (-j 1).
+  processes (-j 2) or in a thread (-j 1); a batch queued on a broker is left to its workers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROCTOR, proctor_env
-from e2e.running import write_eval
+from e2e.running import Backend, write_eval
 from process_state import running
 
 from faults.conftest import wait_for
@@ -231,3 +231,36 @@ def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
         batches = db.execute("select status from evals_app_batch").fetchall()
     assert trials == [("errored", "interrupted")] * 4
     assert batches == [("finished",)]
+
+
+def test_ctrl_c_leaves_a_batch_on_the_broker_to_its_workers(
+    tmp_path: Path, scaled: Backend
+) -> None:
+    # No worker runs here: the command waits for ever until it is interrupted.
+    agent_eval(tmp_path, "brokered", trials=1, seconds=1)
+    proc = subprocess.Popen(
+        [PROCTOR, "eval", "brokered.eval.py"],
+        cwd=tmp_path,
+        env=scaled.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: scaled.scalar("SELECT count(*) FROM evals_app_trial") == 2,
+            timeout=60,
+            what="the batch to be queued",
+        )
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert "Stopped waiting: batch 1 goes on on the workers" in err
+    assert scaled.rows("SELECT status FROM evals_app_trial") == [("queued",), ("queued",)]

@@ -108,20 +108,21 @@ class Command(EvalOptions):
             batch, trial_ids, new_versions = record_locally(organization, submission)
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
-        # More than one trial at a time: in worker processes (runner.jobs.trial_processes),
-        # started once the batch is valid and recorded, so a refusal leaves none behind, and
-        # no more of them than there are trials.
-        workers = max(1, min(options["jobs"], len(trial_ids)))
-        dispatch.configure_local_workers(workers, processes=workers > 1)
-        if not options["json"]:
-            self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
-        # What was loaded so far (Django, the eval files, the batch) lives as long as the run:
-        # kept out of the collector's view while the trials run, a full collection no longer
-        # walks all of it each time. Handed back after, so garbage among it is still collected
-        # (tests and benchmarks run many evals in one process).
-        gc.freeze()
+        # From here the batch is recorded: a Ctrl-C at any point leaves it closed and readable.
         interrupted = False
         try:
+            # More than one trial at a time: in worker processes (runner.jobs.trial_processes),
+            # started once the batch is valid and recorded, so a refusal leaves none behind, and
+            # no more of them than there are trials.
+            workers = max(1, min(options["jobs"], len(trial_ids)))
+            dispatch.configure_local_workers(workers, processes=workers > 1)
+            if not options["json"]:
+                self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
+            # What was loaded so far (Django, the eval files, the batch) lives as long as the
+            # run: kept out of the collector's view while the trials run, a full collection no
+            # longer walks all of it each time. Handed back after, so garbage among it is still
+            # collected (tests and benchmarks run many evals in one process).
+            gc.freeze()
             futures = dispatch.enqueue(trial_ids)
             if settings.EMBEDDED:
                 # The pool's own reaper: a trial of this batch whose run was lost is run again.
@@ -148,7 +149,15 @@ class Command(EvalOptions):
     def _interrupted(self, err: Console, batch: Batch) -> None:
         """Ctrl-C: the batch is closed with a readable record, its unfinished trials ended as
         errored (a trial still running in this process finds its lease gone and ends its
-        agent), and the command exits 130 in one line."""
+        agent), and the command exits 130 in one line. A batch queued on the broker is the
+        workers' to run: only the waiting stops."""
+        if not settings.EMBEDDED:
+            err.print(
+                f"Stopped waiting: batch {batch.pk} goes on on the workers "
+                f"(browse it with `proctor serve`).",
+                markup=False,
+            )
+            raise SystemExit(130)
         count = Trial.end_unfinished(
             Trial.objects.filter(run__batch=batch),
             reason="interrupted",
