@@ -183,6 +183,12 @@ def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Pat
     assert "trial worker process died" in err
 
 
+def _interruptible() -> None:
+    """SIGINT as a terminal's job has it: a shell without job control starts its background
+    jobs (a CI script's, say) with SIGINT ignored, and ``exec`` keeps an ignored signal so."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
     tmp_path: Path, jobs: int
@@ -198,6 +204,7 @@ def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_interruptible,
     )
     try:
         wait_for(
@@ -246,6 +253,7 @@ def test_ctrl_c_leaves_a_batch_on_the_broker_to_its_workers(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_interruptible,
     )
     try:
         wait_for(
