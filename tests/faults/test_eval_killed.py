@@ -14,11 +14,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,21 @@ def agent_eval(folder: Path, name: str, *, trials: int, seconds: float) -> Path:
     return started
 
 
+@contextlib.contextmanager
+def cleaned_up(proc: subprocess.Popen, started: Path | None = None) -> Iterator[None]:
+    """Whatever the test found, the eval and every agent that said it started are gone after."""
+    try:
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for path in started.iterdir() if started is not None else ():
+            pid = json.loads(path.read_text())["agent"]
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Path) -> None:
     # The agents work far longer than the test waits.
     started = agent_eval(tmp_path, "killed", trials=1, seconds=120)
@@ -73,7 +90,7 @@ def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Pa
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with cleaned_up(proc, started):
         wait_for(lambda: len(list(started.iterdir())) == 2, timeout=60, what="both agents to start")
         agents = [json.loads(path.read_text()) for path in started.iterdir()]
         workers = {agent["parent"] for agent in agents}
@@ -101,14 +118,6 @@ def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Pa
             timeout=15,
             what="the agents to be ended",
         )
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for path in started.iterdir():
-            pid = json.loads(path.read_text())["agent"]
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def test_workers_delete_their_folders_and_send_their_last_messages_before_eval_exits(
@@ -163,17 +172,13 @@ def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Pat
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with cleaned_up(proc):
         wait_for(lambda: any(started.iterdir()), timeout=60, what="an agent to start")
         first = min(started.iterdir())
         worker = json.loads(first.read_text())["parent"]
         assert worker != proc.pid
         os.kill(worker, signal.SIGKILL)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 0, err
     report = json.loads(out)
     assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 4
@@ -206,7 +211,7 @@ def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
         start_new_session=True,
         preexec_fn=_interruptible,
     )
-    try:
+    with cleaned_up(proc, started):
         wait_for(
             lambda: len(list(started.iterdir())) == jobs, timeout=60, what="the agents to start"
         )
@@ -218,14 +223,6 @@ def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
             timeout=15,
             what="the agents to be ended",
         )
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for path in started.iterdir():
-            pid = json.loads(path.read_text())["agent"]
-            if running(pid):
-                os.kill(pid, signal.SIGKILL)
 
     assert proc.returncode == 130, err
     assert "Traceback" not in err
@@ -255,7 +252,7 @@ def test_ctrl_c_leaves_a_batch_on_the_broker_to_its_workers(
         start_new_session=True,
         preexec_fn=_interruptible,
     )
-    try:
+    with cleaned_up(proc):
         wait_for(
             lambda: scaled.scalar("SELECT count(*) FROM evals_app_trial") == 2,
             timeout=60,
@@ -263,10 +260,6 @@ def test_ctrl_c_leaves_a_batch_on_the_broker_to_its_workers(
         )
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
     assert proc.returncode == 130, err
     assert "Traceback" not in err
