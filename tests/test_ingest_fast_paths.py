@@ -53,7 +53,11 @@ values = st.one_of(
 WELL_FORMED = [
     {"_tag": "Started", "sessionId": "s1", "model": None},
     {"_tag": "Message", "role": "assistant", "text": "hi", "usage": {"inputTokens": 3, "outputTokens": 4}},
+    {"_tag": "Message", "text": "hi"},
+    {"_tag": "Message", "role": "user", "text": "go on", "usage": None},
     {"_tag": "Command", "command": "ls", "exitCode": 0, "output": "a"},
+    {"_tag": "Command", "command": "ls", "exitCode": None},
+    {"_tag": "ToolCall", "callId": None, "name": "read", "input": "a.py", "output": {"n": [1]}, "error": "no", "status": "failed"},
     {"_tag": "ToolCall", "callId": "c", "name": "read", "input": {"n": 1}, "status": None},
     {"_tag": "Usage", "inputTokens": 1, "outputTokens": 2, "costUsd": 0.5},
     {"_tag": "FileChange", "paths": ["a"]},

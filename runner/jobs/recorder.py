@@ -363,7 +363,8 @@ class DatabaseRecorder:
             # for it: no row means the trial was taken over, and nothing else is written.
             with transaction.atomic():
                 if not self.lost.is_set():
-                    recorded = Trial(pk=self.trial_id).finish(
+                    written = Trial.record_finish(
+                        self.trial_id,
                         outcome.status,
                         owner=self.owner,
                         finish_reason=storable_text(outcome.finish_reason),
@@ -383,6 +384,7 @@ class DatabaseRecorder:
                         duration_ms=outcome.duration_ms,
                         artifacts_dir=str(self.folder),
                     )
+                    recorded = written is not None
                     if recorded:
                         self._write_pending(renew=False)
                     elif self.owner is not None:
