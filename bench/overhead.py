@@ -115,6 +115,23 @@ def floor(trials: int, jobs: int) -> None:
         list(pool.map(one, range(trials)))
 
 
+def set_up_embedded(folder: Path) -> None:
+    """Make this process a `proctor eval` of the no-op eval file written into ``folder``: its
+    home there, on SQLite, with no broker; Django set up and the database made."""
+    (folder / "noop.eval.py").write_text(EVAL_FILE)
+    os.environ["PROCTOR_HOME"] = str(folder / ".proctor")
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("REDIS_URL", None)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from runner.jobs.database import ensure_database
+
+    ensure_database()
+
+
 def proctor(folder: Path) -> Callable[[int, int], None]:
     from django.core.management import call_command
 
@@ -216,18 +233,7 @@ def main() -> None:
 
     args.project_root.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="proctor-bench-", dir=args.project_root))
-    (folder / "noop.eval.py").write_text(EVAL_FILE)
-    os.environ["PROCTOR_HOME"] = str(folder / ".proctor")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ.pop("REDIS_URL", None)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from runner.jobs.database import ensure_database
-
-    ensure_database()
+    set_up_embedded(folder)
     ours = proctor(folder)
     ours(2, 1)  # warm up: imports, first queries, the write audit's watch
 

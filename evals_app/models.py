@@ -12,10 +12,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.utils import timezone
 
-from evals_app import row_writes
+from evals_app import hot_sql
 from evals_app.source_texts import SourceTextsField
 
 
@@ -342,9 +342,8 @@ class Run(models.Model):
         what a trial reads from them changes once the batch is made (its status is not read from
         here). One small query checks that the kept rows are still the run's: a database
         emptied and filled again reuses ids."""
-        with connection.cursor() as cursor:
-            cursor.execute(_RUN_IDENTITY_SQL, [run_id])
-            identity = cursor.fetchone()
+        rows = hot_sql.execute(_RUN_IDENTITY_SQL, [run_id], fetch=True)
+        identity = rows[0] if rows else None
         with _kept_runs_lock:
             kept = _kept_runs.get(run_id)
         if kept is not None and identity is not None and kept[0] == tuple(identity):
@@ -489,7 +488,7 @@ class Trial(models.Model):
         expires = now + timedelta(seconds=lease_s)
         # The usual case, a queued trial, in one UPDATE (no lock taken beforehand); the row it
         # returns says whether this caller took it.
-        taken = row_writes.update_where(
+        taken = hot_sql.update_where(
             cls,
             {
                 "status": cls.Status.RUNNING,
@@ -506,7 +505,7 @@ class Trial(models.Model):
             if read_now:
                 # A batch never goes back to queued: once per run and process is enough, and
                 # only the batch's first trial finds it queued.
-                row_writes.update_where(
+                hot_sql.update_where(
                     Batch,
                     {"status": Batch.Status.RUNNING},
                     {"pk": run.batch_id, "status": Batch.Status.QUEUED},
@@ -641,7 +640,7 @@ class Trial(models.Model):
         if owner is not None:
             fence.update(lease_owner=owner, status=Trial.Status.RUNNING)
         values = {"status": status, "lease_owner": "", "lease_expires_at": None, **record}
-        if not row_writes.update_where(Trial, values, fence):
+        if not hot_sql.update_where(Trial, values, fence):
             return None
         return record
 

@@ -15,10 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
-from django.db import OperationalError, connection
+from django.db import OperationalError
 from django.db.models import Q
 from django.utils import timezone
 
+from evals_app import hot_sql
 from evals_app.bundle_store import MissingBundle
 from evals_app.loading import LoadError, load_file
 from evals_app.models import Batch, Run, Trial
@@ -285,6 +286,4 @@ def _has_unfinished_trials(batch_id: int) -> bool:
         f"SELECT 1 FROM {Trial._meta.db_table} t JOIN {Run._meta.db_table} r ON r.id = t.run_id "
         f"WHERE r.batch_id = %s AND t.status IN ({', '.join(['%s'] * len(statuses))}) LIMIT 1"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [batch_id, *statuses])
-        return cursor.fetchone() is not None
+    return bool(hot_sql.execute(sql, [batch_id, *statuses], fetch=True))

@@ -48,7 +48,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from evals_app import row_writes
+from evals_app import hot_sql
 from evals_app.cost import trial_cost_usd
 from evals_app.models import Check, Consultation, Event, MockCall, Trial, Turn
 from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
@@ -467,7 +467,7 @@ class DatabaseRecorder:
 
     def _write(self, events, new_turns, updates, rows) -> None:
         if new_turns:
-            row_writes.insert_rows(Turn, new_turns)
+            hot_sql.insert_rows(Turn, new_turns)
         for index, fields in updates.items():
             Turn.objects.filter(trial_id=self.trial_id, index=index).update(**fields)
         if events:
@@ -482,7 +482,7 @@ class DatabaseRecorder:
             self._last_seq = events[-1][1]
         checks = [row for row in rows if isinstance(row, Check)]
         if checks:
-            row_writes.insert_rows(Check, checks)
+            hot_sql.insert_rows(Check, checks)
         consultations = [row for row in rows if isinstance(row, Consultation)]
         if consultations:
             Consultation.objects.bulk_create(consultations)
@@ -563,9 +563,10 @@ def _events_stored(trial_id: int) -> int:
     """How many events the trial has stored (the next seq): a plain query, as the ORM's
     count() cost more to compile than to run."""
     table = connection.ops.quote_name(Event._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT COUNT(*) FROM {table} WHERE trial_id = %s", [trial_id])
-        return int(cursor.fetchone()[0])
+    [(count,)] = hot_sql.execute(
+        f"SELECT COUNT(*) FROM {table} WHERE trial_id = %s", [trial_id], fetch=True
+    )
+    return int(count)
 
 
 def _insert_events(
@@ -597,10 +598,9 @@ def _insert_events(
             last_at = adapt_at(datetime.fromtimestamp(last_ms / 1000, tz=UTC))
         values += (trial_id, turn_index, seq, event.kind, last_at, text)
     per_statement = _rows_per_insert() * _EVENT_FIELDS
-    with connection.cursor() as cursor:
-        for start in range(0, len(values), per_statement):
-            chunk = values[start : start + per_statement]
-            cursor.execute(_multi_row_insert(table, len(chunk) // _EVENT_FIELDS), chunk)
+    for start in range(0, len(values), per_statement):
+        chunk = values[start : start + per_statement]
+        hot_sql.execute(_multi_row_insert(table, len(chunk) // _EVENT_FIELDS), chunk)
 
 
 _EVENT_FIELDS = 6
