@@ -101,8 +101,18 @@ class AgentSession:
         self.last_result: TurnResult | None = None
         # Actions refused to the agent (by its harness or its mode), for permission-denials.json.
         self.denials: list[dict[str, Any]] = []
-        # The workspace as the next turn starts (taken at the first turn when not given).
+        # The workspace as the next turn starts (taken at the first turn when not given), and
+        # whether it is also the workspace as it is now (no turn ran since, or broke off).
         self._workspace_before = workspace_snapshot
+        self._workspace_current = False
+
+    @property
+    def workspace_now(self) -> WorkspaceSnapshot | None:
+        """The workspace as the last turn left it, read when that turn ended; None before the
+        first turn or after one that broke off. Nothing of the agent's runs on once its turn
+        ends (every sandbox ends a run's processes with it), so the trial's diff can compare
+        with this instead of walking the workspace again."""
+        return self._workspace_before if self._workspace_current else None
 
     def seed(self, messages: list[dict[str, str]]) -> None:
         """Start the agent's session from a recorded conversation (harnesses that can)."""
@@ -116,6 +126,7 @@ class AgentSession:
         self.recorder.turn_started(turn.index, prompt, origin=turn.origin, mode=mode)
         if self._workspace_before is None:
             self._workspace_before = WorkspaceSnapshot.take(self.sandbox.host_workspace)
+        self._workspace_current = False
         emit = _TurnEvents(turn, self.recorder)
         request = TurnRequest(
             prompt=prompt,
@@ -155,6 +166,7 @@ class AgentSession:
         changed, self._workspace_before = self._workspace_before.changes(
             self.sandbox.host_workspace
         )
+        self._workspace_current = True
         root = self.sandbox.workspace.rstrip("/")
         known = {
             path.removeprefix(root + "/")

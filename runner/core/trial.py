@@ -43,7 +43,7 @@ from runner.sandboxes.audit import (
     concurrent_trials,
     watch_before_agent,
 )
-from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot
+from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
 from runner.workspace.prepare import PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
 
@@ -256,7 +256,13 @@ def _run_in(
             "permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False)
         )
 
-    recorder.artifact("workspace.diff", snapshot.diff(sandbox.host_workspace))
+    workspace_now = session.workspace_now
+    recorder.artifact(
+        "workspace.diff",
+        snapshot.diff(sandbox.host_workspace)
+        if workspace_now is None
+        else diff_between(snapshot, workspace_now),
+    )
     snapshot.discard()
     recorder.artifact(
         "conversation.json",
