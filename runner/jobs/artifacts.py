@@ -7,6 +7,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+# How an artifact is opened: made or emptied, for writing.
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+
 
 def batch_dir(batch_id: int) -> Path:
     return Path(settings.ARTIFACTS_DIR) / "batches" / str(batch_id)
@@ -36,14 +39,18 @@ def write_text(folder: Path, relative_path: str, text: str) -> Path:
     if os.path.isabs(relative) or relative in (".", "..") or relative.startswith("../"):
         raise ValueError(f"artifact path {relative_path} leaves the trial's folder")
     target = folder / relative
-    data = text.encode("utf-8")
-    # Bytes, and folders made only when missing: none of a text file's machinery nor a mkdir
-    # per file (a trial writes several, most in a folder that exists).
+    data = memoryview(text.encode("utf-8"))
+    # Bytes through the descriptor, and folders made only when missing: none of a file
+    # object's machinery (three system calls more: a stat, a terminal test, a seek) nor a
+    # mkdir per file (a trial writes several, most in a folder that exists).
     try:
-        out = open(target, "wb")  # noqa: SIM115
+        fd = os.open(target, _NEW_FILE, 0o666)
     except FileNotFoundError:
         target.parent.mkdir(parents=True, exist_ok=True)
-        out = open(target, "wb")  # noqa: SIM115
-    with out:
-        out.write(data)
+        fd = os.open(target, _NEW_FILE, 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
     return target
