@@ -647,7 +647,11 @@ def _copy_text(trial_id: int, events: list[tuple[int, int, AgentEvent]], texts: 
         kind = kinds.get(event.kind)
         if kind is None:
             kind = kinds[event.kind] = _copy_field(event.kind)
-        lines.append(f"{trial_id}\t{turn_index}\t{seq}\t{kind}\t{at}\t{_copy_field(text)}\n")
+        # JSON text holds no raw tab, newline or carriage return (inside a string it writes
+        # them escaped; compact JSON has nothing between its values): of COPY's four
+        # characters only the backslash can be in it, and doubling it is one pass in C.
+        data = text.replace("\\", "\\\\")
+        lines.append(f"{trial_id}\t{turn_index}\t{seq}\t{kind}\t{at}\t{data}\n")
     return "".join(lines)
 
 

@@ -1,7 +1,8 @@
-"""A trial's events are written many rows per statement (runner.jobs.recorder._insert_events):
-through the real `proctor eval` on SQLite, every event of a stream longer than one statement,
-and not a multiple of it, is stored once, in order, with its data, and events.jsonl holds the
-same lines."""
+"""A trial's events are written many rows per statement (runner.jobs.recorder._insert_events;
+a COPY on PostgreSQL): through the real `proctor eval` on both databases, every event of a
+stream longer than one statement, and not a multiple of it, is stored once, in order, with its
+data (tabs, newlines and backslashes too, which COPY's text format escapes), and events.jsonl
+holds the same lines."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ for i in range({EVENTS}):
     if kind == 0:
         line = {{"_tag": "Message", "role": "assistant", "text": f"step {{i}}"}}
     elif kind == 1:
-        line = {{"_tag": "Command", "command": f"echo {{i}}", "exitCode": i % 7, "output": "é\\t\\n"}}
+        line = {{"_tag": "Command", "command": f"echo {{i}}", "exitCode": i % 7, "output": "é\\t\\n\\\\r\\r"}}
     else:
         line = {{"_tag": "ToolCall", "callId": f"c{{i}}", "name": "read", "input": {{"n": i}},
                 "status": "completed"}}
@@ -36,27 +37,25 @@ s = suite("rows", prompt="print many events",
 """
 
 
-def test_every_event_of_a_long_stream_is_stored_once_in_order(
-    sqlite_backend: Backend, tmp_path
-) -> None:
+def test_every_event_of_a_long_stream_is_stored_once_in_order(backend: Backend, tmp_path) -> None:
     agent_dir = tmp_path / "agent"
     agent_dir.mkdir()
     (agent_dir / "agent.py").write_text(AGENT)
     write_eval(tmp_path / "evals", "rows.eval.py", EVAL.format(dir=str(agent_dir)))
 
-    report = sqlite_backend.eval_json(tmp_path / "evals", "--fail-under", "0")
+    report = backend.eval_json(tmp_path / "evals", "--fail-under", "0")
 
     (trial,) = only_run(report, "many")["trials"]
     assert trial["status"] == "passed", trial
-    (trial_id,) = sqlite_backend.trial_ids(report["batch"])
+    (trial_id,) = backend.trial_ids(report["batch"])
     seqs = [
         seq
-        for (seq,) in sqlite_backend.rows(
+        for (seq,) in backend.rows(
             "SELECT seq FROM evals_app_event WHERE trial_id = ? ORDER BY id", trial_id
         )
     ]
     assert seqs == list(range(len(seqs)))  # stored in order, none twice, none missing
-    events = [(kind, data) for kind, data in sqlite_backend.events(trial_id) if kind != "Log"]
+    events = [(kind, data) for kind, data in backend.events(trial_id) if kind != "Log"]
     agent_events = [
         (kind, data)
         for kind, data in events
@@ -68,8 +67,8 @@ def test_every_event_of_a_long_stream_is_stored_once_in_order(
     ]
     commands = [data for kind, data in agent_events if kind == "Command"]
     assert [c["exit_code"] for c in commands] == [i % 7 for i in range(1, EVENTS, 3)]
-    assert all(c["output"] == "é\t\n" for c in commands)
+    assert all(c["output"] == "é\t\n\\r\r" for c in commands)
     calls = [data for kind, data in agent_events if kind == "ToolCall"]
     assert [json.loads(c["input"]) for c in calls] == [{"n": i} for i in range(2, EVENTS, 3)]
-    lines = (trial_folder(sqlite_backend, report["batch"], trial_id) / "events.jsonl").read_text()
+    lines = (trial_folder(backend, report["batch"], trial_id) / "events.jsonl").read_text()
     assert len(lines.splitlines()) == len(seqs)
