@@ -62,6 +62,8 @@ STAGES = [
     ("runner.sandboxes.local", "LocalSandbox", "destroy"),
     ("runner.jobs.execution", None, "finish_batch_if_done"),
 ]
+# The stage that is a whole trial: each worker writes its sums when one ends.
+OUTERMOST = STAGES[0][2]
 
 
 class StageClock:
@@ -87,7 +89,7 @@ class StageClock:
                 total = self.sums.setdefault(name, [0.0, 0])
                 total[0] += time.thread_time() - started
                 total[1] += 1
-                if name == "run_trial_by_id":  # a worker's sums so far, after each trial
+                if name == OUTERMOST:  # a worker's sums so far, after each trial
                     self.write()
 
         return timed

@@ -22,12 +22,12 @@ Anything else (datetimes, JSON, an ``int`` for a float column) goes through the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.sqlite3.base import FORMAT_QMARK_REGEX
 from django.db.models.fields import AutoFieldMixin
 
 # Field classes whose prepared value is the value itself when it already has this type.
@@ -171,5 +171,6 @@ def execute(sql: str, params: Sequence[Any], *, many: bool = False, fetch: bool 
 
 @lru_cache(maxsize=256)
 def _qmark(sql: str) -> str:
-    """``sql`` with SQLite's placeholders, as Django's SQLite cursor rewrites it."""
-    return re.sub(r"(?<!%)%s", "?", sql).replace("%%", "%")
+    """``sql`` with SQLite's placeholders, rewritten as Django's SQLite cursor rewrites it (its
+    own pattern), once per statement's text."""
+    return FORMAT_QMARK_REGEX.sub("?", sql).replace("%%", "%")

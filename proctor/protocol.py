@@ -227,6 +227,9 @@ def _usage(obj: dict) -> dict[str, int | float]:
 
 
 def _fields(tag: str, obj: dict) -> dict[str, Any]:
+    usual = _usual_fields(tag, obj)
+    if usual is not None:
+        return usual
     if tag == "Started":
         return {
             "session_id": _text(obj, "sessionId"),
@@ -295,9 +298,9 @@ _ROLES = ("assistant", "user")
 
 def _usual_fields(tag: str, obj: dict) -> dict[str, Any] | None:
     """What :func:`_fields` makes of the usual event of the busiest kinds (every field present
-    and of its plain type), checked inline; None for anything else, which ``_fields`` then
-    reads with its exact errors. It runs for each line an agent prints, where ``_fields``'s
-    call per field was most of the parse."""
+    and of its plain type), checked inline: the first thing ``_fields`` tries. None for
+    anything else, which ``_fields`` then reads field by field with its exact errors. It runs
+    for each line an agent prints, where a helper call per field was most of the parse."""
     get = obj.get
     if tag == "Message":
         role, text = get("role", "assistant"), get("text")
@@ -411,12 +414,10 @@ def _parse_plain(stripped: str, stamp: int) -> AgentEvent | None:
         if type(at) not in (int, float) or not 0 <= at <= MAX_AT_MS:
             return _CHECK_CLOSELY
         stamp = int(at)
-    data = _usual_fields(tag, obj)
-    if data is None:
-        try:
-            data = _fields(tag, obj)
-        except (ProtocolViolation, RecursionError):
-            return _CHECK_CLOSELY
+    try:
+        data = _fields(tag, obj)
+    except (ProtocolViolation, RecursionError):
+        return _CHECK_CLOSELY
     # A total made of two counts can pass 64 bits: the careful path clamps it, with a note.
     usage = data if tag == "Usage" else data.get("usage") if tag == "Message" else None
     if usage is not None and not _in_int64(usage.values()):
