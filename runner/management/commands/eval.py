@@ -113,9 +113,12 @@ class Command(EvalOptions):
         try:
             # More than one trial at a time: in worker processes (runner.jobs.trial_processes),
             # started once the batch is valid and recorded, so a refusal leaves none behind, and
-            # no more of them than there are trials.
-            workers = max(1, min(options["jobs"], len(trial_ids)))
-            dispatch.configure_local_workers(workers, processes=workers > 1)
+            # no more of them than there are trials. On a broker the `proctor worker` processes
+            # run the trials: none is started here (idle, they held this command's output open
+            # past a Ctrl-C, and a Ctrl-C during their fork was lost).
+            if settings.EMBEDDED:
+                workers = max(1, min(options["jobs"], len(trial_ids)))
+                dispatch.configure_local_workers(workers, processes=workers > 1)
             if not options["json"]:
                 self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
             # What was loaded so far (Django, the eval files, the batch) lives as long as the
