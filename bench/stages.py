@@ -12,7 +12,11 @@ once the eval ends.
 The figure per stage is marginal, like overhead.py's: the sums of a ``--large`` eval less
 those of a ``--small`` one, per trial of the difference, so what a worker does once (its
 imports, its first queries) falls out. Stages nest (the final record is inside the trial), so
-the column does not add up. Trial folders and Proctor's home are made in the temp folder: set
+the column does not add up. Three rows in parentheses measure around the trial rather than in its
+thread: the worker's CPU over the trial (all its threads: the flusher, the heartbeat), the CPU of
+the programs it started and waited for (the agent, the check), and the eval command's own
+process, which forks the workers and waits for the batch; together they are what
+`bench/overhead.py` counts. Trial folders and Proctor's home are made in the temp folder: set
 ``TMPDIR`` to a tmpfs (``/dev/shm``) to keep this disk's file costs out (docs/hot-path.md,
 "Files made per trial").
 
@@ -64,6 +68,18 @@ STAGES = [
 ]
 # The stage that is a whole trial: each worker writes its sums when one ends.
 OUTERMOST = STAGES[0][2]
+# Over that same stage, measured around the trial's thread rather than in it: every thread of
+# the worker, and the programs it started and waited for (the agent, the check).
+WHOLE_WORKER = "(the worker, all its threads)"
+WORKER_CHILDREN = "(the worker's programs)"
+# And the eval command's own process, which forks the workers and waits for the batch.
+EVAL_COMMAND = "(the eval command, all its threads)"
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children that were waited for."""
+    times = os.times()
+    return times.children_user + times.children_system
 
 
 class StageClock:
@@ -81,18 +97,26 @@ class StageClock:
             if name in inside:
                 return function(*args, **kwargs)
             inside.add(name)
+            outermost = name == OUTERMOST
+            if outermost:
+                process_before, children_before = time.process_time(), children_cpu()
             started = time.thread_time()
             try:
                 return function(*args, **kwargs)
             finally:
                 inside.discard(name)
-                total = self.sums.setdefault(name, [0.0, 0])
-                total[0] += time.thread_time() - started
-                total[1] += 1
-                if name == OUTERMOST:  # a worker's sums so far, after each trial
+                self.add(name, time.thread_time() - started)
+                if outermost:  # the whole worker too, and a worker's sums so far
+                    self.add(WHOLE_WORKER, time.process_time() - process_before)
+                    self.add(WORKER_CHILDREN, children_cpu() - children_before)
                     self.write()
 
         return timed
+
+    def add(self, name: str, seconds: float) -> None:
+        total = self.sums.setdefault(name, [0.0, 0])
+        total[0] += seconds
+        total[1] += 1
 
     def write(self) -> None:
         (self.folder / f"{os.getpid()}.json").write_text(json.dumps(self.sums))
@@ -147,11 +171,14 @@ def main() -> None:
     clock.install()
 
     def run(trials: int) -> dict[str, tuple[float, int]]:
+        started = time.process_time()
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
             call_command(
                 "eval", str(folder / "noop.eval.py"), "--trials", str(trials), "-j", str(args.jobs)
             )
-        return clock.collected()
+        sums = clock.collected()
+        sums[EVAL_COMMAND] = (time.process_time() - started, trials)
+        return sums
 
     run(2)  # warm up: the database, this process's imports
     small, large = run(args.small), run(args.large)
