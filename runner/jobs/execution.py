@@ -202,7 +202,9 @@ def _run_claimed(trial: Trial, owner: str) -> str | None:
     trial_id = trial.pk
     try:
         with containment.trial_scope() as scope:
-            recorder = DatabaseRecorder(trial, owner=owner, on_lost=scope.end)
+            # A claimed trial has no events: a queued one never ran, and one taken over was
+            # reset (Trial.claim).
+            recorder = DatabaseRecorder(trial, owner=owner, on_lost=scope.end, events_stored=0)
             with leases.holding(trial_id, on_lost=recorder.lease_lost):
                 try:
                     plan = build_plan(trial)

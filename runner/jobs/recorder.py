@@ -81,7 +81,10 @@ class DatabaseRecorder:
         *,
         owner: str | None = None,
         on_lost: Callable[[], None] | None = None,
+        events_stored: int | None = None,
     ) -> None:
+        """``events_stored``: how many events the trial has stored already, where the caller
+        knows it (a claimed trial has none); counted in the database otherwise."""
         self.trial_id = trial.pk
         # The lease the run holds: every write is made only while it still does.
         self.owner = owner
@@ -111,7 +114,7 @@ class DatabaseRecorder:
         self._turn_updates: dict[int, dict[str, Any]] = {}
         self._rows: list[Check | Consultation | MockCall] = []
         self._waiting_since: float | None = None
-        self._seq = _events_stored(trial.pk)
+        self._seq = _events_stored(trial.pk) if events_stored is None else events_stored
         self._lock = threading.Lock()  # stdout and stderr pumps report from two threads
         self._room = threading.Condition(self._lock)  # a reader waiting for the flusher
         # One flush at a time, so events are written and published in the order of their seq.

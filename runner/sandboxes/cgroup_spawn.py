@@ -6,8 +6,8 @@ has ``favordynmods``: about a millisecond when the machine is idle and 5 to 30 m
 busy, for every run, plus the shell itself. ``clone3`` with ``CLONE_INTO_CGROUP`` (Linux 5.7)
 creates the child in the cgroup instead, with no wait and no shell. Python's subprocess cannot
 ask for it, so a small C extension (``_clone_into_cgroup.c``, built by ``pip install`` where a
-compiler is found) does the clone; ``CgroupPopen`` is a ``subprocess.Popen`` whose child starts
-that way, so everything else about the process (pipes, wait, poll, kill) is the standard one.
+compiler is found) does the clone; ``ClonedProcess`` is what ``run_process`` needs of a
+``subprocess.Popen`` around it (pipes, poll, wait), without the rest of Popen's set-up.
 
 Where the extension is missing (not built, not x86-64) or the kernel refuses (``containment``
 probes once per process), runs keep the shell wrapper: the same containment, only slower.
@@ -15,10 +15,12 @@ probes once per process), runs keep the shell wrapper: the same containment, onl
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Mapping, Sequence
+from typing import IO
 
 try:
     from runner.sandboxes import _clone_into_cgroup  # type: ignore[attr-defined]
@@ -47,7 +49,7 @@ def probe(folder: str) -> bool:
     except OSError:
         return False
     try:
-        with CgroupPopen(
+        with ClonedProcess(
             ["true"],
             cgroup_fd=cgroup,
             stdin=subprocess.DEVNULL,
@@ -61,90 +63,155 @@ def probe(folder: str) -> bool:
         os.close(cgroup)
 
 
-class CgroupPopen(subprocess.Popen[bytes]):
-    """A ``Popen`` whose program starts inside the cgroup open as ``cgroup_fd``.
+class _Pipe:
+    """The parent's end of a child's pipe: what ``run_process`` asks of Popen's file objects
+    (``fileno`` and ``close``), without making one (a file object costs three system calls)."""
 
-    It takes what ``run_process`` asks of Popen: argv (no shell), env, cwd, the three
-    standard streams, ``start_new_session``; every other descriptor is closed in the child, as
-    with Popen's default ``close_fds``. The other child options (``preexec_fn``, ``pass_fds``,
-    user, group, umask, process group) are refused.
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+
+class ClonedProcess:
+    """A program started inside the cgroup open as ``cgroup_fd``: what ``run_process`` asks of
+    a ``subprocess.Popen`` (``pid``, ``returncode``, the three streams, ``poll``, ``wait``), and
+    nothing more. Popen's own set-up (a file object per pipe, /dev/null opened per process, an
+    exit stack, a warnings filter) cost as much as the clone itself, twice per trial.
+
+    It takes what ``run_process`` gives Popen: argv (no shell), env, cwd, ``subprocess.PIPE``
+    or ``DEVNULL`` for each stream, ``start_new_session``; every other descriptor is closed in
+    the child, as with Popen's default ``close_fds``. One thread waits for it (the run's).
     """
 
-    def __init__(self, argv: Sequence[str], *, cgroup_fd: int, **options: Any) -> None:
-        self._cgroup_fd = cgroup_fd
-        super().__init__(argv, **options)
-
-    def _execute_child(  # type: ignore[override]
+    def __init__(
         self,
-        args,
-        executable,
-        preexec_fn,
-        close_fds,
-        pass_fds,
-        cwd,
-        env,
-        startupinfo,
-        creationflags,
-        shell,
-        p2cread,
-        p2cwrite,
-        c2pread,
-        c2pwrite,
-        errread,
-        errwrite,
-        restore_signals,
-        gid,
-        gids,
-        uid,
-        umask,
-        start_new_session,
-        process_group,
+        argv: Sequence[str],
+        *,
+        cgroup_fd: int,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: int = subprocess.DEVNULL,
+        stdout: int = subprocess.PIPE,
+        stderr: int = subprocess.PIPE,
+        start_new_session: bool = False,
     ) -> None:
-        unsupported = (
-            shell
-            or preexec_fn is not None
-            or pass_fds
-            or not close_fds
-            or not restore_signals
-            or gid is not None
-            or gids is not None
-            or uid is not None
-            or umask >= 0
-            or process_group not in (-1, None)
-        )
+        self.args = list(argv)
+        self.returncode: int | None = None
+        self.stdin: IO[bytes] | None = None
+        self.stdout: _Pipe | None = None
+        self.stderr: _Pipe | None = None
+        launch = _launch_arguments(self.args, env, cwd)  # what cannot start raises first
+        parents: list[int] = []  # this process's ends, kept if the clone succeeds
+        childs: list[int] = []  # the child's ends, closed here once it has them
         try:
-            if unsupported:
-                raise ValueError("CgroupPopen takes argv, env, cwd, streams and a new session only")
-            argv = [os.fsencode(arg) for arg in args]
-            program = os.fsencode(executable) if executable is not None else argv[0]
-            if os.path.dirname(program):
-                candidates: tuple[bytes, ...] = (program,)
-            else:  # searched on the child's PATH, as subprocess does
-                candidates = tuple(
-                    os.path.join(os.fsencode(folder), program) for folder in os.get_exec_path(env)
-                )
-            env_list = None
-            if env is not None:
-                env_list = []
-                for key, value in env.items():
-                    name = os.fsencode(key)
-                    if b"=" in name:  # as subprocess refuses it
-                        raise ValueError("illegal environment variable name")
-                    env_list.append(name + b"=" + os.fsencode(value))
-            self.pid = _clone_into_cgroup.spawn(  # type: ignore[union-attr]
-                candidates,
-                argv,
-                env_list,
-                None if cwd is None else os.fsencode(cwd),
-                self._cgroup_fd,
-                p2cread if p2cread != -1 else 0,
-                c2pwrite if c2pwrite != -1 else 1,
-                errwrite if errwrite != -1 else 2,
-                bool(start_new_session),
+            fds = []
+            for number, wanted in enumerate((stdin, stdout, stderr)):
+                if wanted == subprocess.PIPE:
+                    read, write = os.pipe2(os.O_CLOEXEC)
+                    parent, child = (write, read) if number == 0 else (read, write)
+                    parents.append(parent)
+                    childs.append(child)
+                elif wanted == subprocess.DEVNULL:
+                    child = _devnull()
+                    parents.append(-1)
+                else:
+                    raise ValueError("ClonedProcess takes subprocess.PIPE or DEVNULL per stream")
+                fds.append(child)
+            self.pid: int = _clone_into_cgroup.spawn(  # type: ignore[union-attr]
+                *launch, cgroup_fd, *fds, bool(start_new_session)
             )
-            self._child_created = True
+        except BaseException:
+            for fd in parents:
+                if fd >= 0:
+                    os.close(fd)
+            raise
         finally:
-            # Popen's own: the child's ends of the pipes, and its /dev/null, closed here.
-            self._close_pipe_fds(  # type: ignore[attr-defined]
-                p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite
-            )
+            for fd in childs:
+                os.close(fd)
+        if parents[0] >= 0:
+            self.stdin = open(parents[0], "wb")  # noqa: SIM115 (closed by whoever writes it)
+        if parents[1] >= 0:
+            self.stdout = _Pipe(parents[1])
+        if parents[2] >= 0:
+            self.stderr = _Pipe(parents[2])
+
+    def poll(self) -> int | None:
+        """The exit code once the program has exited (a signal's as minus its number)."""
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (SIGCHLD ignored): as Popen says
+                self.returncode = 0
+            else:
+                if pid:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the exit; ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
+        if timeout is None:
+            while self.returncode is None:
+                try:
+                    _, status = os.waitpid(self.pid, 0)
+                except ChildProcessError:
+                    self.returncode = 0
+                else:
+                    self.returncode = os.waitstatus_to_exitcode(status)
+            return self.returncode
+        deadline = time.monotonic() + timeout
+        pause = 0.0005
+        while (code := self.poll()) is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, 0.05)
+        return code
+
+    def __enter__(self) -> ClonedProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                stream.close()
+        self.wait()
+
+
+@functools.cache
+def _devnull() -> int:
+    """/dev/null, opened once per process for every child's closed streams (the child gets
+    its own copy; this one is never closed)."""
+    return os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+
+
+def _launch_arguments(
+    argv: list[str], env: Mapping[str, str] | None, cwd: str | None
+) -> tuple[tuple[bytes, ...], list[bytes], list[bytes] | None, bytes | None]:
+    """The extension's first four arguments: the paths to try for the program (searched on the
+    child's PATH, as subprocess does), argv, the environment and the folder, as bytes.
+    ValueError for what subprocess refuses too."""
+    encoded = [os.fsencode(arg) for arg in argv]
+    program = encoded[0]
+    if os.path.dirname(program):
+        candidates: tuple[bytes, ...] = (program,)
+    else:
+        candidates = tuple(
+            os.path.join(os.fsencode(folder), program) for folder in os.get_exec_path(env)
+        )
+    env_list = None
+    if env is not None:
+        env_list = []
+        for key, value in env.items():
+            name = os.fsencode(key)
+            if b"=" in name:  # as subprocess refuses it
+                raise ValueError("illegal environment variable name")
+            env_list.append(name + b"=" + os.fsencode(value))
+    return candidates, encoded, env_list, None if cwd is None else os.fsencode(cwd)

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from runner.sandboxes.cgroup_spawn import CgroupPopen, open_cgroup
+from runner.sandboxes.cgroup_spawn import ClonedProcess, open_cgroup
 from runner.sandboxes.cgroup_spawn import probe as starts_inside_cgroups
 
 # Where programs cannot be created inside their cgroup: the run's process moves itself into it
@@ -450,7 +450,7 @@ class ProcessTree:
         see) rather than by Popen or clone3 itself."""
         return self.cgroup is not None and not self.owner.starts_inside
 
-    def popen(self, argv: list[str], **options: Any) -> subprocess.Popen[bytes]:
+    def popen(self, argv: list[str], **options: Any) -> subprocess.Popen[bytes] | ClonedProcess:
         """Start ``argv`` as the tree's program (``options`` as for Popen), inside the tree's
         cgroup from its first instruction where it has one."""
         if self.cgroup is None:
@@ -458,7 +458,7 @@ class ProcessTree:
         if self.owner.starts_inside:
             cgroup = open_cgroup(str(self.cgroup))
             try:
-                return CgroupPopen(argv, cgroup_fd=cgroup, **options)
+                return ClonedProcess(argv, cgroup_fd=cgroup, **options)
             finally:
                 os.close(cgroup)
         return subprocess.Popen(

@@ -26,6 +26,7 @@ from typing import IO
 
 from proctor.protocol import truncation_mark
 from runner.sandboxes.base import LineSink, ProcessResult, lines_taker
+from runner.sandboxes.cgroup_spawn import ClonedProcess
 from runner.sandboxes.containment import ProcessTree, containment
 
 # After SIGTERM, how long the tree gets to exit before SIGKILL.
@@ -126,7 +127,9 @@ class _Pipes:
 
     POLL_S = 0.05
 
-    def __init__(self, proc: subprocess.Popen[bytes], streams: dict[int, LineSplitter]) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes] | ClonedProcess, streams: dict[int, LineSplitter]
+    ) -> None:
         self.proc = proc
         self.streams = streams
         self.open_fds = set(streams)

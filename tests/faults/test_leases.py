@@ -53,6 +53,24 @@ def test_it_claims_a_queued_trial_under_a_lease(batch):
     assert Batch.objects.get(pk=batch.pk).status == Batch.Status.RUNNING
 
 
+def test_the_claimed_trial_is_the_row_as_stored(batch):
+    """What the claim hands back is the row as it now stands: the columns the claim set, and
+    any other read from the database when asked for."""
+    trial = queued_trial(batch, index=3)
+    Trial.objects.filter(pk=trial.pk).update(answer="from before")
+
+    claimed = claim(trial)
+
+    assert claimed is not None
+    stored = Trial.objects.get(pk=trial.pk)
+    for field in ("pk", "run_id", "index", "attempt", "status", "started_at", "lease_owner"):
+        assert getattr(claimed, field) == getattr(stored, field), field
+    assert claimed.lease_expires_at == stored.lease_expires_at
+    assert claimed.run.pk == stored.run_id
+    assert claimed.answer == "from before"
+    assert claimed.queued_at == stored.queued_at
+
+
 def test_it_does_not_take_a_trial_whose_lease_is_fresh(batch):
     trial = queued_trial(batch)
     claim(trial)
