@@ -14,8 +14,9 @@ all the lines of one read in one call, any other is called per line.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-import selectors
+import select
 import shutil
 import signal
 import subprocess
@@ -134,14 +135,15 @@ class _Pipes:
         self.streams = streams
         self.open_fds = set(streams)
         # poll(2), not epoll: for three descriptors it needs no descriptor of its own and no
-        # system call per registration, and every run makes one.
-        self.selector = selectors.PollSelector()
+        # system call per registration, and every run makes one. The bare poll object, not
+        # selectors' wrapper of it, which makes a key object per descriptor and per ready one.
+        self.poll = select.poll()
         for fd in streams:
-            self.selector.register(fd, selectors.EVENT_READ)
+            self.poll.register(fd, select.POLLIN)
         self.pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
             self.pidfd = os.pidfd_open(proc.pid)
-            self.selector.register(self.pidfd, selectors.EVENT_READ)
+            self.poll.register(self.pidfd, select.POLLIN)
 
     def read_until_exit(self, deadline: float | None) -> bool:
         """Read output until the program exits (True) or ``deadline`` passes (False)."""
@@ -161,14 +163,18 @@ class _Pipes:
             if left is not None and left <= 0:
                 return False
             wait = left if self.pidfd is not None else min(left or self.POLL_S, self.POLL_S)
-            if self._read(self.selector.select(wait)):
+            if self._read(self._ready(wait)):
                 return True  # the pidfd said so
 
-    def _read(self, ready) -> bool:
+    def _ready(self, timeout_s: float | None) -> list[tuple[int, int]]:
+        """The descriptors ready within ``timeout_s`` (None: until one is), as poll gives them:
+        a pipe with data or closed, the pidfd of a program that exited."""
+        return self.poll.poll(None if timeout_s is None else max(math.ceil(timeout_s * 1000), 0))
+
+    def _read(self, ready: list[tuple[int, int]]) -> bool:
         """Take what ``ready`` holds; True when the pidfd said the program exited."""
         exited = False
-        for key, _ in ready:
-            fd = int(key.fd)
+        for fd, _ in ready:
             if fd == self.pidfd:
                 exited = True
                 continue
@@ -179,7 +185,7 @@ class _Pipes:
             if chunk:
                 self.streams[fd].feed(chunk)
             else:
-                self.selector.unregister(fd)
+                self.poll.unregister(fd)
                 self.open_fds.discard(fd)
         return exited
 
@@ -188,17 +194,16 @@ class _Pipes:
         quiet after DRAIN_S when a process outside the tree keeps them open (never longer than
         twice that)."""
         if self.pidfd is not None:
-            self.selector.unregister(self.pidfd)
+            self.poll.unregister(self.pidfd)
         drain_until = time.monotonic() + DRAIN_S
         while self.open_fds:
-            ready = self.selector.select(timeout=0.05)
+            ready = self._ready(0.05)
             now = time.monotonic()
             if now > drain_until + DRAIN_S or (not ready and now > drain_until):
                 break
             self._read(ready)
 
     def close(self) -> None:
-        self.selector.close()
         if self.pidfd is not None:
             os.close(self.pidfd)
         for splitter in self.streams.values():
