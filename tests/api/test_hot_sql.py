@@ -163,6 +163,28 @@ with transaction.atomic():
 with CaptureQueriesContext(connection) as captured:
     hot_sql.execute("SELECT %s", [1], fetch=True)
 seen["captured"] = [query["sql"] for query in captured.captured_queries]
+
+# Every value adapted as the field itself adapts it (SQLite's own quicker ways included).
+from datetime import UTC, datetime, timedelta, timezone
+from evals_app.models import Trial
+samples = {
+    "finished_at": [
+        datetime.now(UTC),
+        datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC),
+        datetime(2030, 1, 2, 3, 4, 5, 7, tzinfo=timezone(timedelta(hours=2))),
+        None,
+    ],
+    "outside_writes": [[], [{"path": "/tmp/é", "n": None}], {"a": [1, 2.5, True]}, "text", None],
+}
+unlike = []
+for name, values in samples.items():
+    field = Trial._meta.get_field(name)
+    for value in values:
+        ours = hot_sql._prep(Trial, name, value)
+        theirs = field.get_db_prep_save(value, connection)
+        if getattr(ours, "obj", ours) != getattr(theirs, "obj", theirs):  # psycopg's Jsonb
+            unlike.append([name, repr(value), repr(ours), repr(theirs)])
+seen["unlike_the_field"] = unlike
 print(json.dumps(seen))
 """
 
@@ -187,3 +209,4 @@ def test_statements_behave_alike_on_both_databases(database, request, tmp_path) 
     # A capture of the queries (assertNumQueries, the debug toolbar) still sees the statement.
     assert len(seen["captured"]) == 1
     assert seen["captured"][0].startswith("SELECT")
+    assert seen["unlike_the_field"] == []
