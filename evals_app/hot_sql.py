@@ -26,6 +26,7 @@ of a JSON field without an encoder as ``json.dumps`` of it.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -191,6 +192,58 @@ def insert_rows(model: type[models.Model], objects: Iterable[models.Model]) -> N
         execute(sql, rows[0])
     elif rows:
         execute(sql, rows, many=True)
+
+
+def insert_copies(
+    model: type[models.Model], template: models.Model, changes: Sequence[dict[str, Any]]
+) -> list[int]:
+    """Insert one row per item of ``changes``: ``template``'s values (an instance of ``model``,
+    not saved), with the item's fields (by attribute name: ``run_id``) set instead. Returns the
+    new rows' primary keys, in order. The template's values are adapted once for all the rows,
+    where ``bulk_create`` adapted every field of every row again: most of what a batch of many
+    trials cost to record."""
+    if not changes:
+        return []
+    sql, plan = _insert_sql(model, connection.vendor)
+    varying = list(changes[0])
+    shared = [
+        None
+        if field.attname in varying
+        else prepare(
+            field.pre_save(template, add=True) if sets_itself else getattr(template, field.attname)
+        )
+        for field, prepare, sets_itself in plan
+    ]
+    slots = [
+        (index, prepare, field.attname)
+        for index, (field, prepare, _) in enumerate(plan)
+        if field.attname in varying
+    ]
+    if len(slots) != len(varying) or any(list(change) != varying for change in changes):
+        raise ValueError(f"every change names the same fields of {model.__name__}: {varying}")
+    rows = []
+    for change in changes:
+        row = list(shared)
+        for index, prepare, name in slots:
+            row[index] = prepare(change[name])
+        rows.append(row)
+    head, _, one_row = sql.partition(" VALUES ")
+    per_statement = max(1, _max_parameters() // len(plan))
+    pk = connection.ops.quote_name(str(model._meta.pk.column))
+    ids: list[int] = []
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        statement = f"{head} VALUES {', '.join([one_row] * len(chunk))} RETURNING {pk}"
+        ids += [row[0] for row in execute(statement, [v for row in chunk for v in row], fetch=True)]
+    return ids
+
+
+def _max_parameters() -> int:
+    """How many parameters one statement may take here (SQLite before 3.32 took 999)."""
+    if connection.vendor == "sqlite":
+        connection.ensure_connection()
+        return int(connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    return 65535  # PostgreSQL's protocol
 
 
 def execute(sql: str, params: Sequence[Any], *, many: bool = False, fetch: bool = False) -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from evals_app import hot_sql
 from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, Variant
 
 
@@ -64,16 +65,18 @@ def create_batch(
                 for r in requests
             ]
         )
-        trials = Trial.objects.bulk_create(
+        trial_ids = hot_sql.insert_copies(
+            Trial,
+            Trial(),
             [
-                Trial(run=run, index=i)
+                {"run_id": run.pk, "index": i}
                 for run, r in zip(runs, requests, strict=True)
                 for i in range(r.trials)
-            ]
+            ],
         )
-    if not trials:
+    if not trial_ids:
         finish_empty(batch)
-    return batch, [t.pk for t in trials]
+    return batch, trial_ids
 
 
 def finish_empty(batch: Batch) -> None:

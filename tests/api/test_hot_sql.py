@@ -117,6 +117,45 @@ def test_insert_rows_stores_what_the_orm_stores(two_trials) -> None:
     assert [row[5] for row in stored(by_rows)] == [2.0, 2.0, 2.0]
 
 
+def test_insert_copies_stores_what_bulk_create_stores(two_trials) -> None:
+    run = two_trials[0].run
+    # More rows than one statement takes (65,535 parameters on PostgreSQL): two statements.
+    count = 65_535 // len([f for f in Trial._meta.concrete_fields if f.name != "id"]) + 10
+    by_orm = Trial.objects.bulk_create([Trial(run=run, index=100 + i) for i in range(3)])
+
+    ids = hot_sql.insert_copies(
+        Trial, Trial(), [{"run_id": run.pk, "index": 1000 + i} for i in range(count)]
+    )
+
+    assert len(ids) == count
+    # In the order of the changes given.
+    assert list(
+        Trial.objects.filter(pk__in=ids).order_by("pk").values_list("index", flat=True)
+    ) == list(range(1000, 1000 + count))
+    assert dict(Trial.objects.filter(pk__in=ids).values_list("pk", "index")) == dict(
+        zip(ids, range(1000, 1000 + count), strict=True)
+    )
+    left_out = {"id", "index", "queued_at"}
+    names = [f.attname for f in Trial._meta.concrete_fields if f.attname not in left_out]
+    orm_row = Trial.objects.filter(pk=by_orm[0].pk).values(*names).get()
+    for row in Trial.objects.filter(pk__in=[ids[0], ids[-1]]).values(*names):
+        assert row == orm_row
+    queued = Trial.objects.get(pk=ids[-1]).queued_at
+    assert abs(queued - Trial.objects.get(pk=by_orm[0].pk).queued_at) < timedelta(seconds=60)
+    # The run's counts (kept by triggers) saw every row.
+    run.refresh_from_db()
+    assert run.trials_total == 2 + 3 + count
+
+
+def test_insert_copies_refuses_changes_of_different_fields(two_trials) -> None:
+    run = two_trials[0].run
+    with pytest.raises(ValueError, match="same fields"):
+        hot_sql.insert_copies(
+            Trial, Trial(), [{"run_id": run.pk, "index": 1}, {"run_id": run.pk, "attempt": 2}]
+        )
+    assert hot_sql.insert_copies(Trial, Trial(), []) == []
+
+
 def test_a_datetime_goes_through_its_field(two_trials) -> None:
     trial = two_trials[0]
     moment = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC) + timedelta(microseconds=7)
