@@ -117,10 +117,6 @@ def _sqlite_json_preparer(prepare: Callable[..., Any]) -> Callable[[Any], Any]:
     return prepared
 
 
-def _prep(model: type[models.Model], name: str, value: Any) -> Any:
-    return _preparer(model, name, connection.vendor)(value)
-
-
 @lru_cache(maxsize=256)
 def _update_sql(
     model: type[models.Model],
@@ -146,9 +142,10 @@ def update_where(
 ) -> int | list[tuple]:
     """``UPDATE <model> SET values WHERE`` each of ``where`` equals its value: the number of
     rows changed, or with ``returning``, the changed rows' values of those fields."""
-    sql = _update_sql(model, tuple(values), tuple(where), connection.vendor, tuple(returning))
-    params = [_prep(model, name, value) for name, value in values.items()]
-    params += [_prep(model, name, value) for name, value in where.items()]
+    vendor = connection.vendor  # each read of the connection proxy is a lookup of its own
+    sql = _update_sql(model, tuple(values), tuple(where), vendor, tuple(returning))
+    params = [_preparer(model, name, vendor)(value) for name, value in values.items()]
+    params += [_preparer(model, name, vendor)(value) for name, value in where.items()]
     return execute(sql, params, fetch=bool(returning))
 
 

@@ -219,7 +219,7 @@ unlike = []
 for name, values in samples.items():
     field = Trial._meta.get_field(name)
     for value in values:
-        ours = hot_sql._prep(Trial, name, value)
+        ours = hot_sql._preparer(Trial, name, connection.vendor)(value)
         theirs = field.get_db_prep_save(value, connection)
         if getattr(ours, "obj", ours) != getattr(theirs, "obj", theirs):  # psycopg's Jsonb
             unlike.append([name, repr(value), repr(ours), repr(theirs)])
