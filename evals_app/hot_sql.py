@@ -124,12 +124,15 @@ def _update_sql(
     where: tuple[str, ...],
     vendor: str,
     returning: tuple[str, ...],
+    also_returning: tuple[str, ...],
 ) -> str:
     assignments = ", ".join(f"{_column(model, name)} = %s" for name in columns)
     conditions = " AND ".join(f"{_column(model, name)} = %s" for name in where)
     sql = f"UPDATE {connection.ops.quote_name(model._meta.db_table)} SET {assignments} WHERE {conditions}"
-    if returning:
-        sql += " RETURNING " + ", ".join(_column(model, name) for name in returning)
+    if returning or also_returning:
+        sql += " RETURNING " + ", ".join(
+            [_column(model, name) for name in returning] + list(also_returning)
+        )
     return sql
 
 
@@ -139,14 +142,18 @@ def update_where(
     where: dict[str, Any],
     *,
     returning: Sequence[str] = (),
+    also_returning: Sequence[str] = (),
 ) -> int | list[tuple]:
     """``UPDATE <model> SET values WHERE`` each of ``where`` equals its value: the number of
-    rows changed, or with ``returning``, the changed rows' values of those fields."""
+    rows changed, or with ``returning``, the changed rows' values of those fields, followed by
+    those of the SQL expressions ``also_returning`` (subqueries about the row, say)."""
     vendor = connection.vendor  # each read of the connection proxy is a lookup of its own
-    sql = _update_sql(model, tuple(values), tuple(where), vendor, tuple(returning))
+    sql = _update_sql(
+        model, tuple(values), tuple(where), vendor, tuple(returning), tuple(also_returning)
+    )
     params = [_preparer(model, name, vendor)(value) for name, value in values.items()]
     params += [_preparer(model, name, vendor)(value) for name, value in where.items()]
-    return execute(sql, params, fetch=bool(returning))
+    return execute(sql, params, fetch=bool(returning or also_returning))
 
 
 @lru_cache(maxsize=64)

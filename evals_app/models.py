@@ -334,31 +334,40 @@ class Run(models.Model):
         super().save(*args, **kwargs)
 
     @classmethod
-    def for_running(cls, run_id: int) -> tuple[Run, bool]:
+    def for_running(cls, run_id: int, identity: tuple | None = None) -> tuple[Run, bool]:
         """The run with its batch, case version and variant, as a claimed trial needs them,
         and whether they were read from the database now (rather than kept from before).
 
         A process claims many trials of one run: the rows are read once and kept, since none of
         what a trial reads from them changes once the batch is made (its status is not read from
-        here). One small query checks that the kept rows are still the run's: a database
-        emptied and filled again reuses ids."""
-        rows = hot_sql.execute(_RUN_IDENTITY_SQL, [run_id], fetch=True)
-        identity = rows[0] if rows else None
+        here). The run's ``identity`` (RUN_IDENTITY's values, which the claim reads with its
+        UPDATE; else one small query here) checks that the kept rows are still the run's: a
+        database emptied and filled again reuses ids."""
+        if identity is None:
+            rows = hot_sql.execute(_RUN_IDENTITY_SQL, [run_id], fetch=True)
+            identity = tuple(rows[0]) if rows else None
         with _kept_runs_lock:
             kept = _kept_runs.get(run_id)
-        if kept is not None and identity is not None and kept[0] == tuple(identity):
+        if kept is not None and identity is not None and kept[0] == identity:
             return kept[1], False
         run = cls.objects.select_related("case_version__case", "variant", "batch").get(pk=run_id)
         with _kept_runs_lock:
             if len(_kept_runs) >= KEPT_RUNS:
                 _kept_runs.pop(next(iter(_kept_runs)))
             if identity is not None:
-                _kept_runs[run_id] = (tuple(identity), run)
+                _kept_runs[run_id] = (identity, run)
         return run, True
 
 
 # Runs kept by Run.for_running, oldest first, with what identifies them.
 KEPT_RUNS = 256
+# What identifies a run, as SQL expressions of a query where ``{run}`` is the run's id: its
+# batch, case version and variant, and when its batch was made.
+RUN_IDENTITY = tuple(
+    f"(SELECT {column} FROM {Run._meta.db_table} r JOIN {Batch._meta.db_table} b "
+    "ON b.id = r.batch_id WHERE r.id = {run})"
+    for column in ("r.batch_id", "r.case_version_id", "r.variant_id", "b.created_at")
+)
 _RUN_IDENTITY_SQL = (
     "SELECT r.batch_id, r.case_version_id, r.variant_id, b.created_at "
     f"FROM {Run._meta.db_table} r JOIN {Batch._meta.db_table} b ON b.id = r.batch_id "
@@ -498,10 +507,12 @@ class Trial(models.Model):
             },
             {"pk": trial_id, "status": cls.Status.QUEUED},
             returning=("run", "index", "attempt"),
+            # The run's identity too, which spares Run.for_running a query of its own.
+            also_returning=_CLAIMED_RUN_IDENTITY,
         )
         if taken:
-            [(run_id, index, attempt)] = taken  # type: ignore[misc]
-            run, read_now = Run.for_running(run_id)
+            [(run_id, index, attempt, *identity)] = taken  # type: ignore[misc]
+            run, read_now = Run.for_running(run_id, tuple(identity))
             if read_now:
                 # A batch never goes back to queued: once per run and process is enough, and
                 # only the batch's first trial finds it queued.
@@ -695,6 +706,13 @@ class Trial(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+# RUN_IDENTITY of the run of the trial that an UPDATE of the trial table changes (standard SQL
+# quoting, which both databases take).
+_CLAIMED_RUN_IDENTITY = tuple(
+    expression.format(run=f'"{Trial._meta.db_table}"."run_id"') for expression in RUN_IDENTITY
+)
 
 
 class Turn(models.Model):

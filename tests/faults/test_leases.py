@@ -11,7 +11,7 @@ import pytest
 from api.factories import make_batch, make_case, make_events, make_org, make_user, make_variant
 from django.utils import timezone
 
-from evals_app.models import Batch, Trial
+from evals_app.models import Batch, Run, Trial
 from runner.jobs import leases, reaper
 
 pytestmark = pytest.mark.django_db
@@ -69,6 +69,24 @@ def test_the_claimed_trial_is_the_row_as_stored(batch):
     assert claimed.run.pk == stored.run_id
     assert claimed.answer == "from before"
     assert claimed.queued_at == stored.queued_at
+
+
+def test_a_claim_reads_its_run_again_once_the_run_is_not_the_kept_one(batch):
+    """Runs are kept per process between claims; the claim's own statement says whether the
+    kept one is still the run of that id (a database emptied and filled again reuses ids)."""
+    first = claim(queued_trial(batch, index=0))
+    assert first is not None
+    again = claim(queued_trial(batch, index=1))
+    assert again is not None
+    assert again.run is first.run  # kept: the same object, not read again
+    other = make_variant(batch.organization, "other")
+    Run.objects.filter(pk=first.run_id).update(variant=other)  # now another run at this id
+
+    changed = claim(queued_trial(batch, index=2))
+
+    assert changed is not None
+    assert changed.run is not first.run
+    assert changed.run.variant_id == other.pk
 
 
 def test_it_does_not_take_a_trial_whose_lease_is_fresh(batch):
