@@ -58,7 +58,7 @@ def _column(model: type[models.Model], name: str) -> str:
 @lru_cache(maxsize=512)
 def _preparer(model: type[models.Model], name: str, vendor: str) -> Callable[[Any], Any]:
     """How a value of ``model``'s field ``name`` is adapted for the ``vendor`` database."""
-    return _field_preparer(_field(model, name))
+    return _field_preparer(_field(model, name), vendor)
 
 
 def _native_type(field: models.Field) -> type | None:
@@ -67,10 +67,10 @@ def _native_type(field: models.Field) -> type | None:
     return next((kind for cls, kind in _NATIVE_TYPES if isinstance(field, cls)), None)
 
 
-def _field_preparer(field: models.Field) -> Callable[[Any], Any]:
+def _field_preparer(field: models.Field, vendor: str) -> Callable[[Any], Any]:
     native = _native_type(field)
     prepare = field.get_db_prep_save
-    if connection.vendor == "sqlite":
+    if vendor == "sqlite":
         if isinstance(field, models.DateTimeField) and _utc_on_sqlite():
             return _sqlite_datetime_preparer(prepare)
         if isinstance(field, models.JSONField) and field.encoder is None:
@@ -172,7 +172,7 @@ def _insert_sql(
     plan = tuple(
         (
             field,
-            _field_preparer(field),
+            _field_preparer(field, vendor),
             bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)),
         )
         for field in fields
@@ -232,7 +232,7 @@ def insert_copies(
             row[index] = prepare(change[name])
         rows.append(row)
     head, _, one_row = sql.partition(" VALUES ")
-    per_statement = max(1, _max_parameters() // len(plan))
+    per_statement = max(1, max_parameters() // len(plan))
     pk = connection.ops.quote_name(str(model._meta.pk.column))
     ids: list[int] = []
     for start in range(0, len(rows), per_statement):
@@ -242,7 +242,7 @@ def insert_copies(
     return ids
 
 
-def _max_parameters() -> int:
+def max_parameters() -> int:
     """How many parameters one statement may take here (SQLite before 3.32 took 999)."""
     if connection.vendor == "sqlite":
         connection.ensure_connection()

@@ -35,7 +35,6 @@ import json
 import logging
 import os
 import shutil
-import sqlite3
 import threading
 import time
 import weakref
@@ -612,11 +611,7 @@ _EVENT_FIELDS = 6
 def _rows_per_insert() -> int:
     """BULK_BATCH, or fewer where the database takes fewer values per statement (SQLite
     before 3.32 took 999)."""
-    limit = 999
-    if connection.vendor == "sqlite":
-        connection.ensure_connection()
-        limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    return max(1, min(BULK_BATCH, limit // _EVENT_FIELDS))
+    return max(1, min(BULK_BATCH, hot_sql.max_parameters() // _EVENT_FIELDS))
 
 
 @functools.lru_cache(maxsize=16)

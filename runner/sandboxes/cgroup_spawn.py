@@ -108,19 +108,19 @@ class ClonedProcess:
         self.stdout: _Pipe | None = None
         self.stderr: _Pipe | None = None
         launch = _launch_arguments(self.args, env, cwd)  # what cannot start raises first
-        parents: list[int] = []  # this process's ends, kept if the clone succeeds
-        childs: list[int] = []  # the child's ends, closed here once it has them
+        our_ends: list[int] = []  # per stream, this process's end (-1: none), kept if it starts
+        child_ends: list[int] = []  # the pipes' other ends, closed here once the child has them
         try:
             fds = []
             for number, wanted in enumerate((stdin, stdout, stderr)):
                 if wanted == subprocess.PIPE:
                     read, write = os.pipe2(os.O_CLOEXEC)
-                    parent, child = (write, read) if number == 0 else (read, write)
-                    parents.append(parent)
-                    childs.append(child)
+                    ours, child = (write, read) if number == 0 else (read, write)
+                    our_ends.append(ours)
+                    child_ends.append(child)
                 elif wanted == subprocess.DEVNULL:
                     child = _devnull()
-                    parents.append(-1)
+                    our_ends.append(-1)
                 else:
                     raise ValueError("ClonedProcess takes subprocess.PIPE or DEVNULL per stream")
                 fds.append(child)
@@ -128,19 +128,19 @@ class ClonedProcess:
                 *launch, cgroup_fd, *fds, bool(start_new_session)
             )
         except BaseException:
-            for fd in parents:
+            for fd in our_ends:
                 if fd >= 0:
                     os.close(fd)
             raise
         finally:
-            for fd in childs:
+            for fd in child_ends:
                 os.close(fd)
-        if parents[0] >= 0:
-            self.stdin = open(parents[0], "wb")  # noqa: SIM115 (closed by whoever writes it)
-        if parents[1] >= 0:
-            self.stdout = _Pipe(parents[1])
-        if parents[2] >= 0:
-            self.stderr = _Pipe(parents[2])
+        if our_ends[0] >= 0:
+            self.stdin = open(our_ends[0], "wb")  # noqa: SIM115 (closed by whoever writes it)
+        if our_ends[1] >= 0:
+            self.stdout = _Pipe(our_ends[1])
+        if our_ends[2] >= 0:
+            self.stderr = _Pipe(our_ends[2])
 
     def poll(self) -> int | None:
         """The exit code once the program has exited (a signal's as minus its number)."""
