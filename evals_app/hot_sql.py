@@ -180,18 +180,19 @@ def _insert_sql(
     return sql, plan
 
 
+def _insert_value(
+    obj: models.Model, field: models.Field, prepare: Callable[[Any], Any], sets_itself: bool
+) -> Any:
+    """``obj``'s value of ``field`` as inserted (one column of ``_insert_sql``'s plan)."""
+    return prepare(field.pre_save(obj, add=True) if sets_itself else getattr(obj, field.attname))
+
+
 def insert_rows(model: type[models.Model], objects: Iterable[models.Model]) -> None:
     """Insert ``objects`` (instances of ``model``, not saved yet): one ``execute`` for one row,
     one ``executemany`` for more. Unlike ``bulk_create`` it does not set their primary keys:
     for rows nobody reads back here."""
     sql, plan = _insert_sql(model, connection.vendor)
-    rows = [
-        [
-            prepare(field.pre_save(obj, add=True) if sets_itself else getattr(obj, field.attname))
-            for field, prepare, sets_itself in plan
-        ]
-        for obj in objects
-    ]
+    rows = [[_insert_value(obj, *column) for column in plan] for obj in objects]
     if len(rows) == 1:
         execute(sql, rows[0])
     elif rows:
@@ -211,12 +212,8 @@ def insert_copies(
     sql, plan = _insert_sql(model, connection.vendor)
     varying = list(changes[0])
     shared = [
-        None
-        if field.attname in varying
-        else prepare(
-            field.pre_save(template, add=True) if sets_itself else getattr(template, field.attname)
-        )
-        for field, prepare, sets_itself in plan
+        None if column[0].attname in varying else _insert_value(template, *column)
+        for column in plan
     ]
     slots = [
         (index, prepare, field.attname)

@@ -361,18 +361,15 @@ class Run(models.Model):
 
 # Runs kept by Run.for_running, oldest first, with what identifies them.
 KEPT_RUNS = 256
-# What identifies a run, as SQL expressions of a query where ``{run}`` is the run's id: its
-# batch, case version and variant, and when its batch was made.
-RUN_IDENTITY = tuple(
-    f"(SELECT {column} FROM {Run._meta.db_table} r JOIN {Batch._meta.db_table} b "
-    "ON b.id = r.batch_id WHERE r.id = {run})"
-    for column in ("r.batch_id", "r.case_version_id", "r.variant_id", "b.created_at")
-)
-_RUN_IDENTITY_SQL = (
-    "SELECT r.batch_id, r.case_version_id, r.variant_id, b.created_at "
+# What identifies a run: its batch, case version and variant, and when its batch was made.
+_RUN_IDENTITY_COLUMNS = ("r.batch_id", "r.case_version_id", "r.variant_id", "b.created_at")
+_RUN_WITH_BATCH = (
     f"FROM {Run._meta.db_table} r JOIN {Batch._meta.db_table} b ON b.id = r.batch_id "
-    "WHERE r.id = %s"
+    "WHERE r.id = {run}"
 )
+_RUN_IDENTITY_SQL = f"SELECT {', '.join(_RUN_IDENTITY_COLUMNS)} " + _RUN_WITH_BATCH.format(run="%s")
+# The same, as one SQL expression per column, where ``{run}`` is the run's id.
+RUN_IDENTITY = tuple(f"(SELECT {column} {_RUN_WITH_BATCH})" for column in _RUN_IDENTITY_COLUMNS)
 _kept_runs: dict[int, tuple[tuple, Run]] = {}
 _kept_runs_lock = threading.Lock()
 
@@ -533,10 +530,8 @@ class Trial(models.Model):
                 "lease_owner": owner,
                 "lease_expires_at": expires,
             }
-            # from_db takes the values in the model's order of fields.
-            in_order = [f.attname for f in cls._meta.concrete_fields if f.attname in known]
             taken_trial = cls.from_db(
-                DEFAULT_DB_ALIAS, in_order, [known[name] for name in in_order]
+                DEFAULT_DB_ALIAS, _CLAIMED_COLUMNS, [known[name] for name in _CLAIMED_COLUMNS]
             )
             taken_trial.run = run
             return taken_trial
@@ -708,6 +703,19 @@ class Trial(models.Model):
         return self.input_tokens + self.output_tokens
 
 
+# The columns Trial.claim knows of the trial it took, in the model's order of fields (as
+# from_db takes its values).
+_CLAIMED = {
+    "id",
+    "run_id",
+    "index",
+    "attempt",
+    "status",
+    "started_at",
+    "lease_owner",
+    "lease_expires_at",
+}
+_CLAIMED_COLUMNS = [f.attname for f in Trial._meta.concrete_fields if f.attname in _CLAIMED]
 # RUN_IDENTITY of the run of the trial that an UPDATE of the trial table changes (standard SQL
 # quoting, which both databases take).
 _CLAIMED_RUN_IDENTITY = tuple(
