@@ -59,6 +59,18 @@ class ProcessResult:
     timed_out: bool
     duration_ms: int
 
+    @classmethod
+    def not_started(cls, program: str, reason: str, duration_ms: int = 0) -> ProcessResult:
+        """What every sandbox gives for a program that could not be started: exit 127 and one
+        line, ``could not start <program>: <why>``."""
+        return cls(
+            exit_code=127,
+            stdout="",
+            stderr=f"could not start {program}: {reason}\n",
+            timed_out=False,
+            duration_ms=duration_ms,
+        )
+
     @property
     def output(self) -> str:
         """stdout followed by stderr: what a person reading a command's result wants to see."""

@@ -249,13 +249,7 @@ class BwrapSandbox(LocalSandbox):
             return result
         if first.startswith(BWRAP_PREFIX + "execvp "):
             reason = first.rsplit(": ", 1)[-1]
-            return ProcessResult(
-                exit_code=127,
-                stdout="",
-                stderr=f"could not start {argv[0]}: {reason}\n",
-                timed_out=False,
-                duration_ms=result.duration_ms,
-            )
+            return ProcessResult.not_started(argv[0], reason, result.duration_ms)
         raise SandboxError(
             f"the bwrap sandbox could not start {argv[0]}: {first.removeprefix(BWRAP_PREFIX)}"
         )

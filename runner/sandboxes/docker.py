@@ -1,22 +1,26 @@
 """The ``docker`` sandbox: one container per trial, driven over the engine's API (``engine``).
 
-The container runs a keep-alive process under Docker's init, with a read-only root file system,
+The container's one process under Docker's init is its keep-alive, a small shell server that
+runs the trial's steps (``runner.sandboxes.container_steps``), with a read-only root file system,
 no capabilities, the network off (``none``) unless the variant allows it (then the host's
 network, as for the other kinds), and CPU, memory and process limits. The trial's workspace and
 home are bind-mounted at the same paths as on the host, its tmp folder at /tmp, and the
 ``proctor`` package read-only on PYTHONPATH so runner-kit agents work with the image's python3.
 
-Each ``run`` is an exec in that container. When it ends, or its time is up, every process it
-left is killed (all but the init and the keep-alive), so nothing outlives its step, as under
-bwrap. The steps of one trial run one at a time. ``destroy`` hands the container to a background
-thread that removes it (a removal takes the engine about as long as a step), so the trial does
-not wait for it; a process waits for those removals before it exits. The container of a Proctor
-that died is removed by its watchdog (``runner.sandboxes.containment``, for an engine on a unix
-socket), and else removes itself when its keep-alive ends, a day later.
+Each ``run`` is a step given to that server (a fork in the container instead of an engine exec,
+which costs 50 ms or more), or an exec where the server cannot be used. When a step ends, or its
+time is up, every process it left is killed (all but init and the keep-alive), so nothing
+outlives its step, as under bwrap. The steps of one trial run one at a time. ``destroy`` hands
+the container to a background thread that removes it (a removal takes the engine about as long
+as a container's start), so the trial does not wait for it; a process waits for those removals
+before it exits. The container of a Proctor that died ends when its server sees no writer left
+on its requests (a step running then ends first), and is removed by the watchdog
+(``runner.sandboxes.containment``, for an engine on a unix socket); where the server cannot
+serve, the keep-alive is a sleep that ends a day later.
 
-A trial costs the engine a create, a start and an inspect, and per step an exec's create, start
-and end; whether a step left a process behind is read from the container's cgroup on the host
-when Proctor sees it (else the engine lists the container's processes, running ``ps``).
+A trial costs the engine a create, a start and an inspect; whether a step left a process
+behind is read from the container's cgroup on the host when Proctor sees it (else the engine
+lists the container's processes, running ``ps``, and every step is an exec).
 
 Variant options: ``image`` (default proctor-base:latest, built offline by tests/setup/docker.sh;
 never pulled; any image with sh, sleep and cat works; proctor-agents:latest, built by
@@ -38,8 +42,9 @@ import proctor
 from proctor.definitions import Variant
 from runner.sandboxes.base import LineSink, ProcessResult, SandboxError
 from runner.sandboxes.container_removal import remove_later
+from runner.sandboxes.container_steps import ServerStep, StepServer
 from runner.sandboxes.containment import watch_container
-from runner.sandboxes.engine import Engine, EngineError, ExecStream
+from runner.sandboxes.engine import Engine, EngineError
 from runner.sandboxes.local import LocalSandbox
 from runner.sandboxes.processes import TERMINATE_GRACE_S, LineSplitter
 
@@ -50,7 +55,8 @@ AGENT_IMAGE = "proctor-agents:latest"
 DEFAULT_CPUS = 2.0
 DEFAULT_MEMORY = "2g"
 DEFAULT_PIDS = 512
-# How long a container lives if its worker dies without destroying it.
+# How long a container lives if its worker dies without destroying it, where its step server
+# cannot serve (it ends with the worker where it can).
 KEEPALIVE_S = 24 * 60 * 60
 # Seconds to wait for the engine on control calls (create, inspect, remove).
 ENGINE_TIMEOUT_S = 60
@@ -58,10 +64,10 @@ SANDBOX_TMP = "/tmp"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = "proctor.sandbox"
 
-# Kills every process of the container but init (1), the keep-alive and itself, with signal $1;
-# for KILL, again until none is left (a process may fork while the list is read). The keep-alive
-# is the child of init that started first: a process orphaned by a step is reparented to init
-# too, but always starts later.
+# Kills every process of the container but init (1), the keep-alive (the step server,
+# runner.sandboxes.container_steps) and itself, with signal $1; for KILL, again until none is
+# left (a process may fork while the list is read). The keep-alive is the child of init that
+# started first: a process orphaned by a step is reparented to init too, but always starts later.
 SWEEP_SCRIPT = r"""
 sig=$1 keep= first= round=0
 read -r children < /proc/1/task/1/children
@@ -246,6 +252,7 @@ class DockerSandbox(LocalSandbox):
         self.kit_dir = str(Path(proctor.__file__).resolve().parent)
         self.container_id: str | None = None
         self.procs_file: Path | None = None
+        self.steps: StepServer | None = None
         try:
             self.container_id = self._start_container(nano_cpus, memory_bytes, pids_limit, expose)
         except Exception as exc:
@@ -290,7 +297,9 @@ class DockerSandbox(LocalSandbox):
         hosts = mocks_folder / "hosts"
         hosts.write_text(_container_hosts(self.network), encoding="utf-8")
         hosts.chmod(0o644)
+        self.steps = StepServer(self.root / "steps")
         binds = [
+            (str(self.steps.folder), str(self.steps.folder), True),
             (str(mocks_folder), str(mocks_folder), True),
             (str(hosts), "/etc/hosts", True),
             (str(self.tmp), SANDBOX_TMP, False),
@@ -305,8 +314,9 @@ class DockerSandbox(LocalSandbox):
             "/containers/create",
             {
                 "Image": self.image,
-                "Cmd": ["sleep", str(KEEPALIVE_S)],
+                "Cmd": self.steps.container_command(KEEPALIVE_S),
                 "WorkingDir": self.workspace,
+                "User": self.user,
                 "Labels": {LABEL: self.kind, f"{LABEL}.folder": str(self.root)},
                 "Hostname": "sandbox",
                 "HostConfig": {
@@ -337,7 +347,15 @@ class DockerSandbox(LocalSandbox):
             raise SandboxError(
                 f"the docker sandbox's container from {self.image} did not keep running"
             )
-        self.procs_file = _container_procs_file(int(state.get("Pid") or 0), container_id)
+        init_pid = int(state.get("Pid") or 0)
+        self.procs_file = _container_procs_file(init_pid, container_id)
+        # Steps go to the server only where the container's processes are seen from here (a
+        # step's leftovers are found on the host); else each is an exec.
+        if self.procs_file is not None and self.steps.wait_until_ready():
+            with contextlib.suppress(OSError, ValueError):
+                pids = {int(pid) for pid in self.procs_file.read_text().split()} - {init_pid}
+                if len(pids) == 1:
+                    self.steps.serve(pids.pop())
         return container_id
 
     def base_env(self) -> dict[str, str]:
@@ -370,11 +388,6 @@ class DockerSandbox(LocalSandbox):
         if cwd is not None:
             body["WorkingDir"] = cwd
         return str(self.engine.call("POST", f"/containers/{self.container_id}/exec", body)["Id"])
-
-    def _exec_state(self, exec_id: str) -> tuple[bool, int | None]:
-        """Whether the exec still runs, and its exit code once it ended."""
-        state = self.engine.call("GET", f"/exec/{exec_id}/json")
-        return bool(state["Running"]), state.get("ExitCode")
 
     def _sweep(self, signal_name: str) -> None:
         """Signal every process the steps left running (one exec)."""
@@ -412,29 +425,29 @@ class DockerSandbox(LocalSandbox):
         full_env.update(env or {})
         # With the network off, only the mocks' ports, bridged to their sockets (runner.mocks).
         command = self.mocks.bridged(argv, "python3") if self.mocks and not self.network else argv
-        try:
-            exec_id = self._create_exec(command, full_env, cwd or self.workspace)
-            stream = self.engine.start_exec(exec_id)
-        except EngineError as exc:
-            raise SandboxError(
-                f"the docker sandbox could not run {argv[0]}: {exc.explanation}"
-            ) from exc
+        folder = cwd or self.workspace
         out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
+        step: ServerStep | ExecStep
+        try:
+            if self.steps is not None and self.steps.can_run(command, full_env, folder):
+                step = self.steps.start(command, full_env, folder, (out, err))
+            else:
+                step = ExecStep(self, command, full_env, folder, (out, err))
+        except (EngineError, OSError) as exc:
+            why = exc.explanation if isinstance(exc, EngineError) else str(exc)
+            raise SandboxError(f"the docker sandbox could not run {argv[0]}: {why}") from exc
         try:
             try:
-                timed_out, exit_code = self._follow(exec_id, stream, out, err, timeout_s)
+                timed_out = not step.follow(None if timeout_s is None else started + timeout_s)
                 if timed_out:
                     self._sweep("TERM")
-                    grace = time.monotonic() + TERMINATE_GRACE_S
-                    while self._exec_state(exec_id)[0] and time.monotonic() < grace:
-                        self._read(stream, out, err, 0.05)
+                    step.follow(time.monotonic() + TERMINATE_GRACE_S)
                 # After a normal exit too: a backgrounded child must not outlive its step.
                 # Reading the container's cgroup is much cheaper than the sweep's exec.
                 if timed_out or self._anything_left():
                     self._sweep("KILL")
-                drain_until = time.monotonic() + DRAIN_S
-                while not stream.ended and time.monotonic() < drain_until:
-                    self._read(stream, out, err, drain_until - time.monotonic())
+                    step.follow(time.monotonic() + DRAIN_S)
+                step.drain(DRAIN_S)
             except BaseException as exc:
                 # The engine failed, or the line sink raised: no process of the step may stay.
                 if not isinstance(exc, EngineError):
@@ -442,7 +455,7 @@ class DockerSandbox(LocalSandbox):
                         self._sweep("KILL")
                 raise
             finally:
-                stream.close()
+                step.close()
                 out.close()
                 err.close()
         except EngineError as exc:
@@ -450,68 +463,91 @@ class DockerSandbox(LocalSandbox):
                 f"the docker engine failed while running {argv[0]}: {exc.explanation}"
             ) from exc
         result = ProcessResult(
-            exit_code=None if timed_out else exit_code,
+            exit_code=None if timed_out else step.exit_code,
             stdout=out.text(),
             stderr=err.text(),
             timed_out=timed_out,
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-        return self._not_started(argv, result)
-
-    @staticmethod
-    def _read(stream: ExecStream, out: LineSplitter, err: LineSplitter, wait_s: float) -> bool:
-        """Take the step's output for up to ``wait_s`` (only wait, once the stream ended);
-        True once it ended."""
-        if stream.ended:
-            time.sleep(max(wait_s, 0))
-            return True
-        return stream.pump(out.feed, err.feed, max(wait_s, 0))
-
-    def _follow(
-        self,
-        exec_id: str,
-        stream: ExecStream,
-        out: LineSplitter,
-        err: LineSplitter,
-        timeout_s: float | None,
-    ) -> tuple[bool, int | None]:
-        """Read the step's output until its process exits: (False, exit code), or (True, None)
-        when ``timeout_s`` ran out first.
-
-        The output stream usually ends as the process exits; it may end earlier (the process
-        closed its stdout) or later (a background child holds it), so the engine is asked too
-        whenever the stream ends and, while it stays open, more rarely the longer the step runs.
-        """
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pause = FIRST_PAUSE_S
-        while True:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                running, exit_code = self._exec_state(exec_id)
-                return (True, None) if running else (False, exit_code)
-            self._read(stream, out, err, pause if remaining is None else min(pause, remaining))
-            running, exit_code = self._exec_state(exec_id)
-            if not running:
-                return False, exit_code
-            pause = min(pause * 2, LONGEST_PAUSE_S)
-
-    def _not_started(self, argv: Sequence[str], result: ProcessResult) -> ProcessResult:
-        """The engine reports a missing program as the exec's own output (exit 126/127); make it
-        the same result as the other kinds give."""
-        if result.exit_code in (126, 127) and "OCI runtime exec failed" in result.output:
-            reason = "not found" if "not found" in result.output else "cannot be executed"
-            return ProcessResult(
-                exit_code=127,
-                stdout="",
-                stderr=f"could not start {argv[0]}: {reason}\n",
-                timed_out=False,
-                duration_ms=result.duration_ms,
-            )
-        return result
+        reason = step.why_not_started(command[0], result)
+        return ProcessResult.not_started(argv[0], reason, result.duration_ms) if reason else result
 
     def destroy(self) -> None:
+        if self.steps is not None:
+            self.steps.close()
         container_id, self.container_id = self.container_id, None
         if container_id is not None:
             # Off the trial's path; listed with the watchdog until it is gone.
             remove_later(self.engine, container_id)
         super().destroy()
+
+
+class ExecStep:
+    """One step as an engine exec, where the step server cannot run it: its output from the
+    exec's stream, its end asked of the engine."""
+
+    note = ""
+
+    def __init__(
+        self,
+        box: DockerSandbox,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        streams: tuple[LineSplitter, LineSplitter],
+    ) -> None:
+        self.box = box
+        self.exec_id = box._create_exec(command, env, cwd)
+        self.stream = box.engine.start_exec(self.exec_id)
+        self.out, self.err = streams
+        self.exit_code: int | None = None
+        self.ended = False
+
+    def follow(self, deadline: float | None) -> bool:
+        """Read the step's output until its process exits (True), or until ``deadline`` passed
+        (False).
+
+        The output stream usually ends as the process exits; it may end earlier (the process
+        closed its stdout) or later (a background child holds it), so the engine is asked too
+        whenever the stream ends and, while it stays open, more rarely the longer the step runs.
+        """
+        pause = FIRST_PAUSE_S
+        while not self.ended:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return self._ask()
+            self._read(pause if remaining is None else min(pause, remaining))
+            self._ask()
+            pause = min(pause * 2, LONGEST_PAUSE_S)
+        return True
+
+    def _ask(self) -> bool:
+        """Whether the engine says the step ended (its exit code kept)."""
+        state = self.box.engine.call("GET", f"/exec/{self.exec_id}/json")
+        if not state["Running"]:
+            self.ended, self.exit_code = True, state.get("ExitCode")
+        return self.ended
+
+    def _read(self, wait_s: float) -> None:
+        """Take the step's output for up to ``wait_s`` (only wait, once the stream ended)."""
+        if self.stream.ended:
+            time.sleep(max(wait_s, 0))
+        else:
+            self.stream.pump(self.out.feed, self.err.feed, max(wait_s, 0))
+
+    def drain(self, seconds: float) -> None:
+        """The output still in the stream, until it ends or ``seconds`` passed."""
+        until = time.monotonic() + seconds
+        while not self.stream.ended and time.monotonic() < until:
+            self._read(until - time.monotonic())
+
+    def close(self) -> None:
+        self.stream.close()
+
+    @staticmethod
+    def why_not_started(program: str, result: ProcessResult) -> str:
+        """The engine reports a missing program as the exec's own output (exit 126/127): why
+        the program could not start, or "" when it ran."""
+        if result.exit_code in (126, 127) and "OCI runtime exec failed" in result.output:
+            return "not found" if "not found" in result.output else "cannot be executed"
+        return ""

@@ -287,13 +287,7 @@ def run_process(
         if tree is not None:
             tree.kill()
         reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
-        return ProcessResult(
-            exit_code=127,
-            stdout="",
-            stderr=f"could not start {argv[0]}: {reason}\n",
-            timed_out=False,
-            duration_ms=0,
-        )
+        return ProcessResult.not_started(argv[0], reason)
     tree.started(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)

@@ -61,6 +61,55 @@ def test_no_process_of_a_timed_out_step_is_left_in_the_container(open_sandbox, e
     assert box.run(["true"]).exit_code == 0
 
 
+def test_its_steps_need_no_engine_exec(open_sandbox, engine) -> None:
+    box = open_sandbox("docker")
+    agent = box.run(
+        ["sh", "-c", 'echo "$PWD $GREETING"; echo oops >&2; exit 3'], env={"GREETING": "hi there"}
+    )
+    assert (agent.exit_code, agent.stdout, agent.stderr) == (
+        3,
+        f"{box.workspace} hi there\n",
+        "oops\n",
+    )
+    assert box.run(["true"]).exit_code == 0
+    # The container's step server ran both: the engine made no exec (each costs 40-60 ms).
+    assert not engine.api.inspect_container(box.container_id)["ExecIDs"]
+
+
+def test_a_variable_a_shell_cannot_export_still_reaches_the_program(open_sandbox) -> None:
+    box = open_sandbox("docker")
+    result = box.run(["env"], env={"npm_config_dry-run": "true"})
+    assert "npm_config_dry-run=true" in result.stdout.splitlines()
+
+
+# A step that kills the container's step server and leaves a process in its place that answers
+# every request with success.
+POSING_AS_THE_SERVER = r"""
+for p in /proc/[0-9]*; do
+  if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q step-server; then kill -9 "${p#/proc/}"; fi
+done
+d=$(ls -d "$HOME"/../steps)
+setsid sh -c 'exec 3<"$1/requests"; while read -r t <&3; do echo 0 >"$1/exit-$t"; done' fake "$d" &
+sleep 0.2
+"""
+
+
+def test_a_step_that_kills_the_step_server_errors_the_trial_and_answers_for_nothing(
+    open_sandbox,
+) -> None:
+    box = open_sandbox("docker")
+    with pytest.raises(SandboxError, match="container ended during a step"):
+        box.run(["sh", "-c", POSING_AS_THE_SERVER])
+    with pytest.raises(SandboxError):
+        box.run(["sh", "-c", "echo checked; exit 0"])
+
+
+def test_a_step_keeps_the_default_action_of_every_signal(open_sandbox) -> None:
+    box = open_sandbox("docker")
+    result = box.run(["sh", "-c", "grep -E '^Sig(Ign|Blk)' /proc/self/status"])
+    assert result.stdout.split() == ["SigBlk:", "0000000000000000", "SigIgn:", "0000000000000000"]
+
+
 def test_destroy_removes_the_container(open_sandbox, engine) -> None:
     import docker
 
