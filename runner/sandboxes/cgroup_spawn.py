@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import IO
@@ -192,6 +193,19 @@ def _devnull() -> int:
     return os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
 
 
+# How os.fsencode encodes: kept here so a variable is encoded in one call, not two and a join.
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates(program: bytes, path: str | None) -> tuple[bytes, ...]:
+    """Where ``program`` is looked for on ``path`` (the child's PATH; None: the default), in
+    order, as os.get_exec_path and subprocess do. Text only, no look at the disk, so a cached
+    answer is always the same answer: a trial's PATH is the same for each of its runs."""
+    folders = (os.defpath if path is None else path).split(os.pathsep)
+    return tuple(os.path.join(os.fsencode(folder), program) for folder in folders)
+
+
 def _launch_arguments(
     argv: list[str], env: Mapping[str, str] | None, cwd: str | None
 ) -> tuple[tuple[bytes, ...], list[bytes], list[bytes] | None, bytes | None]:
@@ -203,15 +217,12 @@ def _launch_arguments(
     if os.path.dirname(program):
         candidates: tuple[bytes, ...] = (program,)
     else:
-        candidates = tuple(
-            os.path.join(os.fsencode(folder), program) for folder in os.get_exec_path(env)
-        )
+        candidates = _candidates(program, (os.environ if env is None else env).get("PATH"))
     env_list = None
     if env is not None:
         env_list = []
         for key, value in env.items():
-            name = os.fsencode(key)
-            if b"=" in name:  # as subprocess refuses it
+            if "=" in key:  # as subprocess refuses it
                 raise ValueError("illegal environment variable name")
-            env_list.append(name + b"=" + os.fsencode(value))
+            env_list.append(f"{key}={value}".encode(_FS_ENCODING, _FS_ERRORS))
     return candidates, encoded, env_list, None if cwd is None else os.fsencode(cwd)
