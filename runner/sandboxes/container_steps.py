@@ -170,7 +170,10 @@ class ServerStep:
         self.streams: dict[int, LineSplitter] = {}
         self.exit_code: int | None = None
         self.server_died = False
+        # The exit FIFO's text, and whether its writer closed it (the status is all there;
+        # None as the exit code when it is not a number, which only a step's meddling makes).
         self._status = b""
+        self._status_closed = False
         self._exit_fd = -1
         self.poll = select.poll()
         try:
@@ -189,7 +192,7 @@ class ServerStep:
 
     @property
     def ended(self) -> bool:
-        return self.exit_code is not None or self.server_died
+        return self._status_closed or self.server_died
 
     @staticmethod
     def why_not_started(program: str, result: ProcessResult) -> str:
@@ -225,8 +228,7 @@ class ServerStep:
         for fd, _ in self.poll.poll(timeout_ms):
             if fd == self.server.pidfd:
                 self.poll.unregister(fd)
-                if self.exit_code is None:
-                    self.server_died = True
+                self.server_died = not self._status_closed
                 self.server.serving = False
                 continue
             try:
@@ -239,10 +241,9 @@ class ServerStep:
                 self._status += chunk
                 if not chunk:
                     self.poll.unregister(fd)
+                    self._status_closed = True
                     with contextlib.suppress(ValueError):
                         self.exit_code = int(self._status)
-                    if self.exit_code is None:
-                        self.server_died = True  # it could not write the status
             elif chunk:
                 self.streams[fd].feed(chunk)
             else:

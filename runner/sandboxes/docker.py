@@ -486,8 +486,6 @@ class ExecStep:
     """One step as an engine exec, where the step server cannot run it: its output from the
     exec's stream, its end asked of the engine."""
 
-    note = ""
-
     def __init__(
         self,
         box: DockerSandbox,
