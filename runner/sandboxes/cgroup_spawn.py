@@ -201,7 +201,7 @@ _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodee
 def _candidates(program: bytes, path: str | None) -> tuple[bytes, ...]:
     """Where ``program`` is looked for on ``path`` (the child's PATH; None: the default), in
     order, as os.get_exec_path and subprocess do. Text only, no look at the disk, so a cached
-    answer is always the same answer: a trial's PATH is the same for each of its runs."""
+    answer is always the same answer; runs that share a PATH (every check) share it."""
     folders = (os.defpath if path is None else path).split(os.pathsep)
     return tuple(os.path.join(os.fsencode(folder), program) for folder in folders)
 

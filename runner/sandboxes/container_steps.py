@@ -138,7 +138,7 @@ class StepServer:
         lines.append("exec " + " ".join(shlex.quote(arg) for arg in argv))
         step = ServerStep(self, token, streams)
         try:
-            (self.folder / f"step-{token}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            step.script.write_text("\n".join(lines) + "\n", encoding="utf-8")
             os.write(self._requests, f"{token}\n".encode())
         except BaseException:
             step.close()
@@ -166,6 +166,7 @@ class ServerStep:
         self, server: StepServer, token: str, streams: tuple[LineSplitter, LineSplitter]
     ) -> None:
         self.server = server
+        self.script = server.folder / f"step-{token}"
         self.paths = [server.folder / f"{name}-{token}" for name in ("out", "err", "exit")]
         self.streams: dict[int, LineSplitter] = {}
         self.exit_code: int | None = None
@@ -188,7 +189,7 @@ class ServerStep:
             raise
         if server.pidfd is not None:
             self.poll.register(server.pidfd, select.POLLIN)
-        self.paths.append(server.folder / f"step-{token}")
+        self.paths.append(self.script)
 
     @property
     def ended(self) -> bool:

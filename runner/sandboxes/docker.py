@@ -352,10 +352,10 @@ class DockerSandbox(LocalSandbox):
         # Steps go to the server only where the container's processes are seen from here (a
         # step's leftovers are found on the host); else each is an exec.
         if self.procs_file is not None and self.steps.wait_until_ready():
-            with contextlib.suppress(OSError, ValueError):
-                pids = {int(pid) for pid in self.procs_file.read_text().split()} - {init_pid}
-                if len(pids) == 1:
-                    self.steps.serve(pids.pop())
+            with contextlib.suppress(OSError):
+                others = self._container_pids() - {init_pid}
+                if len(others) == 1:
+                    self.steps.serve(others.pop())
         return container_id
 
     def base_env(self) -> dict[str, str]:
@@ -401,11 +401,16 @@ class DockerSandbox(LocalSandbox):
         finally:
             stream.close()
 
+    def _container_pids(self) -> set[int]:
+        """The host pids of the container's processes, from its cgroup (OSError if gone)."""
+        assert self.procs_file is not None
+        return {int(pid) for pid in self.procs_file.read_text().split()}
+
     def _anything_left(self) -> bool:
         """Whether a process other than the init and the keep-alive is in the container."""
         if self.procs_file is not None:
             with contextlib.suppress(OSError):
-                return len(set(self.procs_file.read_text().split())) > 2
+                return len(self._container_pids()) > 2
         top = self.engine.call("GET", f"/containers/{self.container_id}/top")
         return len(top.get("Processes") or []) > 2
 
