@@ -356,13 +356,18 @@ def uses_cgroups() -> bool:
 
 
 def sweep_stale_cgroups(own: Path) -> None:
-    """Kill and remove the run cgroups of Proctor processes that are gone."""
+    """Kill and remove the run cgroups of Proctor processes that are gone. Processes that start
+    together (the workers `proctor eval` forks, two `proctor worker`s) sweep the same trees at
+    once, so a tree or a run may vanish under this one's listing: gone is what it wanted."""
     for base in own.glob("proctor-*"):
         if identity_alive(base.name.removeprefix("proctor-")):
             continue
-        for run in base.iterdir():
-            if run.is_dir():
-                _end_cgroup(run)
+        try:
+            runs = [run for run in base.iterdir() if run.is_dir()]
+        except FileNotFoundError:
+            continue
+        for run in runs:
+            _end_cgroup(run)
         with contextlib.suppress(OSError):
             base.rmdir()
 

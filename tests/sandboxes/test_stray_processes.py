@@ -143,6 +143,31 @@ def test_the_cgroups_of_a_dead_proctor_are_swept_at_start_up(tmp_path) -> None:
     assert not left.parent.exists()
 
 
+def test_a_stale_tree_another_process_sweeps_meanwhile_is_passed_over(monkeypatch) -> None:
+    """Workers forked together sweep the same dead Proctor's trees at once: a tree that vanishes
+    between the listing and the look inside must not stop this process from starting."""
+    from runner.sandboxes import containment
+
+    if not containment.uses_cgroups():
+        pytest.skip("runs are contained by their process group here: no cgroup to sweep")
+    base = containment.containment().base
+    assert base is not None
+    gone, kept = base.parent / "proctor-99999998-1", base.parent / "proctor-99999997-1"
+    for tree in (gone, kept):
+        (tree / "run-1").mkdir(parents=True)
+    alive = containment.identity_alive
+
+    def swept_by_another_process_while_asked(identity: str) -> bool:
+        if identity == "99999998-1" and gone.exists():
+            (gone / "run-1").rmdir()
+            gone.rmdir()
+        return alive(identity)
+
+    monkeypatch.setattr(containment, "identity_alive", swept_by_another_process_while_asked)
+    containment.sweep_stale_cgroups(base.parent)
+    assert not gone.exists() and not kept.exists()
+
+
 def test_a_cgroup_left_empty_serves_the_next_run_and_one_left_busy_is_ended(tmp_path) -> None:
     from runner.sandboxes import containment
     from runner.sandboxes.processes import run_process
