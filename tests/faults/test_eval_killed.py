@@ -160,6 +160,48 @@ def test_workers_delete_their_folders_and_send_their_last_messages_before_eval_e
     ).items()
 
 
+def test_workers_starting_together_sweep_a_dead_proctors_cgroups_without_losing_a_trial(
+    tmp_path: Path,
+) -> None:
+    """Each worker sweeps the cgroups a killed Proctor left when it starts; two starting together
+    sweep the same trees, and one vanishing under the other's listing once errored a trial
+    (FileNotFoundError) instead of being passed over."""
+    from runner.sandboxes import containment
+
+    if not containment.uses_cgroups():
+        pytest.skip("runs are contained by their process group here: no cgroup to sweep")
+    base = containment.containment().base
+    assert base is not None
+    left = [base.parent / f"proctor-{4_000_000 + tree}-1" for tree in range(40)]
+    for tree in left:
+        for run in range(30):
+            (tree / f"run-{run}").mkdir(parents=True)
+    write_eval(
+        tmp_path,
+        "quick.eval.py",
+        """
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("quick", prompt="work", trials=20,
+                  cases=[case("noop", validate=command("true"))],
+                  variants=[variant("command", profile=profile("noop",
+                      run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
+        """,
+    )
+    done = subprocess.run(
+        [PROCTOR, "eval", "quick.eval.py", "-j", "2", "--json"],
+        cwd=tmp_path,
+        env=proctor_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 20
+    assert [tree.name for tree in left if tree.exists()] == []
+
+
 def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Path) -> None:
     # Two seconds of work: the test strikes at the first agent's worker while it works.
     started = agent_eval(tmp_path, "steady", trials=2, seconds=2)
