@@ -1,15 +1,66 @@
 """Bringing the database schema up to date before the first command that needs it, so an
-embedded install works with nothing run by hand."""
+embedded install works with nothing run by hand.
+
+Commands started together on a new database (parallel `proctor eval`s of one project, a server
+and a worker) take turns: one migrates while the others wait, then find nothing left to do.
+Unlocked, each one created the same tables and all but the first stopped with a traceback.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+from collections.abc import Iterator
+from pathlib import Path
+
 from django.core.management import call_command
 from django.db import connection
+from django.db.backends.sqlite3.creation import DatabaseCreation
 from django.db.migrations.executor import MigrationExecutor
+
+# The key of the PostgreSQL advisory lock held while migrating: any fixed number, the same in
+# every Proctor process ("proctor" in ASCII).
+MIGRATION_LOCK_KEY = 0x70726F63746F72
 
 
 def ensure_database() -> None:
     """Apply pending migrations (quietly); a no-op costing one query when up to date."""
-    executor = MigrationExecutor(connection)
-    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
-        call_command("migrate", interactive=False, verbosity=0)
+    if not _migrations_pending():
+        return
+    with _migration_lock():
+        # Another process may have migrated while this one waited for the lock.
+        if _migrations_pending():
+            call_command("migrate", interactive=False, verbosity=0)
+
+
+def _migrations_pending() -> bool:
+    executor = MigrationExecutor(connection)  # reads what is applied now
+    return bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+
+
+@contextlib.contextmanager
+def _migration_lock() -> Iterator[None]:
+    """Hold the database's migration lock: PostgreSQL's session advisory lock, or an exclusive
+    lock on a file beside the SQLite database (SQLite's own locks last one transaction, and a
+    migration is many)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [MIGRATION_LOCK_KEY])
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [MIGRATION_LOCK_KEY])
+    elif connection.vendor == "sqlite" and not DatabaseCreation.is_in_memory_db(
+        connection.settings_dict["NAME"]
+    ):
+        database = Path(connection.settings_dict["NAME"])
+        # Left in place after use: removing a lock file lets a later process lock another one.
+        with open(database.with_name(f"{database.name}-migration.lock"), "a") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+    else:
+        yield

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import PROCTOR
 
 from e2e.running import Backend, agent_profile, only_run, write_eval
 
@@ -439,3 +440,42 @@ def test_json_stdout_stays_clean_when_an_eval_file_prints_while_loading(
     report = sqlite_backend.eval_json(tmp_path)
 
     assert [run["case"] for run in report["runs"]] == ["noisy-case"]
+
+
+def test_evals_started_together_on_a_new_database_all_run(backend: Backend, tmp_path) -> None:
+    """Several `proctor eval`s started at once on a database nobody used yet (a script running a
+    project's eval files in parallel): one makes the tables while the others wait for it, and
+    every one records and runs its own batch. Each used to make the tables too, and all but one
+    stopped with a traceback ("table ... already exists")."""
+    write_eval(
+        tmp_path,
+        "quick.eval.py",
+        """
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("quick", prompt="work", trials=3,
+                  cases=[case("noop", validate=command("true"))],
+                  variants=[variant("command", profile=profile("noop",
+                      run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
+        """,
+    )
+    started = [
+        subprocess.Popen(
+            [PROCTOR, "eval", "quick.eval.py", "--json"],
+            cwd=tmp_path,
+            env=backend.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    outputs = [process.communicate(timeout=300) for process in started]
+    for process, (_, stderr) in zip(started, outputs, strict=True):
+        assert process.returncode == 0, stderr
+        assert "Traceback" not in stderr
+    reports = [json.loads(stdout) for stdout, _ in outputs]
+    assert sorted(report["batch"] for report in reports) == [1, 2, 3]
+    for report in reports:
+        assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 3
+    assert backend.scalar("SELECT count(*) FROM evals_app_batch") == 3
