@@ -136,8 +136,15 @@ def main() -> None:
     # Commands are named after their module (seed_demo_data); accept the dashed spelling too.
     if args and not args[0].startswith("-"):
         args[0] = args[0].replace("-", "_")
+    from django.core.exceptions import ImproperlyConfigured
+
     try:
         execute_from_command_line(["proctor", *args])
+    except ImproperlyConfigured as exc:
+        # The environment's settings (DATABASE_URL, PROCTOR_HOME...): the message names the
+        # setting and what is wrong with it; a traceback would add only Django's internals.
+        sys.stderr.write(f"proctor: {exc}\n")
+        sys.exit(2)
     except KeyboardInterrupt:
         # Ctrl-C where a command has nothing of its own to close (`proctor eval` closes its
         # batch itself): one line, not a traceback.

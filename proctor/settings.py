@@ -140,12 +140,21 @@ TEMPLATES = [
 def _database() -> dict[str, Any]:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
-        PROCTOR_HOME.mkdir(parents=True, exist_ok=True)
+        try:
+            PROCTOR_HOME.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ImproperlyConfigured(
+                f"PROCTOR_HOME ({PROCTOR_HOME}) cannot hold Proctor's database: "
+                f"{exc.strerror or exc}; point PROCTOR_HOME at a folder you can write in"
+            ) from None
         url = f"sqlite:///{PROCTOR_HOME / 'proctor.sqlite3'}"
     try:
         config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
     except Exception as exc:  # the library raises several types for a malformed URL
-        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
+        said = str(exc).split(". ")[0].rstrip(".")
+        raise ImproperlyConfigured(
+            f"DATABASE_URL is not a database URL such as postgresql://user@host:5432/name ({said})"
+        ) from exc
     if config["ENGINE"] == "django.db.backends.sqlite3":
         # Trials write concurrently from a thread pool: IMMEDIATE transactions take the write
         # lock up front (a read-then-write would otherwise fail with "database is locked"),

@@ -13,8 +13,8 @@ import fcntl
 from collections.abc import Iterator
 from pathlib import Path
 
-from django.core.management import call_command
-from django.db import connection
+from django.core.management import CommandError, call_command
+from django.db import OperationalError, connection
 from django.db.backends.sqlite3.creation import DatabaseCreation
 from django.db.migrations.executor import MigrationExecutor
 
@@ -25,12 +25,36 @@ MIGRATION_LOCK_KEY = 0x70726F63746F72
 
 def ensure_database() -> None:
     """Apply pending migrations (quietly); a no-op costing one query when up to date."""
+    require_connection()
     if not _migrations_pending():
         return
     with _migration_lock():
         # Another process may have migrated while this one waited for the lock.
         if _migrations_pending():
             call_command("migrate", interactive=False, verbosity=0)
+
+
+def require_connection() -> None:
+    """Connect to the database, or raise a CommandError of one sentence saying which database
+    could not be reached or opened, and why."""
+    try:
+        connection.ensure_connection()
+    except OperationalError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CommandError(
+            f"cannot use the {_described(connection.settings_dict)}: {reason}", returncode=2
+        ) from None
+
+
+def _described(database: dict) -> str:
+    """Which database, without its password, and what to check."""
+    if database["ENGINE"].endswith("sqlite3"):
+        return f"SQLite database {database['NAME']} (PROCTOR_HOME)"
+    where = f"{database.get('HOST') or 'localhost'}:{database.get('PORT') or 5432}"
+    return (
+        f"database {database['NAME']} at {where} (DATABASE_URL: is the server running, does "
+        "the database exist?)"
+    )
 
 
 def _migrations_pending() -> bool:

@@ -6,8 +6,10 @@ import sys
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
 
 from runner.jobs import dispatch
+from runner.jobs.database import require_connection
 
 
 class Command(BaseCommand):
@@ -30,6 +32,9 @@ class Command(BaseCommand):
                 "`proctor eval` run trials themselves."
             )
             sys.exit(2)
+        # A database nothing answers at is said now, not by every trial the worker takes.
+        require_connection()
+        connection.close()  # each of the pool's threads opens its own
         from proctor.celery import app
 
         # Threads, not forks: a trial is mostly waiting on its agent's process, and threads keep

@@ -1,0 +1,109 @@
+"""Settings of the environment that cannot work (a DATABASE_URL naming nothing that answers, or
+not a URL at all; a PROCTOR_HOME that cannot hold the database) end a command with one line
+naming the setting and exit 2: no traceback, no password echoed."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import PROCTOR, proctor_env
+
+from e2e.running import write_eval
+
+EVAL = """
+from proctor import case, command, profile, suite, variant
+
+s = suite("quick", prompt="work",
+          cases=[case("noop", validate=command("true"))],
+          variants=[variant("command", profile=profile("noop",
+              run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
+"""
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def home_that_is_a_file(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "not-a-folder").write_text("")
+    return {"PROCTOR_HOME": str(tmp_path / "not-a-folder")}
+
+
+def database_that_is_a_folder(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "home" / "proctor.sqlite3").mkdir(parents=True)
+    return {}
+
+
+CASES = [
+    pytest.param(
+        lambda _: {"DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{unused_port()}/ours"},
+        "cannot use the database ours at 127.0.0.1:",
+        id="nothing answers at DATABASE_URL",
+    ),
+    pytest.param(
+        lambda _: {"DATABASE_URL": "not-a-url"},
+        "DATABASE_URL is not a database URL",
+        id="DATABASE_URL is no URL",
+    ),
+    pytest.param(home_that_is_a_file, "PROCTOR_HOME", id="PROCTOR_HOME is a file"),
+    pytest.param(
+        database_that_is_a_folder,
+        "cannot use the SQLite database",
+        id="the SQLite database cannot be opened",
+    ),
+]
+
+
+@pytest.mark.parametrize(("environment", "said"), CASES)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["eval", "quick.eval.py"],
+        ["createuser", "alice", "--org", "acme", "--password", "pw-123456"],
+    ],
+    ids=["eval", "createuser"],
+)
+def test_a_setting_that_cannot_work_is_one_line_and_exit_2(
+    tmp_path: Path, environment, said: str, command: list[str]
+) -> None:
+    write_eval(tmp_path, "quick.eval.py", EVAL)
+    env = {**proctor_env(tmp_path / "home"), **environment(tmp_path)}
+    if "DATABASE_URL" not in env:
+        env.pop("DATABASE_URL", None)
+    done = subprocess.run(
+        [PROCTOR, *command],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and said in lines[0], done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
+    assert done.stdout == ""
+
+
+def test_a_worker_says_at_start_that_nothing_answers_at_database_url(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Before, it started, took trials from the broker and failed each of them."""
+    env = {
+        **proctor_env(tmp_path / "home"),
+        "DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{unused_port()}/ours",
+        "REDIS_URL": redis_url,
+    }
+    done = subprocess.run(
+        [PROCTOR, "worker"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cannot use the database ours" in lines[0], done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
