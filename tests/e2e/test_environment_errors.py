@@ -65,8 +65,9 @@ CASES = [
     [
         ["eval", "quick.eval.py"],
         ["createuser", "alice", "--org", "acme", "--password", "pw-123456"],
+        ["seed-demo-data"],
     ],
-    ids=["eval", "createuser"],
+    ids=["eval", "createuser", "seed-demo-data"],
 )
 def test_a_setting_that_cannot_work_is_one_line_and_exit_2(
     tmp_path: Path, environment, said: str, command: list[str]
@@ -107,3 +108,16 @@ def test_a_worker_says_at_start_that_nothing_answers_at_database_url(
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot use the database ours" in lines[0], done.stderr
     assert "hunter2" not in done.stderr + done.stdout
+
+
+def test_seed_demo_data_makes_the_tables_of_a_new_home_first(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [PROCTOR, "seed-demo-data", "--cases", "2", "--variants", "1", "--trials", "1"],
+        cwd=tmp_path,
+        env=proctor_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Seeded organization 'demo'" in done.stdout

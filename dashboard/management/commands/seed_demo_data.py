@@ -36,6 +36,7 @@ from evals_app.models import (
     Variant,
 )
 from evals_app.resolution import canonical_hash
+from runner.jobs.database import ensure_database
 
 ORGANIZATION_SLUG = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 SUITES = [
@@ -162,6 +163,7 @@ class Command(BaseCommand):
                 raise CommandError(f"{name} must be 1 or more, not {value}.")
         if not ORGANIZATION_SLUG.fullmatch(org):
             raise CommandError(f"--org must be lowercase letters, digits and hyphens, not {org!r}.")
+        ensure_database()  # a new PROCTOR_HOME has no tables yet
         started = time.monotonic()
         with transaction.atomic():
             organization, created = Organization.objects.get_or_create(
