@@ -150,6 +150,12 @@ def test_bad_batch_ids_are_one_sentence(project):
     assert missing.stderr.strip() == "B: there is no batch 99 in organization default"
     word = project.proctor("compare", "first", "2")
     assert word.stderr.strip() == "A: 'first' is not a batch id (a number)"
+    both = project.proctor("compare", "98", "99")
+    assert both.returncode == 2
+    assert both.stderr.splitlines() == [
+        "A: there is no batch 98 in organization default",
+        "B: there is no batch 99 in organization default",
+    ]
     no_baseline = project.proctor("eval", "--baseline", "99")
     assert no_baseline.returncode == 2
     assert (

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
 import sys
 
 from django.conf import settings
@@ -33,6 +34,11 @@ class Command(BaseCommand):
         host, _, port = options["addrport"].rpartition(":")
         host = host or "127.0.0.1"
         self.check_secret_key(host)
+        problem = listen_problem(host, port)
+        if problem:
+            # Said before anything starts: daphne would announce the server, then log the
+            # failure and stop with exit code 0.
+            raise CommandError(f"cannot listen on {host}:{port}: {problem}", returncode=2)
         ensure_database()
         if settings.EMBEDDED:
             count = requeue_unfinished()
@@ -83,6 +89,25 @@ class Command(BaseCommand):
             "Warning: serving with the built-in SECRET_KEY; set DJANGO_SECRET_KEY before "
             "serving beyond this machine."
         )
+
+
+def listen_problem(host: str, port: str) -> str | None:
+    """Why ``host:port`` cannot be listened on (not a port number, an address in use or not
+    this machine's), or None. The probe sets SO_REUSEADDR as the server's own socket does, so
+    an address only lingering after a stopped server counts as free."""
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return f"{port!r} is not a port number (1-65535)"
+    try:
+        family, kind, protocol, _, address = socket.getaddrinfo(
+            host.strip("[]"), int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+            probe.listen()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def is_loopback(host: str) -> bool:

@@ -67,7 +67,16 @@ class Command(BaseCommand):
             return
         if not options["a"] or not options["b"]:
             self._invalid(err, f"give two batches: proctor compare A B (A may be {SUITE_BASELINE})")
-        b = self._batch(err, organization, options["b"], "B")
+        # Both batches are looked up before either is refused: each missing one is its own line.
+        named = {"A": options["a"], "B": options["b"]}
+        if options["a"] == SUITE_BASELINE:
+            del named["A"]
+        found = {which: self._lookup(organization, raw, which) for which, raw in named.items()}
+        problems = [problem for _, problem in found.values() if problem]
+        if problems:
+            self._invalid(err, "\n".join(problems))
+        b = found["B"][0]
+        assert b is not None
         merged = not options["no_merge"]
         mode = "all" if options["all_trials"] else "latest"
         if options["a"] == SUITE_BASELINE:
@@ -81,7 +90,8 @@ class Command(BaseCommand):
             if not comparisons:
                 self._invalid(err, f"batch {b.pk} is itself the baseline of its suites")
         else:
-            a = self._batch(err, organization, options["a"], "A")
+            a = found["A"][0]
+            assert a is not None
             comparisons = [compare_batches(a, b, merged=merged, mode=mode)]
         if options["json"]:
             data = [self._json(c) for c in comparisons]
@@ -114,12 +124,17 @@ class Command(BaseCommand):
         return organization
 
     def _batch(self, err: Console, organization: Organization, raw: str, which: str) -> Batch:
-        if not raw.isdigit():
-            self._invalid(err, f"{which}: {raw!r} is not a batch id (a number)")
-        batch = Batch.objects.filter(pk=int(raw), organization=organization).first()
+        batch, problem = self._lookup(organization, raw, which)
         if batch is None:
-            self._invalid(
-                err, f"{which}: there is no batch {raw} in organization {organization.slug}"
-            )
+            self._invalid(err, problem)
         assert batch is not None  # _invalid exits
         return batch
+
+    def _lookup(self, organization: Organization, raw: str, which: str) -> tuple[Batch | None, str]:
+        """The batch ``raw`` names, or None and the one line that says why not."""
+        if not raw.isdigit():
+            return None, f"{which}: {raw!r} is not a batch id (a number)"
+        batch = Batch.objects.filter(pk=int(raw), organization=organization).first()
+        if batch is None:
+            return None, f"{which}: there is no batch {raw} in organization {organization.slug}"
+        return batch, ""
