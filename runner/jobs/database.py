@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,7 +50,8 @@ def require_connection() -> None:
 def _described(database: dict) -> str:
     """Which database, without its password, and what to check."""
     if database["ENGINE"].endswith("sqlite3"):
-        return f"SQLite database {database['NAME']} (PROCTOR_HOME)"
+        named_by = "DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "PROCTOR_HOME"
+        return f"SQLite database {database['NAME']} ({named_by})"
     where = f"{database.get('HOST') or 'localhost'}:{database.get('PORT') or 5432}"
     return (
         f"database {database['NAME']} at {where} (DATABASE_URL: is the server running, does "
