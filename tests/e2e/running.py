@@ -31,6 +31,23 @@ def write_eval(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+def write_quick_eval(folder: Path, *, trials: int = 1) -> Path:
+    """``quick.eval.py`` in ``folder``: one case of ``trials`` trials whose agent only prints
+    that it finished and whose check is ``true``, a whole trial at the least cost."""
+    return write_eval(
+        folder,
+        "quick.eval.py",
+        f"""
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("quick", prompt="work", trials={trials},
+                  cases=[case("noop", validate=command("true"))],
+                  variants=[variant("command", profile=profile("noop",
+                      run="echo '{{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}}'"))])
+        """,
+    )
+
+
 def agent_profile(script: str, *, name: str | None = None, **fields: str) -> str:
     """Python source of a ``profile(...)`` that runs ``script`` from the shipped agents folder."""
     runner = "bash" if script.endswith(".sh") else "python3"

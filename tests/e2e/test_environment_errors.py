@@ -11,22 +11,32 @@ from pathlib import Path
 import pytest
 from conftest import PROCTOR, proctor_env
 
-from e2e.running import write_eval
-
-EVAL = """
-from proctor import case, command, profile, suite, variant
-
-s = suite("quick", prompt="work",
-          cases=[case("noop", validate=command("true"))],
-          variants=[variant("command", profile=profile("noop",
-              run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
-"""
+from e2e.running import write_quick_eval
 
 
 def unused_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def proctor(tmp_path: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PROCTOR, *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def assert_one_line_and_exit_2(done: subprocess.CompletedProcess, said: str) -> None:
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and said in lines[0], done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
 
 
 def home_that_is_a_file(tmp_path: Path) -> dict[str, str]:
@@ -72,52 +82,26 @@ CASES = [
 def test_a_setting_that_cannot_work_is_one_line_and_exit_2(
     tmp_path: Path, environment, said: str, command: list[str]
 ) -> None:
-    write_eval(tmp_path, "quick.eval.py", EVAL)
-    env = {**proctor_env(tmp_path / "home"), **environment(tmp_path)}
-    if "DATABASE_URL" not in env:
-        env.pop("DATABASE_URL", None)
-    done = subprocess.run(
-        [PROCTOR, *command],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and said in lines[0], done.stderr
-    assert "hunter2" not in done.stderr + done.stdout
+    write_quick_eval(tmp_path)
+    done = proctor(tmp_path, {**proctor_env(tmp_path / "home"), **environment(tmp_path)}, *command)
+    assert_one_line_and_exit_2(done, said)
     assert done.stdout == ""
 
 
 def test_a_worker_says_at_start_that_nothing_answers_at_database_url(
     tmp_path: Path, redis_url: str
 ) -> None:
-    """Before, it started, took trials from the broker and failed each of them."""
+    """Before, it started and reported itself ready."""
     env = {
         **proctor_env(tmp_path / "home"),
         "DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{unused_port()}/ours",
         "REDIS_URL": redis_url,
     }
-    done = subprocess.run(
-        [PROCTOR, "worker"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 2, done.stderr
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "cannot use the database ours" in lines[0], done.stderr
-    assert "hunter2" not in done.stderr + done.stdout
+    assert_one_line_and_exit_2(proctor(tmp_path, env, "worker"), "cannot use the database ours")
 
 
 def test_seed_demo_data_makes_the_tables_of_a_new_home_first(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [PROCTOR, "seed-demo-data", "--cases", "2", "--variants", "1", "--trials", "1"],
-        cwd=tmp_path,
-        env=proctor_env(tmp_path / "home"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    seed = ["seed-demo-data", "--cases", "2", "--variants", "1", "--trials", "1"]
+    done = proctor(tmp_path, proctor_env(tmp_path / "home"), *seed)
     assert done.returncode == 0, done.stderr
     assert "Seeded organization 'demo'" in done.stdout

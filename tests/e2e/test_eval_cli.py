@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import PROCTOR
 
-from e2e.running import Backend, agent_profile, only_run, write_eval
+from e2e.running import Backend, agent_profile, only_run, write_eval, write_quick_eval
 
 # The shape `--json` documents; more keys are allowed.
 REPORT_KEYS = {"batch", "runs"}
@@ -447,18 +447,7 @@ def test_evals_started_together_on_a_new_database_all_run(backend: Backend, tmp_
     project's eval files in parallel): one makes the tables while the others wait for it, and
     every one records and runs its own batch. Each used to make the tables too, and all but one
     stopped with a traceback ("table ... already exists")."""
-    write_eval(
-        tmp_path,
-        "quick.eval.py",
-        """
-        from proctor import case, command, profile, suite, variant
-
-        s = suite("quick", prompt="work", trials=3,
-                  cases=[case("noop", validate=command("true"))],
-                  variants=[variant("command", profile=profile("noop",
-                      run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
-        """,
-    )
+    write_quick_eval(tmp_path, trials=3)
     started = [
         subprocess.Popen(
             [PROCTOR, "eval", "quick.eval.py", "--json"],

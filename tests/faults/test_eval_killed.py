@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROCTOR, proctor_env
-from e2e.running import Backend, write_eval
+from e2e.running import Backend, write_eval, write_quick_eval
 from process_state import running
 
 from faults.conftest import wait_for
@@ -123,18 +123,7 @@ def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Pa
 def test_workers_delete_their_folders_and_send_their_last_messages_before_eval_exits(
     tmp_path: Path,
 ) -> None:
-    write_eval(
-        tmp_path,
-        "quick.eval.py",
-        """
-        from proctor import case, command, profile, suite, variant
-
-        s = suite("quick", prompt="work", trials=6,
-                  cases=[case("noop", validate=command("true"))],
-                  variants=[variant("command", profile=profile("noop",
-                      run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
-        """,
-    )
+    write_quick_eval(tmp_path, trials=6)
     temp = tmp_path / "tmp"
     temp.mkdir()
     home = tmp_path / "home"
@@ -176,18 +165,7 @@ def test_workers_starting_together_sweep_a_dead_proctors_cgroups_without_losing_
     for tree in left:
         for run in range(30):
             (tree / f"run-{run}").mkdir(parents=True)
-    write_eval(
-        tmp_path,
-        "quick.eval.py",
-        """
-        from proctor import case, command, profile, suite, variant
-
-        s = suite("quick", prompt="work", trials=20,
-                  cases=[case("noop", validate=command("true"))],
-                  variants=[variant("command", profile=profile("noop",
-                      run="echo '{\\"_tag\\":\\"Finished\\",\\"reason\\":\\"done\\"}'"))])
-        """,
-    )
+    write_quick_eval(tmp_path, trials=20)
     done = subprocess.run(
         [PROCTOR, "eval", "quick.eval.py", "-j", "2", "--json"],
         cwd=tmp_path,
