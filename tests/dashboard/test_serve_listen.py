@@ -9,18 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROCTOR, proctor_env
+from conftest import proctor_env, run_proctor
 
 
 def serve(tmp_path: Path, addrport: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PROCTOR, "serve", addrport],
-        cwd=tmp_path,
-        env=proctor_env(tmp_path / "home"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
+    return run_proctor(
+        "serve", addrport, cwd=tmp_path, env=proctor_env(tmp_path / "home"), timeout=60
     )
 
 

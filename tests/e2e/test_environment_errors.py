@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PROCTOR, proctor_env
+from conftest import proctor_env, run_proctor
 
 from e2e.running import write_quick_eval
 
@@ -18,18 +18,6 @@ def unused_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def proctor(tmp_path: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PROCTOR, *argv],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def assert_one_line_and_exit_2(done: subprocess.CompletedProcess, said: str) -> None:
@@ -83,7 +71,8 @@ def test_a_setting_that_cannot_work_is_one_line_and_exit_2(
     tmp_path: Path, environment, said: str, command: list[str]
 ) -> None:
     write_quick_eval(tmp_path)
-    done = proctor(tmp_path, {**proctor_env(tmp_path / "home"), **environment(tmp_path)}, *command)
+    env = {**proctor_env(tmp_path / "home"), **environment(tmp_path)}
+    done = run_proctor(*command, cwd=tmp_path, env=env, timeout=120)
     assert_one_line_and_exit_2(done, said)
     assert done.stdout == ""
 
@@ -97,11 +86,12 @@ def test_a_worker_says_at_start_that_nothing_answers_at_database_url(
         "DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{unused_port()}/ours",
         "REDIS_URL": redis_url,
     }
-    assert_one_line_and_exit_2(proctor(tmp_path, env, "worker"), "cannot use the database ours")
+    done = run_proctor("worker", cwd=tmp_path, env=env, timeout=60)
+    assert_one_line_and_exit_2(done, "cannot use the database ours")
 
 
 def test_seed_demo_data_makes_the_tables_of_a_new_home_first(tmp_path: Path) -> None:
     seed = ["seed-demo-data", "--cases", "2", "--variants", "1", "--trials", "1"]
-    done = proctor(tmp_path, proctor_env(tmp_path / "home"), *seed)
+    done = run_proctor(*seed, cwd=tmp_path, env=proctor_env(tmp_path / "home"), timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Seeded organization 'demo'" in done.stdout

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PROCTOR, proctor_env
+from conftest import PROCTOR, proctor_env, run_proctor
 from e2e.running import Backend, write_eval, write_quick_eval
 from process_state import running
 
@@ -166,12 +166,14 @@ def test_workers_starting_together_sweep_a_dead_proctors_cgroups_without_losing_
         for run in range(30):
             (tree / f"run-{run}").mkdir(parents=True)
     write_quick_eval(tmp_path, trials=20)
-    done = subprocess.run(
-        [PROCTOR, "eval", "quick.eval.py", "-j", "2", "--json"],
+    done = run_proctor(
+        "eval",
+        "quick.eval.py",
+        "-j",
+        "2",
+        "--json",
         cwd=tmp_path,
         env=proctor_env(tmp_path / "home"),
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
