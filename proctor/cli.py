@@ -145,11 +145,12 @@ def main() -> None:
         # setting and what is wrong with it; a traceback would add only Django's internals.
         sys.stderr.write(f"proctor: {exc}\n")
         sys.exit(2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         # Ctrl-C where a command has nothing of its own to close (`proctor eval` closes its
-        # batch itself): one line, not a traceback.
-        sys.stderr.write("Interrupted.\n")
-        sys.exit(130)
+        # batch itself): one line, not a traceback. `proctor eval` turns SIGTERM and SIGHUP into
+        # an interrupt that carries its own line and exit status (runner/batches/stop_signals.py).
+        sys.stderr.write(f"{getattr(stop, 'summary', 'Interrupted.')}\n")
+        sys.exit(getattr(stop, "exit_code", 130))
 
 
 if __name__ == "__main__":

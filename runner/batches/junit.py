@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
+import secrets
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
@@ -77,7 +77,10 @@ def write_junit(report: dict[str, Any], path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = junit_xml(report)
-    fd, temporary = tempfile.mkstemp(prefix=".junit-", suffix=".xml", dir=target.parent)
+    # Made with the mode any new file gets here (0666 less the umask), which a CI job's other
+    # steps can read: mkstemp's 0600 made a report that only its writer could open.
+    temporary = target.parent / f".junit-{os.getpid()}-{secrets.token_hex(4)}.xml"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

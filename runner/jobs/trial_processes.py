@@ -19,8 +19,10 @@ Each worker:
 
 - dies with the parent (``PR_SET_PDEATHSIG``): a parent killed outright leaves no worker
   running trials nobody waits for; their leases lapse, as a killed `proctor eval`'s always did;
-- ignores SIGINT, so Ctrl-C in a terminal (which signals the whole process group) reaches
-  only `proctor eval`, which decides what happens to the trials, as it did with threads;
+- does nothing on SIGINT or SIGHUP, so Ctrl-C in a terminal, or closing it (each signals the
+  whole process group), acts only through `proctor eval`, which decides what happens to the
+  trials, as it did with threads; the agents it starts get both signals' default actions, as
+  they do from a thread;
 - runs at its exit the exit functions registered in it (a process forked by multiprocessing
   skips ``atexit``): the last live messages are sent and the spare trial folders deleted.
 
@@ -345,7 +347,17 @@ def _worker_started(parent: int, board: SiblingBoard) -> None:
     _die_with_parent(parent)
     board.join()
     sibling_trials.board = board
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and a closed terminal signal the whole process group: `proctor eval` decides what
+    # happens to the trials, so here they do nothing. Caught rather than ignored, as a program
+    # started from here inherits an ignored signal (and an agent's own Ctrl-C handling, or a
+    # `kill -INT` of a server it started, would find it ignored), where a caught one is back at
+    # its default in the program. One the command was started with ignored (`nohup`) stays
+    # ignored, as in the command's own process. SIGTERM is how the parent ends a worker: its
+    # default again, whatever handler the parent had when it forked.
+    for number in (signal.SIGINT, signal.SIGHUP):
+        if signal.getsignal(number) is not signal.SIG_IGN:
+            signal.signal(number, _ignore_here)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # The parent's exit functions are the parent's: the worker's own are registered from here
     # on (each module registers its exit work on first use in a process), and run at its exit.
     atexit._clear()
@@ -356,6 +368,10 @@ def _worker_started(parent: int, board: SiblingBoard) -> None:
     watch_in_advance(
         ignore=[str(settings.PROCTOR_HOME), str(settings.ARTIFACTS_DIR), str(settings.CACHE_DIR)]
     )
+
+
+def _ignore_here(_signum: int, _frame: object) -> None:
+    """A worker's handler of SIGINT and SIGHUP: nothing (see ``_worker_started``)."""
 
 
 def _die_with_parent(parent: int) -> None:

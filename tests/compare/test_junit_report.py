@@ -3,6 +3,8 @@ timeout, a cell that never ran, text XML cannot hold; each valid against the JUn
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,18 @@ def test_the_file_is_written_whole_in_a_new_folder(tmp_path):
     assert written == target
     SCHEMA.validate(str(target))
     assert [p.name for p in target.parent.iterdir()] == ["junit.xml"]
+
+
+def test_the_file_gets_the_mode_of_any_new_file(tmp_path):
+    """Readable by the CI job's other steps as any file the job makes: 0666 less the umask,
+    not a temporary file's 0600."""
+    target = tmp_path / "junit.xml"
+    previous = os.umask(0o022)
+    try:
+        write_junit(REPORT, target)
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
 
 
 def test_an_unwritable_junit_path_is_refused_before_anything_runs(tmp_path):

@@ -9,7 +9,12 @@
 - interrupted (Ctrl-C, which a terminal sends to the whole process group), it starts nothing
   more, ends its agents and records its unfinished trials as errored ("interrupted"), so the
   batch closes readable, and it exits 130 with one line, whether its trials ran in worker
-  processes (-j 2) or in a thread (-j 1); a batch queued on a broker is left to its workers.
+  processes (-j 2) or in a thread (-j 1); a batch queued on a broker is left to its workers;
+- stopped by SIGTERM (`timeout`, a cancelled CI job, `docker stop`) or SIGHUP (a closed
+  terminal), it does the same, exiting 143 or 129; started under `nohup`, SIGHUP leaves it
+  running;
+- either way, its agents get SIGINT's and SIGHUP's default actions, from a worker process as
+  from a thread (a worker that ignored SIGINT once passed the ignoring on to every agent).
 """
 
 from __future__ import annotations
@@ -30,13 +35,15 @@ from process_state import running
 
 from faults.conftest import wait_for
 
-# Says who it is and who started it (a JSON file in the folder it is given), works the seconds
-# it is given, then finishes.
+# Says who it is, who started it and which signals it ignores (a JSON file in the folder it is
+# given), works the seconds it is given, then finishes.
 AGENT = r"""
 import json, os, sys, time
 folder, seconds = sys.argv[1], float(sys.argv[2])
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+ignored = int(status["SigIgn"], 16)
 with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
-    json.dump({"agent": os.getpid(), "parent": os.getppid()}, out)
+    json.dump({"agent": os.getpid(), "parent": os.getppid(), "ignored": ignored}, out)
 time.sleep(seconds)
 print('{"_tag":"Finished","reason":"done"}', flush=True)
 """
@@ -211,14 +218,42 @@ def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Pat
 
 
 def _interruptible() -> None:
-    """SIGINT as a terminal's job has it: a shell without job control starts its background
-    jobs (a CI script's, say) with SIGINT ignored, and ``exec`` keeps an ignored signal so."""
+    """SIGINT and SIGHUP at their defaults, whatever the test runner has: a shell without job
+    control starts its background jobs (a CI script's, say) with SIGINT ignored, `nohup` ignores
+    SIGHUP, and ``exec`` keeps an ignored signal so."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
-    tmp_path: Path, jobs: int
+def _signal_bit(number: int) -> int:
+    """A signal's bit in /proc's SigIgn mask."""
+    return 1 << (number - 1)
+
+
+# (signal, sent to the whole process group as a terminal sends it, or to the command alone as
+# `timeout` and `docker stop` do; -j; the exit status; the line's head; how the trials say it)
+STOPS = [
+    (signal.SIGINT, True, 1, 130, "Interrupted", "Ctrl-C"),
+    (signal.SIGINT, True, 2, 130, "Interrupted", "Ctrl-C"),
+    (signal.SIGTERM, False, 1, 143, "Stopped (SIGTERM)", "SIGTERM"),
+    (signal.SIGTERM, False, 2, 143, "Stopped (SIGTERM)", "SIGTERM"),
+    (signal.SIGHUP, True, 2, 129, "Stopped (SIGHUP)", "SIGHUP"),
+]
+
+
+@pytest.mark.parametrize(
+    ("stop", "to_group", "jobs", "status", "headline", "how"),
+    STOPS,
+    ids=[f"{stop.name}-j{jobs}" for stop, _, jobs, *_ in STOPS],
+)
+def test_a_stopped_eval_closes_the_batch_with_a_record_and_leaves_no_agent(
+    tmp_path: Path,
+    stop: signal.Signals,
+    to_group: bool,
+    jobs: int,
+    status: int,
+    headline: str,
+    how: str,
 ) -> None:
     # Four trials whose agents work far longer than the test waits.
     started = agent_eval(tmp_path, "stopped", trials=2, seconds=120)
@@ -237,26 +272,73 @@ def test_ctrl_c_closes_the_batch_with_a_record_and_leaves_no_agent(
         wait_for(
             lambda: len(list(started.iterdir())) == jobs, timeout=60, what="the agents to start"
         )
-        agents = [json.loads(path.read_text())["agent"] for path in started.iterdir()]
-        os.killpg(proc.pid, signal.SIGINT)
+        agents = [json.loads(path.read_text()) for path in started.iterdir()]
+        if to_group:
+            os.killpg(proc.pid, stop)
+        else:
+            proc.send_signal(stop)
         _, err = proc.communicate(timeout=40)
         wait_for(
-            lambda: not any(running(agent) for agent in agents),
+            lambda: not any(running(agent["agent"]) for agent in agents),
             timeout=15,
             what="the agents to be ended",
         )
 
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert "Traceback" not in err
     assert (
-        "Interrupted: batch 1 closed; 4 unfinished trials recorded as errored (interrupted)." in err
+        f"{headline}: batch 1 closed; 4 unfinished trials recorded as errored (interrupted)." in err
     )
-    assert len(list(started.iterdir())) == jobs, "no trial started after the interrupt"
+    assert len(list(started.iterdir())) == jobs, "no trial started after the stop"
     with sqlite3.connect(home / "proctor.sqlite3") as db:
-        trials = db.execute("select status, finish_reason from evals_app_trial").fetchall()
+        trials = db.execute("select status, finish_reason, error from evals_app_trial").fetchall()
         batches = db.execute("select status from evals_app_batch").fetchall()
-    assert trials == [("errored", "interrupted")] * 4
+    assert (
+        trials
+        == [
+            (
+                "errored",
+                "interrupted",
+                f"proctor eval was interrupted ({how}) before this trial ended",
+            )
+        ]
+        * 4
+    )
     assert batches == [("finished",)]
+    # The agents could have been interrupted themselves, from a worker process as from a thread.
+    for agent in agents:
+        assert not agent["ignored"] & (_signal_bit(signal.SIGINT) | _signal_bit(signal.SIGHUP)), (
+            agent
+        )
+
+
+def test_an_eval_started_under_nohup_runs_on_through_sighup(tmp_path: Path) -> None:
+    started = agent_eval(tmp_path, "nohup", trials=1, seconds=2)
+
+    def as_nohup_starts_it() -> None:
+        _interruptible()
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc = subprocess.Popen(
+        [PROCTOR, "eval", "nohup.eval.py", "-j", "2", "--json"],
+        cwd=tmp_path,
+        env=proctor_env(tmp_path / "home"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_nohup_starts_it,
+    )
+    with cleaned_up(proc, started):
+        wait_for(lambda: len(list(started.iterdir())) == 2, timeout=60, what="the agents to start")
+        os.killpg(proc.pid, signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    report = json.loads(out)
+    assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 2
+    # What the command ignores, its agents ignore too, as `nohup` means it.
+    for path in started.iterdir():
+        assert json.loads(path.read_text())["ignored"] & _signal_bit(signal.SIGHUP)
 
 
 def test_ctrl_c_leaves_a_batch_on_the_broker_to_its_workers(

@@ -27,6 +27,7 @@ from runner.batches.planning import (
     record_locally,
 )
 from runner.batches.report import batch_report, report_pass_rate
+from runner.batches.stop_signals import StopSignal, stop_signals_interrupt
 from runner.batches.submission import SubmissionError, build_submission
 from runner.jobs import artifacts, dispatch, leases, reaper
 from runner.jobs.database import ensure_database
@@ -55,6 +56,12 @@ class Command(EvalOptions):
     """The options are EvalOptions' (`proctor eval --help` reads them without the apps)."""
 
     def handle(self, *args, **options) -> None:
+        # SIGTERM and SIGHUP (a CI job cancelled, `timeout`, a closed terminal) close the batch
+        # as a Ctrl-C does, rather than leaving it running with nobody to run it.
+        with stop_signals_interrupt():
+            self._run(options)
+
+    def _run(self, options) -> None:
         # soft_wrap: a problem stays one greppable line even when stderr is a pipe.
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         out = Console(highlight=False, soft_wrap=True)
@@ -109,7 +116,7 @@ class Command(EvalOptions):
         except InvalidInput as exc:
             self._invalid(err, exc.problems)
         # From here the batch is recorded: a Ctrl-C at any point leaves it closed and readable.
-        interrupted = False
+        interrupted: KeyboardInterrupt | None = None
         try:
             # More than one trial at a time: in worker processes (runner.jobs.trial_processes),
             # started once the batch is valid and recorded, so a refusal leaves none behind, and
@@ -135,13 +142,13 @@ class Command(EvalOptions):
                     out.print_json(json.dumps({"batch": batch.pk, "queued": len(trial_ids)}))
                 return
             self._wait(batch, len(trial_ids), err, quiet=options["json"], futures=futures)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as stop:  # Ctrl-C, or a StopSignal
+            interrupted = stop
         finally:
-            dispatch.release_local_workers(interrupted=interrupted)
+            dispatch.release_local_workers(interrupted=interrupted is not None)
             gc.unfreeze()
-        if interrupted:
-            self._interrupted(err, batch)
+        if interrupted is not None:
+            self._interrupted(err, batch, interrupted)
         batch.refresh_from_db()
         footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
         comparisons = None
@@ -149,31 +156,36 @@ class Command(EvalOptions):
             comparisons = self._compare(err, batch, baseline)
         self._finish(out, err, batch_report(batch), footer, options, comparisons=comparisons)
 
-    def _interrupted(self, err: Console, batch: Batch) -> None:
-        """Ctrl-C: the batch is closed with a readable record, its unfinished trials ended as
-        errored (a trial still running in this process finds its lease gone and ends its
-        agent), and the command exits 130 in one line. A batch queued on the broker is the
-        workers' to run: only the waiting stops."""
+    def _interrupted(self, err: Console, batch: Batch, stop: KeyboardInterrupt) -> None:
+        """Ctrl-C, SIGTERM or SIGHUP: the batch is closed with a readable record, its unfinished
+        trials ended as errored (a trial still running in this process finds its lease gone and
+        ends its agent), and the command exits in one line, 130 for Ctrl-C and 128 + the
+        signal's number for the others. A batch queued on the broker is the workers' to run:
+        only the waiting stops."""
+        if isinstance(stop, StopSignal):
+            how, headline, code = stop.signal_name, f"Stopped ({stop.signal_name})", stop.exit_code
+        else:
+            how, headline, code = "Ctrl-C", "Interrupted", 130
         if not settings.EMBEDDED:
             err.print(
                 f"Stopped waiting: batch {batch.pk} goes on on the workers "
                 f"(browse it with `proctor serve`).",
                 markup=False,
             )
-            raise SystemExit(130)
+            raise SystemExit(code)
         count = Trial.end_unfinished(
             Trial.objects.filter(run__batch=batch),
             reason="interrupted",
-            error="proctor eval was interrupted (Ctrl-C) before this trial ended",
+            error=f"proctor eval was interrupted ({how}) before this trial ended",
         )
         leases.renew_now()  # this process's own trials (a thread's) learn it now, not at a beat
         finish_batch_if_done(batch.pk)
         err.print(
-            f"Interrupted: batch {batch.pk} closed; {count} unfinished trial"
+            f"{headline}: batch {batch.pk} closed; {count} unfinished trial"
             f"{'s' if count != 1 else ''} recorded as errored (interrupted).",
             markup=False,
         )
-        raise SystemExit(130)
+        raise SystemExit(code)
 
     def _run_on_server(self, out: Console, err: Console, submission, options) -> None:
         """Upload the bundles the server lacks, record the batch there, follow its workers'
