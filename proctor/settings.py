@@ -137,16 +137,34 @@ TEMPLATES = [
 ]
 
 
+# Django's SQLite backend, making the database's folder when it first opens the database.
+SQLITE_ENGINE = "proctor.backends.sqlite3"
+
+
+def _home_problem(home: Path) -> str | None:
+    """Why the folder ``home`` could never hold the database, if it could not: it, or the
+    nearest of its parents that is there, is no folder, or that parent, which would hold the
+    folders still to be made, is not writable."""
+    there = home
+    while not there.exists() and there.parent != there:
+        there = there.parent
+    if not there.is_dir():
+        return "it is a file" if there == home else f"{there} is a file"
+    if there != home and not os.access(there, os.W_OK | os.X_OK):
+        return f"cannot make folders in {there}"
+    return None
+
+
 def _database() -> dict[str, Any]:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
-        try:
-            PROCTOR_HOME.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
+        # The folder itself is made when the database is first opened (SQLITE_ENGINE), so a
+        # command that records nothing (`proctor --help`, `proctor init`) leaves none behind.
+        if problem := _home_problem(PROCTOR_HOME):
             raise ImproperlyConfigured(
-                f"PROCTOR_HOME ({PROCTOR_HOME}) cannot hold Proctor's database: "
-                f"{exc.strerror or exc}; point PROCTOR_HOME at a folder you can write in"
-            ) from None
+                f"PROCTOR_HOME ({PROCTOR_HOME}) cannot hold Proctor's database: {problem}; "
+                f"point PROCTOR_HOME at a folder you can write in"
+            )
         url = f"sqlite:///{PROCTOR_HOME / 'proctor.sqlite3'}"
     try:
         config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0))
@@ -156,6 +174,7 @@ def _database() -> dict[str, Any]:
             f"DATABASE_URL is not a database URL such as postgresql://user@host:5432/name ({said})"
         ) from exc
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["ENGINE"] = SQLITE_ENGINE
         # Trials write concurrently from a thread pool: IMMEDIATE transactions take the write
         # lock up front (a read-then-write would otherwise fail with "database is locked"),
         # WAL lets the dashboard read while trials write, and the timeout waits for the lock.
@@ -201,7 +220,7 @@ else:
     # In memory, plus an outbox file that `proctor serve` tails, so a batch that `proctor eval`
     # runs in another process fills in the open pages too (see proctor/channel_layer.py). The
     # file sits beside the SQLite database: processes that share the database share it.
-    _sqlite = DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    _sqlite = DATABASES["default"]["ENGINE"] == SQLITE_ENGINE
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "proctor.channel_layer.OutboxChannelLayer",

@@ -19,6 +19,8 @@ from django.db import OperationalError, connection
 from django.db.backends.sqlite3.creation import DatabaseCreation
 from django.db.migrations.executor import MigrationExecutor
 
+from proctor.backends.sqlite3.base import make_folder_of
+
 # The key of the PostgreSQL advisory lock held while migrating: any fixed number, the same in
 # every Proctor process ("proctor" in ASCII).
 MIGRATION_LOCK_KEY = 0x70726F63746F72
@@ -81,6 +83,7 @@ def _migration_lock() -> Iterator[None]:
         connection.settings_dict["NAME"]
     ):
         database = Path(connection.settings_dict["NAME"])
+        make_folder_of(database)  # the lock is taken before the database is first opened
         # Left in place after use: removing a lock file lets a later process lock another one.
         with open(database.with_name(f"{database.name}-migration.lock"), "a") as lock_file:
             fcntl.flock(lock_file, fcntl.LOCK_EX)

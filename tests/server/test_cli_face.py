@@ -78,3 +78,29 @@ def test_createtoken_on_a_fresh_machine_says_there_is_no_such_user(tmp_path: Pat
     assert result.returncode == 1
     assert "There is no user named 'nobody'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["--help"], ["harness", "list"], ["init", "--help"], ["compare", "--help"], ["eval", "--help"]],
+    ids=["--help", "harness list", "init --help", "compare --help", "eval --help"],
+)
+def test_a_command_that_records_nothing_leaves_no_proctor_folder(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The default home is `.proctor` in the current folder: made by the first command that
+    records something, not by every command typed there."""
+    env = proctor_env(tmp_path)
+    del env["PROCTOR_HOME"]  # the default: .proctor below the current folder
+    result = run_proctor(*command, cwd=tmp_path, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_first_command_that_records_makes_the_home_folders_it_needs(tmp_path: Path) -> None:
+    home = tmp_path / "new" / "deeper" / "home"
+    result = run_proctor("createtoken", "nobody", cwd=tmp_path, env=proctor_env(home))
+
+    assert "no user named 'nobody'" in result.stderr
+    assert (home / "proctor.sqlite3").is_file()
