@@ -303,6 +303,19 @@ def test_a_command_check_passes_on_exit_0_and_keeps_its_output(tmp_path):
     assert (passing.outcome.status, failing.outcome.status) == ("passed", "failed")
 
 
+def test_a_command_check_past_its_time_limit_fails_saying_the_limit_it_was_given(tmp_path):
+    recorder = run_trial(
+        tmp_path,
+        case("slow-check", validate=command("sleep 30", timeout_ms=1500)),
+        script_variant("echo_agent.sh"),
+    )
+
+    (check,) = recorder.checks
+    # The limit as given, not rounded down to whole seconds ("1s").
+    assert (check.passed, check.message) == (False, "timed out after 1.5s")
+    assert recorder.outcome.status == "failed"
+
+
 # --- time limits -----------------------------------------------------------------------------
 
 

@@ -110,7 +110,7 @@ def run_command_check(check: Command, ctx: CheckContext) -> CheckResult:
     started = time.monotonic()
     result = ctx.exec(check.command, timeout_ms=check.timeout_ms)
     if result.timed_out:
-        message = f"timed out after {check.timeout_ms // 1000}s"
+        message = f"timed out after {check.timeout_ms / 1000:g}s"  # 1.5s, 600s
     else:
         message = f"exited {result.exit_code}"
     return CheckResult(

@@ -82,7 +82,13 @@ def test_createtoken_on_a_fresh_machine_says_there_is_no_such_user(tmp_path: Pat
 
 @pytest.mark.parametrize(
     "command",
-    [["--help"], ["harness", "list"], ["init", "--help"], ["compare", "--help"], ["eval", "--help"]],
+    [
+        ["--help"],
+        ["harness", "list"],
+        ["init", "--help"],
+        ["compare", "--help"],
+        ["eval", "--help"],
+    ],
     ids=["--help", "harness list", "init --help", "compare --help", "eval --help"],
 )
 def test_a_command_that_records_nothing_leaves_no_proctor_folder(
