@@ -89,12 +89,37 @@ def _check_problems(case: Case, is_check: Callable[[object], bool]) -> list[str]
                 )
             elif not is_check(check):
                 problems.append(
-                    f"validate[{position}] is a {type(check).__name__}, not a validator or judge"
+                    f"validate[{position}] is {_a_type(check)}, not a validator or judge"
                 )
         return problems
-    if not isinstance(validate, Command) and not is_check(validate):
-        return [f"validate is a {type(validate).__name__}, not a command(), validator or judge"]
+    if isinstance(validate, Command):
+        return _command_problems(validate)
+    if not is_check(validate):
+        return [f"validate is {_a_type(validate)}, not a command(), validator or judge"]
     return []
+
+
+def _command_problems(check: Command) -> list[str]:
+    """What the trial could not run of a ``command()`` (before, a trial errored on it)."""
+    problems = []
+    if not isinstance(check.command, str) or not check.command.strip():
+        problems.append(
+            "command() needs the shell command to run, as text, like command('pytest -q') "
+            f"(got {check.command!r})"
+        )
+    if check.name is not None and (not isinstance(check.name, str) or not check.name.strip()):
+        problems.append(f"command() name must be text, or left out (got {check.name!r})")
+    if message := _in_range(
+        "command() timeout_ms", check.timeout_ms, TIMEOUT_MS_RANGE, " milliseconds"
+    ):
+        problems.append(message)
+    return problems
+
+
+def _a_type(value: object) -> str:
+    """``value``'s type with its article: "a str", "an int"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _cache_problem(cache: object) -> str | None:

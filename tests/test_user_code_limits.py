@@ -81,6 +81,35 @@ def test_the_per_case_limits_are_whole_milliseconds_in_range(field: str, value: 
     )
 
 
+@pytest.mark.parametrize(
+    ("check", "said"),
+    [
+        (command(5), "command() needs the shell command to run, as text"),  # type: ignore[arg-type]
+        (command("  "), "command() needs the shell command to run, as text"),
+        (command("true", name=7), "command() name must be text, or left out (got 7)"),  # type: ignore[arg-type]
+        (
+            command("true", timeout_ms=-5),
+            "command() timeout_ms must be a whole number from 1,000 to 3,600,000 milliseconds",
+        ),
+    ],
+    ids=["not text", "blank", "name not text", "negative limit"],
+)
+def test_a_command_check_the_trial_could_not_run_is_refused_at_load(check, said: str) -> None:
+    """Before, each loaded: the first and third errored every trial with a TypeError, the
+    second passed every trial, the fourth ran with no limit a user would have chosen."""
+    bad = case("checked", validate=check)
+    s = suite("s", prompt="p", cases=[bad], variants=[variant("command")])
+
+    assert [problem for problem in case_problems(s, bad) if said in problem]
+
+
+def test_a_list_item_that_is_no_check_is_named_with_its_type() -> None:
+    bad = case("checked", validate=[5])  # type: ignore[list-item]
+    s = suite("s", prompt="p", cases=[bad], variants=[variant("command")])
+
+    assert "validate[1] is an int, not a validator or judge" in case_problems(s, bad)
+
+
 def test_a_hanging_tool_stub_fails_its_call_and_the_turn_goes_on(
     fake_model_server: FakeModelServer, monkeypatch
 ) -> None:
