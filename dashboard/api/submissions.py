@@ -414,4 +414,6 @@ def batch_report_view(request: Request, pk: int) -> Response:
     from runner.batches.report import batch_report
 
     batch = access.get_or_404(access.batches_for(request.user), pk=pk)
-    return Response(batch_report(batch))
+    # Its links lead where the caller reached this server, as the submission's "url" does (not
+    # to PROCTOR_DASHBOARD_URL's default, another port on the caller's own machine).
+    return Response(batch_report(batch, dashboard_url=request.build_absolute_uri("/")))

@@ -217,6 +217,11 @@ def test_it_records_a_submission_and_queues_it_after_the_commit(
     report = client.get(f"/api/batches/{batch.pk}/report/").json()
     assert report["batch"] == batch.pk
     assert [(r["case"], r["variant"]) for r in report["runs"]] == [("fix-total", "command:echo")]
+    # Its links lead to this server, as the submission's url does.
+    assert report["url"] == body["url"]
+    (run,) = report["runs"]
+    assert run["url"].startswith("http://testserver/runs/")
+    assert all(t["url"].startswith("http://testserver/trials/") for t in run["trials"])
 
 
 def test_it_records_nothing_when_a_bundle_was_not_uploaded(
