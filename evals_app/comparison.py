@@ -507,11 +507,15 @@ def _warnings(
         if items:
             warnings.append(ComparabilityWarning(kind, f"{what} differs: {_listed(items)}"))
 
-    # Per case: its version.
+    # Per case: its version. The shared cells grouped by case first: looking each case's up
+    # among all of them took seconds at 500 cases of 8 variants.
+    keys_by_case: dict[tuple[str, str], list[CellKey]] = {}
+    for key in shared:
+        keys_by_case.setdefault(key[:2], []).append(key)
     versions = []
-    for suite, case in sorted({(s, c) for s, c, _ in shared}):
-        in_a = {r.case_version for k in shared if k[:2] == (suite, case) for r in cells_a[k]}
-        in_b = {r.case_version for k in shared if k[:2] == (suite, case) for r in cells_b[k]}
+    for (suite, case), keys in sorted(keys_by_case.items()):
+        in_a = {r.case_version for k in keys for r in cells_a[k]}
+        in_b = {r.case_version for k in keys for r in cells_b[k]}
         if in_a != in_b:
             versions.append(f"{suite}/{case} is {_v(in_a)} in A, {_v(in_b)} in B")
     differ("case_version", versions, "case version")

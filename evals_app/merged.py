@@ -11,7 +11,7 @@ ones first. So "Rerun failed" replaces exactly the failures, and a full rerun re
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from evals_app.models import Batch, Trial
 
@@ -85,6 +85,9 @@ _FIELDS = {
 }
 
 
+assert list(_FIELDS) == [field.name for field in fields(TrialRow)], "_FIELDS follows TrialRow"
+
+
 def family_ids(batch: Batch) -> list[int]:
     """``batch`` and every rerun below it, oldest first (one query per generation)."""
     ids = [batch.pk]
@@ -103,10 +106,12 @@ def family_ids(batch: Batch) -> list[int]:
 def trial_rows(trials) -> list[TrialRow]:
     """``TrialRow`` of every trial of the queryset ``trials`` (one query), batch order then
     trial index."""
-    rows = trials.order_by("run__batch__created_at", "run__batch_id", "run_id", "index").values(
-        *_FIELDS.values()
-    )
-    return [TrialRow(**{name: row[column] for name, column in _FIELDS.items()}) for row in rows]
+    rows = trials.order_by(
+        "run__batch__created_at", "run__batch_id", "run_id", "index"
+    ).values_list(*_FIELDS.values())
+    # By position (_FIELDS is in TrialRow's order): a dict per row, then keywords, took twice
+    # as long over a 20,000-trial batch.
+    return [TrialRow(*row) for row in rows]
 
 
 def batch_cells(

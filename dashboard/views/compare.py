@@ -15,6 +15,9 @@ from evals_app.models import Batch
 # The side A that means "the baseline of B's suite" in ?a=baseline.
 BASELINE = "baseline"
 PICKER_SIZE = 50
+# Cells shown before "show all": regressions come first, so the rows that matter are among
+# them. Every row of a 500-case, 8-variant comparison took over a second to render.
+CELLS_SHOWN = 300
 
 
 def _batch(request: HtmxHttpRequest, name: str) -> Batch | None:
@@ -68,5 +71,16 @@ def compare_view(request: HtmxHttpRequest) -> HttpResponse:
         "recent_batches": _recent(request, a, b),
     }
     if a is not None and b is not None:
-        context["comparison"] = compare_batches(a, b, merged=merged)
+        comparison = compare_batches(a, b, merged=merged)
+        shown = comparison.cells
+        if request.GET.get("cells") != "all":
+            shown = shown[:CELLS_SHOWN]
+        everything = request.GET.copy()
+        everything["cells"] = "all"
+        context.update(
+            comparison=comparison,
+            cells=shown,
+            cells_left_out=len(comparison.cells) - len(shown),
+            all_cells_query=everything.urlencode(),
+        )
     return render(request, "dashboard/compare.html", context)

@@ -89,6 +89,40 @@ def test_it_compares_big_batches_in_as_few_queries_as_small_ones(
         assert client.get("/compare/", {"a": big_a.pk, "b": big_b.pk}).status_code == 200
 
 
+def test_a_long_comparison_shows_its_first_cells_regressions_first_and_all_on_request(client, cast):
+    from factories import make_batch_with_grid
+
+    from dashboard.views.compare import CELLS_SHOWN
+    from evals_app.models import Trial, Variant
+
+    # 40 cases x 8 variants: 320 cells, more than are shown at first. The one regression is in
+    # the last case of the last variant, so it would be cut off in the page's own order.
+    a = make_batch_with_grid(cast.acme, cases=40, variants=8, trials=1)
+    b = make_batch_with_grid(
+        cast.acme,
+        cases=40,
+        variants=8,
+        trials=1,
+        status=lambda c, v, t: Trial.Status.FAILED if (c, v) == (39, 7) else Trial.Status.PASSED,
+    )
+    # The factory names each batch's variants after it: B's take A's names, so cells match.
+    for variant in Variant.objects.filter(runs__batch=b).distinct():
+        variant.name = variant.name.replace(f"variant-{b.pk}-", f"variant-{a.pk}-")
+        variant.save(update_fields=["name"])
+    client.force_login(cast.alice)
+    html = client.get("/compare/", {"a": a.pk, "b": b.pk}).content.decode()
+
+    shown = rows(html)
+    assert len(shown) == CELLS_SHOWN == 300
+    assert "compare-row--regression" in shown[0] and "case-039" in shown[0]
+    left_out = re.search(r'<tr id="cells-left-out">.*?</tr>', html, re.S).group(0)
+    assert "The first 300 of 320 cells, regressions first; 20 more." in left_out
+    link = re.search(r'href="\?([^"]+)">Show all 320</a>', left_out).group(1)
+    everything = client.get(f"/compare/?{link.replace('&amp;', '&')}").content.decode()
+    assert len(rows(everything)) == 320
+    assert 'id="cells-left-out"' not in everything
+
+
 def test_text_people_and_agents_wrote_stays_text(client, cast, pair):
     planted = "<img src=x onerror=alert(1)>"
     type(pair.a).objects.filter(pk=pair.a.pk).update(label=planted)
