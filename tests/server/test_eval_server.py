@@ -429,3 +429,53 @@ def test_the_worker_needs_none_of_the_submitters_files(server: Server, project, 
             break
         time.sleep(0.2)
     assert statuses == {"fix-total": ["passed"], "wrong-total": ["failed"]}
+
+
+@pytest.mark.parametrize(
+    ("stop", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+def test_a_stopped_wait_says_the_batch_goes_on_on_the_server(
+    server: Server, project: Path, client_env, stop: signal.Signals, status: int
+):
+    # An agent that works a few seconds: the command is still waiting when it is stopped.
+    agent = project / "agent" / "agent.sh"
+    agent.write_text(AGENT.replace("#!/usr/bin/env bash\n", "#!/usr/bin/env bash\nsleep 3\n"))
+    before = set(server.batch_ids())
+    proc = subprocess.Popen(
+        [PROCTOR, "eval", "--server", server.url, "--token", server.token],
+        cwd=project,
+        env=client_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        # SIGINT at its default whatever the runner has (a background job ignores it).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        for _ in range(600):
+            if set(server.batch_ids()) - before:
+                break
+            time.sleep(0.1)
+        (batch,) = set(server.batch_ids()) - before
+        time.sleep(0.5)  # past the upload and the submission, into the wait
+        proc.send_signal(stop)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert proc.returncode == status, err
+    assert "Traceback" not in err
+    assert (
+        f"Stopped waiting: batch {batch} goes on on the server ({server.url}/batches/{batch}/)."
+        in err
+    )
+    # And it does: the server's worker runs it to the end.
+    for _ in range(600):
+        statuses = server.trial_statuses(batch)
+        if all(s in ("passed", "failed") for v in statuses.values() for s in v):
+            break
+        time.sleep(0.2)
+    assert statuses == {"fix-total": ["passed"], "wrong-total": ["failed"]}

@@ -232,7 +232,17 @@ class Command(EvalOptions):
                         final = {status: counts.get(status, 0) for status in FINAL_STATUSES}
                         progress.update(task, completed=sum(final.values()), **final)  # type: ignore[arg-type]  # extra fields
 
-                    server.wait(batch.id, show)
+                    try:
+                        server.wait(batch.id, show)
+                    except KeyboardInterrupt as stop:
+                        # As with a broker: the batch is the server's workers' to run.
+                        progress.stop()
+                        err.print(
+                            f"Stopped waiting: batch {batch.id} goes on on the server "
+                            f"({batch.url}).",
+                            markup=False,
+                        )
+                        raise SystemExit(getattr(stop, "exit_code", 130)) from None
                 report = server.report(batch.id)
         except RemoteError as exc:
             self._invalid(err, exc.lines)
