@@ -14,7 +14,6 @@ The test process never opens these databases itself: it reads them through the p
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.error
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PROCTOR, REPO, proctor_env, run_proctor, tier_unavailable
+from conftest import PROCTOR, REPO, free_port, proctor_env, run_proctor, tier_unavailable
 
 CHROMIUM = Path("/usr/bin/chromium")
 EVALS = Path(__file__).resolve().parent / "evals"
@@ -47,12 +46,6 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args: dict) -> dict:
     return {**browser_context_args, "viewport": {"width": 1440, "height": 900}}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import proctor_env
+from conftest import free_port, proctor_env
 from playwright.sync_api import Page, expect
 
-from browser.conftest import PASSWORD, free_port, proctor, start, stop, wait_until_serving
+from browser.conftest import PASSWORD, proctor, start, stop, wait_until_serving
 
 pytestmark = pytest.mark.browser
 

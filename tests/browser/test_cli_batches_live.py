@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import proctor_env, run_proctor
+from conftest import free_port, proctor_env, run_proctor
 from playwright.sync_api import Page, expect
 
 from browser.conftest import (
     EVALS,
     PASSWORD,
     SCREENSHOTS,
-    free_port,
     start,
     stop,
     wait_until_serving,

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import proctor_env, run_proctor
+from conftest import free_port, proctor_env, run_proctor
 from playwright.sync_api import Page, expect
 
-from browser.conftest import PASSWORD, free_port, start, stop, wait_until_serving
+from browser.conftest import PASSWORD, start, stop, wait_until_serving
 
 pytestmark = pytest.mark.browser
 

@@ -21,7 +21,7 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
-from conftest import tier_unavailable
+from conftest import free_port, tier_unavailable
 from factories import make_batch_with_grid, make_cast
 
 from dashboard.routing import websocket_urlpatterns
@@ -29,12 +29,6 @@ from evals_app.models import Trial
 from runner.jobs import publishing
 
 LOGGER = "runner.jobs.publishing"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class RedisServer:

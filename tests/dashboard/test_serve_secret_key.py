@@ -3,22 +3,15 @@ beyond this machine with it, and says so once when it listens on loopback."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import PROCTOR, proctor_env
+from conftest import PROCTOR, free_port, proctor_env
 
 SENTENCE = "with the built-in SECRET_KEY: set DJANGO_SECRET_KEY"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def env_without_key(tmp_path: Path, **extra: str) -> dict[str, str]:

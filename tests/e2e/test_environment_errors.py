@@ -4,20 +4,13 @@ naming the setting and exit 2: no traceback, no password echoed."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import proctor_env, run_proctor
+from conftest import free_port, proctor_env, run_proctor
 
 from e2e.running import write_quick_eval
-
-
-def unused_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def assert_one_line_and_exit_2(done: subprocess.CompletedProcess, said: str) -> None:
@@ -39,7 +32,7 @@ def database_that_is_a_folder(tmp_path: Path) -> dict[str, str]:
 
 CASES = [
     pytest.param(
-        lambda _: {"DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{unused_port()}/ours"},
+        lambda _: {"DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{free_port()}/ours"},
         "cannot use the database ours at 127.0.0.1:",
         id="nothing answers at DATABASE_URL",
     ),
@@ -83,7 +76,7 @@ def test_a_worker_says_at_start_that_nothing_answers_at_database_url(
     """Before, it started and reported itself ready."""
     env = {
         **proctor_env(tmp_path / "home"),
-        "DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{unused_port()}/ours",
+        "DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{free_port()}/ours",
         "REDIS_URL": redis_url,
     }
     done = run_proctor("worker", cwd=tmp_path, env=env, timeout=60)

@@ -6,23 +6,16 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
-from conftest import PROCTOR, proctor_env
+from conftest import PROCTOR, free_port, proctor_env
 from e2e.running import Backend
 
 from faults.conftest import agent_runs, kill_agents, lease_eval, wait_for
 
 CASES = 8
 WORK_S = 4
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_serve_started_beside_a_running_eval_takes_none_of_its_trials(tmp_path: Path):

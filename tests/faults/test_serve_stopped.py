@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 
 import requests
-from conftest import PROCTOR, proctor_env, run_proctor
+from conftest import PROCTOR, free_port, proctor_env, run_proctor
 from e2e.running import Backend
 
 from faults.conftest import kill_agents, lease_eval, wait_for
-from faults.test_serve_beside_eval import free_port
 
 CASES = 6
 WORK_S = 3

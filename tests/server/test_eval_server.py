@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import textwrap
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import PROCTOR, proctor_env, run_proctor
+from conftest import PROCTOR, free_port, proctor_env, run_proctor
 from e2e.running import Backend
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
@@ -74,12 +73,6 @@ shop = suite(
     ],
 )
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def write_project(folder: Path) -> Path:
