@@ -137,6 +137,7 @@ def main() -> None:
     if args and not args[0].startswith("-"):
         args[0] = args[0].replace("-", "_")
     from django.core.exceptions import ImproperlyConfigured
+    from django.db import OperationalError
 
     try:
         execute_from_command_line(["proctor", *args])
@@ -145,6 +146,20 @@ def main() -> None:
         # setting and what is wrong with it; a traceback would add only Django's internals.
         sys.stderr.write(f"proctor: {exc}\n")
         sys.exit(2)
+    except OperationalError:
+        # Django's own commands (migrate, showmigrations, shell...) meet a database that does not
+        # answer with a traceback: said in one line as Proctor's commands say it, when that is
+        # what happened. An error of a database that answers is the command's own: raised.
+        from django.core.management import CommandError
+
+        from runner.jobs.database import require_connection
+
+        try:
+            require_connection()
+        except CommandError as refused:
+            sys.stderr.write(f"proctor: {refused}\n")
+            sys.exit(2)
+        raise
     except KeyboardInterrupt as stop:
         # Ctrl-C where a command has nothing of its own to close (`proctor eval` closes its
         # batch itself): one line, not a traceback. `proctor eval` turns SIGTERM and SIGHUP into

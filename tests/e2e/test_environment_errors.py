@@ -88,3 +88,32 @@ def test_seed_demo_data_makes_the_tables_of_a_new_home_first(tmp_path: Path) -> 
     done = run_proctor(*seed, cwd=tmp_path, env=proctor_env(tmp_path / "home"), timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Seeded organization 'demo'" in done.stdout
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["showmigrations"]])
+def test_djangos_own_commands_say_in_one_line_that_nothing_answers(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """Before, Django's traceback; the password stays out of the line as in Proctor's own."""
+    env = {
+        **proctor_env(tmp_path / "home"),
+        "DATABASE_URL": f"postgresql://proctor:hunter2@127.0.0.1:{free_port()}/ours",
+    }
+    done = run_proctor(*command, cwd=tmp_path, env=env, timeout=60)
+    assert_one_line_and_exit_2(done, "proctor: cannot use the database ours at 127.0.0.1:")
+
+
+def test_a_django_command_whose_database_answers_keeps_its_own_errors(tmp_path: Path) -> None:
+    """Only a database that does not answer is said so: here SQLite answers, and the error is
+    the statement's own, which Django reports as it always has."""
+    done = run_proctor(
+        "shell",
+        "-c",
+        "from django.db import connection; connection.cursor().execute('select * from nowhere')",
+        cwd=tmp_path,
+        env=proctor_env(tmp_path / "home"),
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "no such table: nowhere" in done.stderr
+    assert "cannot use the" not in done.stderr
