@@ -38,6 +38,11 @@ class StopSignal(KeyboardInterrupt):
         return f"Stopped ({self.signal_name})."
 
 
+def exit_status(stop: KeyboardInterrupt) -> int:
+    """The command's exit status after ``stop``: 130 for Ctrl-C, as shells give it."""
+    return stop.exit_code if isinstance(stop, StopSignal) else 130
+
+
 def _raise_stop(signum: int, _frame: object) -> None:
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_IGN)

@@ -27,7 +27,7 @@ from runner.batches.planning import (
     record_locally,
 )
 from runner.batches.report import batch_report, report_pass_rate
-from runner.batches.stop_signals import StopSignal, stop_signals_interrupt
+from runner.batches.stop_signals import StopSignal, exit_status, stop_signals_interrupt
 from runner.batches.submission import SubmissionError, build_submission
 from runner.jobs import artifacts, dispatch, leases, reaper
 from runner.jobs.database import ensure_database
@@ -162,10 +162,11 @@ class Command(EvalOptions):
         ends its agent), and the command exits in one line, 130 for Ctrl-C and 128 + the
         signal's number for the others. A batch queued on the broker is the workers' to run:
         only the waiting stops."""
+        code = exit_status(stop)
         if isinstance(stop, StopSignal):
-            how, headline, code = stop.signal_name, f"Stopped ({stop.signal_name})", stop.exit_code
+            how, headline = stop.signal_name, f"Stopped ({stop.signal_name})"
         else:
-            how, headline, code = "Ctrl-C", "Interrupted", 130
+            how, headline = "Ctrl-C", "Interrupted"
         if not settings.EMBEDDED:
             err.print(
                 f"Stopped waiting: batch {batch.pk} goes on on the workers "
@@ -242,7 +243,7 @@ class Command(EvalOptions):
                             f"({batch.url}).",
                             markup=False,
                         )
-                        raise SystemExit(getattr(stop, "exit_code", 130)) from None
+                        raise SystemExit(exit_status(stop)) from None
                 report = server.report(batch.id)
         except RemoteError as exc:
             self._invalid(err, exc.lines)
