@@ -6,8 +6,10 @@
 A file holds one such case, a list of them, or a suite object
 ``{"suite": ID, "name", "variants": [...], "trials", "source", "evals": [...]}``. A file without
 ``variants`` takes them from ``variants.json`` in its folder (a list of variant objects). Checks
-are ``validate`` (a shell command, or a list of ``{"command": ...}`` / ``{"judge": rubric}``);
-a case with no checks but an ``expected_output`` is graded by a judge against it.
+are ``validate`` (a shell command, or a list of ``{"command": ..., "name", "timeout_ms"}`` and
+``{"judge": rubric}``) and ``assertions`` (rubrics, each a judge), together; a case with no
+checks but an ``expected_output`` is graded by a judge against it. Unlike a Python file's
+``validate``, the list may hold commands: a JSON file has no validator to run one from.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import Any
 
 from proctor.conversations import responder, turn, turns
 from proctor.definitions import (
+    DEFAULT_COMMAND_TIMEOUT_MS,
     DEFAULT_MAX_TURNS,
     DEFAULT_TIMEOUT_MS,
     Case,
+    Command,
     Suite,
     Variant,
     case,
@@ -32,9 +36,8 @@ from proctor.definitions import (
     variant,
 )
 from proctor.judges import judge
-from proctor.validation import Problem
+from proctor.validation import EVAL_JSON_SUFFIX, Problem
 
-EVAL_JSON_SUFFIX = ".eval.json"
 VARIANTS_FILE = "variants.json"
 CASE_KEYS = {
     "id",
@@ -103,11 +106,18 @@ def _checks(entry: dict[str, Any], where: str) -> Any:
     validate = entry.get("validate")
     checks: list[Any] = []
     if isinstance(validate, str):
-        return command(validate)
-    if isinstance(validate, list):
+        # With the assertions below, if any (they were once dropped beside a command).
+        checks.append(command(validate))
+    elif isinstance(validate, list):
         for item in validate:
             if isinstance(item, dict) and isinstance(item.get("command"), str):
-                checks.append(command(item["command"]))
+                checks.append(
+                    command(
+                        item["command"],
+                        name=item.get("name"),
+                        timeout_ms=item.get("timeout_ms", DEFAULT_COMMAND_TIMEOUT_MS),
+                    )
+                )
             elif isinstance(item, dict) and isinstance(item.get("judge"), str):
                 checks.append(
                     judge(
@@ -132,6 +142,8 @@ def _checks(entry: dict[str, Any], where: str) -> Any:
                 name="meets expected_output",
             )
         )
+    if len(checks) == 1 and isinstance(checks[0], Command):
+        return checks[0]  # as a Python file writes a lone command()
     return checks or None
 
 

@@ -79,20 +79,26 @@ def _looks_local(url: str) -> bool:
 # --- checks ----------------------------------------------------------------------------------
 
 
+# A command() check's own time limit unless it names one: ten minutes.
+DEFAULT_COMMAND_TIMEOUT_MS = 10 * 60 * 1000
+
+
 @dataclass(frozen=True)
 class Command:
     """A shell command run in the workspace after the agent finishes; passes on exit 0."""
 
     command: str
     name: str | None = None
-    timeout_ms: int = 10 * 60 * 1000
+    timeout_ms: int = DEFAULT_COMMAND_TIMEOUT_MS
 
     @property
     def label(self) -> str:
         return self.name or self.command
 
 
-def command(cmd: str, *, name: str | None = None, timeout_ms: int = 10 * 60 * 1000) -> Command:
+def command(
+    cmd: str, *, name: str | None = None, timeout_ms: int = DEFAULT_COMMAND_TIMEOUT_MS
+) -> Command:
     """``command("pytest -q")``: the trial passes this check when the command exits 0."""
     return Command(command=cmd, name=name, timeout_ms=timeout_ms)
 

@@ -24,6 +24,8 @@ MAX_TAGS = 12
 MAX_CHECKS = 20
 MAX_TURNS_RANGE = (1, 50)
 TIMEOUT_MS_RANGE = (1_000, 3_600_000)
+# The suffix of JSON eval files (evals_app.json_evals), whose validate lists may hold commands.
+EVAL_JSON_SUFFIX = ".eval.json"
 TRIALS_RANGE = (1, 1000)
 # What a prompt variable may hold: text as given, numbers and booleans through str() (what
 # evals_app.resolution.fill_template does); anything else (None, a dict, a list) is refused.
@@ -69,7 +71,9 @@ def _in_range(field: str, value: object, bounds: tuple[int, int], unit: str = ""
     return None
 
 
-def _check_problems(case: Case, is_check: Callable[[object], bool]) -> list[str]:
+def _check_problems(
+    case: Case, is_check: Callable[[object], bool], *, commands_in_lists: bool
+) -> list[str]:
     validate = case.validate
     if validate is None:
         return [
@@ -82,7 +86,9 @@ def _check_problems(case: Case, is_check: Callable[[object], bool]) -> list[str]
         if len(validate) > MAX_CHECKS:
             problems.append(f"validate holds {len(validate)} checks; the most is {MAX_CHECKS}")
         for position, check in enumerate(validate, start=1):
-            if isinstance(check, Command):
+            if isinstance(check, Command) and commands_in_lists:
+                problems.extend(f"validate[{position}]: {p}" for p in _command_problems(check))
+            elif isinstance(check, Command):
                 problems.append(
                     f"validate[{position}] is a command(), which cannot go in a list; "
                     "use it alone, or run it from a validator with ctx.exec()"
@@ -281,8 +287,15 @@ def _conversation_problems(case: Case) -> list[str]:
 
 
 def case_problems(
-    suite: Suite, case: Case, *, is_check: Callable[[object], bool] = is_check
+    suite: Suite,
+    case: Case,
+    *,
+    is_check: Callable[[object], bool] = is_check,
+    commands_in_lists: bool = False,
 ) -> list[str]:
+    """Every rule ``case`` breaks, one sentence each. ``commands_in_lists``: its ``validate``
+    list may hold command() checks (a JSON eval file's, which has no validator to run one
+    from; a Python file runs one from a validator with ctx.exec())."""
     problems = []
     for message in (
         handle_problem("id", case.id),
@@ -308,7 +321,7 @@ def case_problems(
             problems.append(f"tag {tag!r} must be a label of 1 to 50 characters")
     if case.prepare is not None and not callable(case.prepare):
         problems.append("prepare must be a function that receives the prepare helpers")
-    problems.extend(_check_problems(case, is_check))
+    problems.extend(_check_problems(case, is_check, commands_in_lists=commands_in_lists))
     problems.extend(_conversation_problems(case))
     if case.threshold is not None and (
         isinstance(case.threshold, bool)
@@ -416,7 +429,9 @@ def suite_problems(
         if not isinstance(case, Case):
             add(f"cases must be built with case(...), not {type(case).__name__}")
             continue
-        for message in case_problems(suite, case, is_check=is_check):
+        for message in case_problems(
+            suite, case, is_check=is_check, commands_in_lists=file.endswith(EVAL_JSON_SUFFIX)
+        ):
             add(message, case.id if isinstance(case.id, str) else None)
     return problems
 

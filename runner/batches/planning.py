@@ -60,7 +60,7 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
         problems.append(
             Problem(
                 file=display_path(Path(paths[0]) if paths else Path.cwd()),
-                message="holds no *.eval.py files",
+                message="holds no *.eval.py or *.eval.json files",
             )
         )
     for path, suite in loaded:

@@ -1,0 +1,105 @@
+"""The checks of a JSON eval file: ``validate`` (a shell command, or a list of commands and
+judges) and ``assertions`` (rubrics) together. A JSON file has no validator to run a command
+from, so its list may hold commands, which a Python file's may not; each command is graded
+as its own check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import proctor_env, run_proctor
+
+from e2e.running import write_eval
+from evals_app.json_evals import load_json_suites
+from proctor import Command, Judge
+
+VARIANTS = [
+    {"harness": "command", "name": "v", "profile": {"name": "p", "run": "echo hi > out.txt"}}
+]
+
+
+def write_json_eval(folder: Path, case: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "variants.json").write_text(json.dumps(VARIANTS))
+    path = folder / "checks.eval.json"
+    path.write_text(json.dumps(case))
+    return path
+
+
+def test_each_command_of_a_validate_list_is_its_own_check(tmp_path: Path) -> None:
+    write_json_eval(
+        tmp_path,
+        {
+            "id": "two-commands",
+            "prompt": "write out.txt",
+            "validate": [
+                {"command": "test -f out.txt"},
+                {"command": "false", "name": "never", "timeout_ms": 2000},
+            ],
+        },
+    )
+    done = run_proctor(
+        "eval", "checks.eval.json", "--json", cwd=tmp_path, env=proctor_env(tmp_path / "home")
+    )
+
+    assert done.returncode == 0, done.stderr
+    (trial,) = json.loads(done.stdout)["runs"][0]["trials"]
+    assert [(c["name"], c["passed"], c["message"]) for c in trial["checks"]] == [
+        ("test -f out.txt", True, "exited 0"),
+        ("never", False, "exited 1"),
+    ]
+    assert trial["status"] == "failed"
+
+
+def test_a_command_and_assertions_are_all_kept(tmp_path: Path) -> None:
+    """Before, a ``validate`` command made the file's assertions vanish without a word."""
+    path = write_json_eval(
+        tmp_path,
+        {
+            "id": "command-and-rubric",
+            "prompt": "write out.txt",
+            "validate": "test -f out.txt",
+            "assertions": ["says hi"],
+        },
+    )
+    (suite,) = load_json_suites(path)
+    (case,) = suite.cases
+    assert [type(check) for check in case.checks] == [Command, Judge]
+    assert case.checks[1].rubric == "says hi"  # type: ignore[union-attr]
+
+
+def test_a_bad_command_in_a_json_list_is_named_by_its_place(tmp_path: Path) -> None:
+    write_json_eval(
+        tmp_path,
+        {
+            "id": "bad-limit",
+            "prompt": "write out.txt",
+            "validate": [{"command": "true"}, {"command": "true", "timeout_ms": 5}],
+        },
+    )
+    done = run_proctor("eval", "checks.eval.json", cwd=tmp_path, env=proctor_env(tmp_path / "home"))
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "checks.eval.json: suite checks, case bad-limit: validate[2]: command() timeout_ms must be "
+        "a whole number from 1,000 to 3,600,000 milliseconds (got 5)"
+    )
+
+
+def test_a_python_files_list_still_refuses_a_command(tmp_path: Path) -> None:
+    write_eval(
+        tmp_path,
+        "listed.eval.py",
+        """
+        from proctor import case, command, profile, suite, variant
+
+        s = suite("listed", prompt="work",
+                  cases=[case("listed-command", validate=[command("true")])],
+                  variants=[variant("command", profile=profile("p", run="true"))])
+        """,
+    )
+    done = run_proctor("eval", "listed.eval.py", cwd=tmp_path, env=proctor_env(tmp_path / "home"))
+
+    assert done.returncode == 2
+    assert "validate[1] is a command(), which cannot go in a list" in done.stderr
