@@ -124,7 +124,7 @@ def _checks(entry: dict[str, Any], where: str) -> Any:
                         item["judge"],
                         model=item.get("model"),
                         name=item.get("name"),
-                        threshold=float(item.get("threshold", 0.5)),
+                        threshold=item.get("threshold", 0.5),  # checked with the case
                     )
                 )
             else:

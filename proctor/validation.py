@@ -122,6 +122,28 @@ def _command_problems(check: Command) -> list[str]:
     return problems
 
 
+def _judge_problems(check: Judge) -> list[str]:
+    """What a model could not grade by, of a ``judge()``."""
+    if not isinstance(check.rubric, str) or not check.rubric.strip():
+        return [
+            "judge() needs a rubric, the text the model grades by, like judge('The answer "
+            f"names the root cause') (got {check.rubric!r})"
+        ]
+    where = f"judge {check.label!r}"
+    problems = []
+    if isinstance(check.threshold, bool) or not (
+        isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1
+    ):
+        problems.append(
+            f"{where}: threshold must be a number from 0 to 1 (got {check.threshold!r})"
+        )
+    for field in ("model", "name"):
+        value = getattr(check, field)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            problems.append(f"{where}: {field} must be text, or left out (got {value!r})")
+    return problems
+
+
 def _a_type(value: object) -> str:
     """``value``'s type with its article: "a str", "an int"."""
     name = type(value).__name__
@@ -336,10 +358,8 @@ def case_problems(
     for check in case.checks:
         if isinstance(check, Assertion) and (message := _assertion_problem(check, mock_names)):
             problems.append(message)
-        if isinstance(check, Judge) and not (
-            isinstance(check.threshold, int | float) and 0 <= check.threshold <= 1
-        ):
-            problems.append(f"judge {check.label!r}: threshold must be from 0 to 1")
+        if isinstance(check, Judge):
+            problems.extend(_judge_problems(check))
     for name, value in case.variables.items():
         if not isinstance(value, TEMPLATE_VALUE_TYPES):
             problems.append(

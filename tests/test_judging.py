@@ -264,3 +264,35 @@ def test_a_judges_own_model_is_used_unless_the_command_line_names_one(settings) 
     assert (
         judge_config(judge(RUBRIC, model="judge-model"), cli_model="cli-model").model == "cli-model"
     )
+
+
+@pytest.mark.parametrize(
+    ("check", "said"),
+    [
+        (judge(""), "judge() needs a rubric, the text the model grades by"),
+        (
+            judge("ok", threshold="high"),
+            "judge 'ok': threshold must be a number from 0 to 1 (got 'high')",
+        ),  # type: ignore[arg-type]
+        (
+            judge("ok", threshold=True),
+            "judge 'ok': threshold must be a number from 0 to 1 (got True)",
+        ),  # type: ignore[arg-type]
+        (
+            judge("ok", threshold=1.5),
+            "judge 'ok': threshold must be a number from 0 to 1 (got 1.5)",
+        ),
+        (judge("ok", model=3), "judge 'ok': model must be text, or left out (got 3)"),  # type: ignore[arg-type]
+        (judge("ok", name=""), "judge 'ok': name must be text, or left out (got '')"),
+    ],
+    ids=["no rubric", "threshold text", "threshold bool", "threshold above 1", "model", "name"],
+)
+def test_a_judge_a_model_could_not_grade_by_is_refused_at_load(check, said: str) -> None:
+    """Before, the first and the last two loaded (an empty rubric graded against nothing)."""
+    from proctor import case, suite, variant
+    from proctor.validation import case_problems
+
+    judged = case("judged", validate=check)
+    s = suite("s", prompt="p", cases=[judged], variants=[variant("command")])
+
+    assert [problem for problem in case_problems(s, judged) if said in problem]

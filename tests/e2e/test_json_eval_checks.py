@@ -103,3 +103,19 @@ def test_a_python_files_list_still_refuses_a_command(tmp_path: Path) -> None:
 
     assert done.returncode == 2
     assert "validate[1] is a command(), which cannot go in a list" in done.stderr
+
+
+def test_a_judge_threshold_that_is_no_number_is_one_line(tmp_path: Path) -> None:
+    """Before: "could not convert string to float" without the case, or a traceback."""
+    write_json_eval(
+        tmp_path,
+        {"id": "odd-judge", "prompt": "p", "validate": [{"judge": "ok", "threshold": [1]}]},
+    )
+    done = run_proctor("eval", "checks.eval.json", cwd=tmp_path, env=proctor_env(tmp_path / "home"))
+
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert (
+        "checks.eval.json: suite checks, case odd-judge: judge 'ok': threshold must be a number "
+        "from 0 to 1 (got [1])"
+    ) in done.stderr
