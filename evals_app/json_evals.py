@@ -75,22 +75,54 @@ def _source(value: Any, base: Path, where: str) -> Any:
     raise ValueError(f'{where}source must be {{"files": {{...}}}} or {{"repo": "owner/name@ref"}}')
 
 
+# A variant object's own keys; any other is one of the harness's or sandbox's options (image,
+# cpus, prices...), which the variant rules name when unknown, as for a Python file.
+VARIANT_KEYS = {"harness", "name", "model", "profile", "sandbox", "network"}
+PROFILE_KEYS = {
+    "name",
+    "dir",
+    "run",
+    "install",
+    "env",
+    "system_prompt",
+    "capabilities",
+    "plan_file",
+}
+
+
 def _variant(value: Any, base: Path) -> Variant:
     if not isinstance(value, dict) or not isinstance(value.get("harness"), str):
         raise ValueError('each variant needs a "harness"')
     prof = value.get("profile")
     built = None
     if isinstance(prof, dict):
+        if unknown := sorted(set(prof) - PROFILE_KEYS):
+            raise ValueError(
+                f"variant {value.get('name') or value['harness']}: profile has unknown field "
+                f"{', '.join(unknown)} (known: {', '.join(sorted(PROFILE_KEYS))})"
+            )
         folder = prof.get("dir")
+        env = prof.get("env") or {}
         built = profile(
             str(prof.get("name", "profile")),
             dir=str((base / folder).resolve()) if isinstance(folder, str) else None,
             run=prof.get("run"),
             install=prof.get("install"),
-            env={str(k): str(v) for k, v in (prof.get("env") or {}).items()},
+            # Numbers as text, as the environment holds them; anything else for the rules.
+            env={
+                k: str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+                for k, v in env.items()
+            }
+            if isinstance(env, dict)
+            else env,
             system_prompt=prof.get("system_prompt"),
-            capabilities=tuple(prof.get("capabilities") or ()),
+            capabilities=prof.get("capabilities") or (),
             plan_file=prof.get("plan_file"),
+        )
+    elif prof is not None:
+        raise ValueError(
+            f"variant {value.get('name') or value['harness']}: profile must be an object, like "
+            '{"name": "scripted", "run": "bash agent.sh"}'
         )
     return variant(
         value["harness"],
@@ -98,7 +130,8 @@ def _variant(value: Any, base: Path) -> Variant:
         profile=built,
         sandbox=value.get("sandbox", "local"),
         name=value.get("name"),
-        network=bool(value.get("network", False)),
+        network=value.get("network", False),
+        **{key: option for key, option in value.items() if key not in VARIANT_KEYS},
     )
 
 
@@ -233,9 +266,17 @@ def load_json_suites(path: Path) -> list[Suite]:
                 raise ValueError(
                     f'has no "variants" and there is no {VARIANTS_FILE} beside it to take them from'
                 )
-            raw_variants = json.loads(sibling.read_text(encoding="utf-8"))
-            if isinstance(raw_variants, dict):
-                raw_variants = raw_variants.get("variants", [])
+            try:
+                raw_variants = json.loads(sibling.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise ValueError(f"{VARIANTS_FILE} is not valid JSON: {exc}") from None
+            if isinstance(raw_variants, dict) and "variants" in raw_variants:
+                raw_variants = raw_variants["variants"]
+        if not isinstance(raw_variants, list):
+            raise ValueError(
+                'variants are a list of variant objects, like [{"harness": "command", '
+                '"profile": {"run": "bash agent.sh"}}]'
+            )
         variants = [_variant(v, path.parent) for v in raw_variants]
         cases = [_case(entry, path.parent) for entry in entries]
         source = _source(meta.get("source"), path.parent, "")

@@ -130,6 +130,14 @@ class Cache:
 # --- variants --------------------------------------------------------------------------------
 
 
+# What a profile's process can do beyond one prompt, named in ``profile(capabilities=...)``.
+CONVERSATION_RESUME = "conversation-resume"
+PLAN_MODE = "plan-mode"
+# It can start a conversation from earlier messages, so a case can test the agent mid-way.
+SEEDED_CONVERSATION = "seeded-conversation"
+CAPABILITIES = (CONVERSATION_RESUME, PLAN_MODE, SEEDED_CONVERSATION)
+
+
 @dataclass(frozen=True)
 class Profile:
     """How a harness is configured: for the command harness, the process to run.
@@ -170,9 +178,11 @@ def profile(
         dir=dir,
         run=run,
         install=install,
-        env=dict(env or {}),
+        # Anything else is kept as given, for the rules to name when the file is loaded.
+        env=dict(env) if isinstance(env, Mapping) else env or {},
         system_prompt=system_prompt,
-        capabilities=tuple(capabilities),
+        # One name given alone is that name, not its letters.
+        capabilities=(capabilities,) if isinstance(capabilities, str) else tuple(capabilities),
         plan_file=plan_file,
     )
 

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from proctor.assertions import ASSERTION_TYPES, BOUND_TYPES, CALL_TYPES, Assertion
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
-from proctor.definitions import Cache, Case, Command, Files, Repo, Suite, Variant
+from proctor.definitions import (
+    CAPABILITIES,
+    Cache,
+    Case,
+    Command,
+    Files,
+    Profile,
+    Repo,
+    Suite,
+    Variant,
+)
 from proctor.judges import Judge
 from proctor.mock import host_problems, mock_problems
 
@@ -377,6 +387,35 @@ def case_problems(
     return problems
 
 
+def _profile_problems(profile: Profile) -> list[str]:
+    """What of a ``profile()`` no harness could use: each field of its own type, the
+    capabilities known ones (an unknown one was ignored without a word)."""
+    if not isinstance(profile, Profile):
+        return [f"profile must be built with profile(...), not {type(profile).__name__}"]
+    problems = []
+    if not isinstance(profile.name, str) or not profile.name.strip():
+        problems.append(f"profile needs a name (got {profile.name!r})")
+    for field in ("run", "install", "system_prompt", "plan_file"):
+        value = getattr(profile, field)
+        if value is not None and not isinstance(value, str):
+            problems.append(f"profile {field} must be text (got {_a_type(value)})")
+    env = profile.env
+    if not isinstance(env, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in env.items()
+    ):
+        problems.append(
+            "profile env must map variable names to text, like {'API_KEY': '$API_KEY'} "
+            f"(got {env!r})"
+        )
+    unknown = [c for c in profile.capabilities if c not in CAPABILITIES]
+    if unknown:
+        problems.append(
+            f"profile capabilities: unknown {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(CAPABILITIES)})"
+        )
+    return problems
+
+
 def _variant_problems(
     variants: Sequence[Variant],
     known_harnesses: Iterable[str] | None,
@@ -404,6 +443,15 @@ def _variant_problems(
         if sandboxes is not None and variant.sandbox not in sandboxes:
             problems.append(
                 f"variant {variant.name}: unknown sandbox {variant.sandbox!r} (known: {', '.join(sorted(sandboxes))})"
+            )
+        if not isinstance(variant.network, bool):
+            problems.append(
+                f"variant {variant.name}: network must be true or false (got {variant.network!r})"
+            )
+        if variant.profile is not None:
+            problems.extend(
+                f"variant {variant.name}: {problem}"
+                for problem in _profile_problems(variant.profile)
             )
         if variant.harness == "command" and (variant.profile is None or not variant.profile.run):
             problems.append(

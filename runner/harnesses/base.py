@@ -12,16 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The capabilities are the SDK's (profile(capabilities=...) names them), and the harnesses'
+# from here.
+from proctor.definitions import CONVERSATION_RESUME as CONVERSATION_RESUME
+from proctor.definitions import PLAN_MODE as PLAN_MODE
+from proctor.definitions import SEEDED_CONVERSATION as SEEDED_CONVERSATION
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
 from runner.sandboxes import Sandbox
 from runner.sandboxes.base import lines_taker
-
-CONVERSATION_RESUME = "conversation-resume"
-PLAN_MODE = "plan-mode"
-# The harness can start a conversation from earlier messages (``seed()``), so a case can test
-# the agent mid-conversation.
-SEEDED_CONVERSATION = "seeded-conversation"
 
 EventSink = Callable[[AgentEvent], None]
 # Called with each raw output line of the agent process: (stream, line). The recorder's sink

@@ -161,6 +161,56 @@ RULES = [
         variant='variant("command")',
     ),
     rule(
+        "network-not-a-bool",
+        ["rules.eval.py", "suite rules", "variant command:echo", "network", "'no'"],
+        variant=f'variant("command", profile={PROFILE}, network="no")',
+    ),
+    rule(
+        "profile-env-not-a-mapping",
+        ["rules.eval.py", "suite rules", "variant command:p", "profile env", "'KEY=1'"],
+        variant='variant("command", profile=profile("p", run="true", env="KEY=1"))',
+    ),
+    rule(
+        "profile-unknown-capability",
+        ["rules.eval.py", "suite rules", "variant command:p", "capabilities", "'resume'"],
+        variant='variant("command", profile=profile("p", run="true", capabilities=["resume"]))',
+    ),
+    rule(
+        "command-blank",
+        ["rules.eval.py", "case good-case", "command()", "shell command"],
+        validate='command("  ")',
+    ),
+    rule(
+        "judge-without-rubric",
+        ["rules.eval.py", "case good-case", "judge()", "rubric"],
+        validate='[ok, __import__("proctor").judge("")]',
+    ),
+    rule(
+        "json-validate-list-bad-command",
+        ["rules.eval.json", "suite rules", "case json-case", "validate[2]", "timeout_ms"],
+        files={
+            "rules.eval.json": '{"id": "json-case", "prompt": "p", "validate": [{"command": "true"},'
+            ' {"command": "true", "timeout_ms": 5}]}',
+            "variants.json": '[{"harness": "command", "profile": {"run": "true"}}]',
+        },
+    ),
+    rule(
+        "json-variant-typo",
+        ["rules.eval.json", "suite rules", "unknown option sandbx"],
+        files={
+            "rules.eval.json": '{"id": "json-case", "prompt": "p", "validate": "true"}',
+            "variants.json": '[{"harness": "command", "sandbx": "docker", "profile": {"run": "true"}}]',
+        },
+    ),
+    rule(
+        "json-variants-file-not-json",
+        ["rules.eval.json", "variants.json is not valid JSON"],
+        files={
+            "rules.eval.json": '{"id": "json-case", "prompt": "p", "validate": "true"}',
+            "variants.json": "[{harness: command}]",
+        },
+    ),
+    rule(
         "syntax-error",
         ["rules.eval.py", "line 2", "syntax"],
         files={"rules.eval.py": "from proctor import suite\ns = suite(\n"},
