@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -271,7 +271,9 @@ def _batch(request: Request, raw: Any, name: str = "id") -> Batch:
         ) from None
     batch = access.batches_for(request.user).filter(pk=number).first()
     if batch is None:
-        raise Http404
+        # Which value named it (compare takes two); the same words whether the batch is
+        # another organization's or does not exist, so nothing is learnt of the others.
+        raise NotFound(f"{name}: there is no batch {number} among your organizations' batches.")
     return batch
 
 

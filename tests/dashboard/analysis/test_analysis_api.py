@@ -157,7 +157,14 @@ def test_another_organization_gets_404_everywhere(api, cast, pair):
         f"/api/analysis/suites/{suite_id}/flaky/",
     ):
         assert client.get(url).status_code == 404, url
-    assert client.get("/api/analysis/compare/", {"a": pair.a.pk, "b": pair.b.pk}).status_code == 404
+    other = client.get("/api/analysis/compare/", {"a": pair.a.pk, "b": pair.b.pk})
+    assert other.status_code == 404
+    # The value that named it, in the same words as for a batch that does not exist.
+    said = f"b: there is no batch {pair.b.pk} among your organizations' batches."
+    assert other.json() == {"detail": said}
+    missing = api(cast.bob).get("/api/analysis/compare/", {"a": pair.a.pk, "b": 999_999})
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": said.replace(str(pair.b.pk), "999999")}
     assert (
         client.post(f"/api/analysis/batches/{pair.a.pk}/baseline/", {}, format="json").status_code
         == 404
