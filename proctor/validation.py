@@ -314,7 +314,9 @@ def _conversation_problems(case: Case) -> list[str]:
                 problems.append(f"initial_messages role must be user or assistant, not {role!r}")
                 break
     if not isinstance(case.plan_mode, bool):
-        problems.append("plan_mode must be True or False")
+        problems.append(
+            f"plan_mode must be True or False (true or false in JSON; got {case.plan_mode!r})"
+        )
     return problems
 
 

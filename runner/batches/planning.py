@@ -97,12 +97,12 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
         )
         capabilities = harness.capabilities_for(variant)
         for case in suite.cases:
+            # Only a real True: any other value is refused by the case's own rules, once.
+            plan_mode = case.plan_mode is True
             needs = []
-            if (
-                case.user is not None or case.plan_mode
-            ) and CONVERSATION_RESUME not in capabilities:
+            if (case.user is not None or plan_mode) and CONVERSATION_RESUME not in capabilities:
                 needs.append(CONVERSATION_RESUME)
-            if case.plan_mode and PLAN_MODE not in capabilities:
+            if plan_mode and PLAN_MODE not in capabilities:
                 needs.append(PLAN_MODE)
             if (
                 isinstance(case.user, SimulatedUser)
@@ -113,7 +113,7 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
             if needs:
                 why = (
                     "plan mode"
-                    if case.plan_mode
+                    if plan_mode
                     else "initial messages"
                     if SEEDED_CONVERSATION in needs
                     else "a conversation"
@@ -130,7 +130,7 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
                     )
                 )
             elif (
-                case.plan_mode
+                plan_mode
                 and not isinstance(case.user, Responder)
                 and not harness.declares_plan_file(variant)
             ):

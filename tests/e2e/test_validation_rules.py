@@ -195,6 +195,16 @@ RULES = [
         },
     ),
     rule(
+        "json-plan-mode-not-a-bool",
+        ["rules.eval.json", "case json-case", "plan_mode", "true or false in JSON", "'yes'"],
+        files={
+            "rules.eval.json": '{"id": "json-case", "prompt": "p", "validate": "true",'
+            ' "plan_mode": "yes"}',
+            # The one problem is the value's: no word of what plan mode would need.
+            "variants.json": '[{"harness": "command", "profile": {"run": "true"}}]',
+        },
+    ),
+    rule(
         "json-variant-typo",
         ["rules.eval.json", "suite rules", "unknown option sandbx"],
         files={
