@@ -163,9 +163,11 @@ def main() -> None:
     except KeyboardInterrupt as stop:
         # Ctrl-C where a command has nothing of its own to close (`proctor eval` closes its
         # batch itself): one line, not a traceback. `proctor eval` turns SIGTERM and SIGHUP into
-        # an interrupt that carries its own line and exit status (runner/batches/stop_signals.py).
-        sys.stderr.write(f"{getattr(stop, 'summary', 'Interrupted.')}\n")
-        sys.exit(getattr(stop, "exit_code", 130))
+        # an interrupt that carries its own line and exit status.
+        from runner.batches.stop_signals import StopSignal, exit_status
+
+        sys.stderr.write(f"{stop.summary if isinstance(stop, StopSignal) else 'Interrupted.'}\n")
+        sys.exit(exit_status(stop))
 
 
 if __name__ == "__main__":

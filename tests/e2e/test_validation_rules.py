@@ -10,6 +10,8 @@ import pytest
 from e2e.running import Backend, agent_profile, write_eval
 
 PROFILE = agent_profile("echo_agent.sh", name="echo")
+# The variants.json beside the JSON eval files of the rules below.
+JSON_VARIANTS = '[{"harness": "command", "profile": {"run": "true"}}]'
 
 
 def rules_file(
@@ -191,7 +193,7 @@ RULES = [
         files={
             "rules.eval.json": '{"id": "json-case", "prompt": "p", "validate": [{"command": "true"},'
             ' {"command": "true", "timeout_ms": 5}]}',
-            "variants.json": '[{"harness": "command", "profile": {"run": "true"}}]',
+            "variants.json": JSON_VARIANTS,
         },
     ),
     rule(
@@ -201,7 +203,7 @@ RULES = [
             "rules.eval.json": '{"id": "json-case", "prompt": "p", "validate": "true",'
             ' "plan_mode": "yes"}',
             # The one problem is the value's: no word of what plan mode would need.
-            "variants.json": '[{"harness": "command", "profile": {"run": "true"}}]',
+            "variants.json": JSON_VARIANTS,
         },
     ),
     rule(
