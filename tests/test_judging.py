@@ -112,6 +112,19 @@ def test_a_passing_verdict_below_the_threshold_fails_and_says_why(
     assert record.verdict == "failed"
 
 
+def test_a_verdict_in_promptfoos_words_is_read(fake_model_server: FakeModelServer) -> None:
+    fake_model_server.script('{"reason": "Half done.", "pass": false, "score": 0.4}')
+
+    result, record = run_judge(
+        judge(RUBRIC), trial_context(), config=config_for(fake_model_server), index=0
+    )
+
+    assert not result.passed
+    assert result.score == 0.4
+    assert result.message == "Half done."
+    assert record.verdict == "failed"
+
+
 def test_a_verdict_without_a_score_scores_by_passed(fake_model_server: FakeModelServer) -> None:
     fake_model_server.script('```json\n{"passed": true, "reason": "Fine."}\n```')
 

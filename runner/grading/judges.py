@@ -181,13 +181,16 @@ def run_judge(
 
 def read_verdict(text: str) -> tuple[bool, float, str] | str:
     """(passed, score, reason) from the judge's answer, or the cause it could not be read:
-    ``missing_verdict`` when the object has no ``passed``, ``malformed_verdict`` otherwise."""
+    ``missing_verdict`` when the object has no ``passed``, ``malformed_verdict`` otherwise.
+    ``pass`` stands for ``passed``: it is promptfoo's graders' word, which a model answers
+    with by habit and a rubric ported from promptfoo may ask for."""
     data = parse_json_answer(text)
     if data is None:
         return MALFORMED_VERDICT
-    if "passed" not in data:
+    key = "passed" if "passed" in data else "pass"
+    if key not in data:
         return MISSING_VERDICT
-    passed = _as_bool(data["passed"])
+    passed = _as_bool(data[key])
     if passed is None:
         return MALFORMED_VERDICT
     score = _as_score(data.get("score"), passed)
