@@ -161,7 +161,14 @@ def read_transcript(path: Path) -> Transcript:
         if not isinstance(message, dict) or "role" not in message:
             raise TranscriptError(f"message {position} is not a {{role, content}} object")
         role = str(message["role"]).lower()
-        text = _text(message.get("content"))
+        content = message.get("content")
+        # None is a real recording's (OpenAI's assistant message that only called a tool).
+        if content is not None and not isinstance(content, str | list):
+            raise TranscriptError(
+                f"message {position} has content {content!r}; write it as text"
+                " (or a list of {\"type\": \"text\", \"text\": ...} parts)"
+            )
+        text = _text(content)
         if role in IGNORED_ROLES or not text:
             continue
         if role in CALLER_ROLES:

@@ -63,6 +63,10 @@ def write_recordings(folder: Path) -> None:
         (folder / name).write_text(json.dumps(data), encoding="utf-8")
     (folder / "e-broken.json").write_text("{not json", encoding="utf-8")
     (folder / "f-agent-only.json").write_text(json.dumps([{"role": "assistant", "content": "Hi?"}]))
+    # A tool-calling reply without words (content null) is skipped; a number is no message.
+    (folder / "g-numbers.json").write_text(
+        json.dumps([{"role": "assistant", "content": None}, {"role": "user", "content": 123}])
+    )
     (folder / "notes.txt").write_text("not a recording")
 
 
@@ -98,6 +102,11 @@ def test_it_turns_each_recording_into_a_simulated_user_case(
             "(char 1))",
         ),
         ("f-agent-only.json", "holds no message from the caller (role user)"),
+        (
+            "g-numbers.json",
+            'message 2 has content 123; write it as text (or a list of {"type": "text", '
+            '"text": ...} parts)',
+        ),
     ]
     output = tmp_path / "recorded-calls.eval.py"
     output.write_text(result.source, encoding="utf-8")
