@@ -21,7 +21,7 @@ from typing import NoReturn
 from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
 from evals_app.source_capture import BUNDLE_ROOT_MARKER, project_root
 from proctor.capture import capture_output
-from proctor.definitions import Suite
+from proctor.definitions import DefinitionError, Suite
 from proctor.validation import Problem
 
 EVAL_SUFFIX = ".eval.py"
@@ -238,6 +238,10 @@ def _import_suites(path: Path) -> list[Suite]:
                 )
             ]
         ) from None
+    except DefinitionError as exc:
+        line = _error_line(exc, path)
+        where = f"line {line}: " if line else ""
+        raise LoadError([Problem(file=display_path(path), message=f"{where}{exc}")]) from None
     except BaseException as exc:  # any other error while importing the user's file
         line = _error_line(exc, path)
         where = f"line {line}: " if line else ""

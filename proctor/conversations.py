@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from proctor.definitions import DefinitionError, a_type
+
 DELIVER_ALWAYS = "always"
 DELIVER_WHEN_AGENT_ASKS = "agent_asks"
 DELIVER_WHEN = (DELIVER_ALWAYS, DELIVER_WHEN_AGENT_ASKS)
@@ -116,42 +118,63 @@ def simulated_user(
 ) -> SimulatedUser:
     """A persona for ``case(user=...)``. A relative ``file://`` path for ``initial_messages``
     is read relative to the calling file, when the eval is defined."""
-    seeded: list[tuple[str, str]] = []
+    given = "initial_messages"
     if isinstance(initial_messages, str):
+        given = f"initial_messages {initial_messages}"
         initial_messages = _load_messages(
             initial_messages, sys._getframe(1).f_globals.get("__file__")
         )
-    for message in initial_messages or ():
-        seeded.append((str(message["role"]), str(message["content"])))
     return SimulatedUser(
         instructions=instructions,
         first_message=first_message,
         max_turns=max_turns,
         model=model,
-        initial_messages=tuple(seeded),
+        initial_messages=_seeded(initial_messages, given),
     )
 
 
-class MessagesFileError(ValueError):
-    """``initial_messages="file://..."`` names a file that is missing or not a message list."""
+def _seeded(messages: Any, given: str) -> tuple[tuple[str, str], ...]:
+    """(role, content) pairs of the seed messages; a shape that holds none is refused here,
+    where the file and line of the call are known (the role is checked with the case)."""
+    if messages is None:
+        return ()
+    if not isinstance(messages, list | tuple):
+        raise DefinitionError(
+            f'{given} must be a list of {{"role", "content"}} messages or "file://path.json" '
+            f"(got {a_type(messages)})"
+        )
+    seeded = []
+    for position, message in enumerate(messages, start=1):
+        if not isinstance(message, dict) or "role" not in message or "content" not in message:
+            raise DefinitionError(
+                f'{given}: message {position} must be a {{"role", "content"}} object '
+                f"(got {message!r:.80})"
+            )
+        if not isinstance(message["content"], str):
+            raise DefinitionError(
+                f"{given}: message {position}'s content must be text (got {message['content']!r:.80})"
+            )
+        seeded.append((str(message["role"]), message["content"]))
+    return tuple(seeded)
 
 
-def _load_messages(reference: str, caller: str | None) -> list[dict[str, Any]]:
+def _load_messages(reference: str, caller: str | None) -> Any:
     path = Path(reference.removeprefix("file://"))
     if not path.is_absolute():
         path = (Path(caller).resolve().parent if caller else Path.cwd()) / path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise MessagesFileError(
-            f"initial_messages {reference}: cannot read {path}: {exc}"
+    except OSError as exc:
+        raise DefinitionError(
+            f"initial_messages {reference}: cannot read {path} ({exc.strerror or exc})"
         ) from None
+    except ValueError as exc:
+        raise DefinitionError(f"initial_messages {reference}: {path} is not JSON ({exc})") from None
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         data = data["messages"]
-    if not isinstance(data, list) or not all(
-        isinstance(m, dict) and "role" in m and "content" in m for m in data
-    ):
-        raise MessagesFileError(
-            f"initial_messages {reference}: {path} must hold a list of {{role, content}} objects"
+    if not isinstance(data, list):
+        raise DefinitionError(
+            f'initial_messages {reference}: {path} must hold a list of {{"role", "content"}} '
+            'objects (or {"messages": [...]})'
         )
     return data

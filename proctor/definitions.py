@@ -17,6 +17,19 @@ DEFAULT_MAX_TURNS = 8
 DEFAULT_TIMEOUT_MS = 15 * 60 * 1000
 
 
+class DefinitionError(ValueError):
+    """An SDK call given arguments it cannot build a value from at all. Most mistakes are kept
+    and reported with the rest when the eval is validated (``proctor.validation``); this is for
+    the few a constructor must read to go on (a file it loads, a list it unpacks). The message
+    is one sentence for the eval's author, shown with the file and line of the call."""
+
+
+def a_type(value: object) -> str:
+    """``value``'s type with its article, for messages: "a str", "an int"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 # --- sources ---------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from proctor.definitions import (
     Repo,
     Suite,
     Variant,
+    a_type,
 )
 from proctor.judges import Judge
 from proctor.mock import host_problems, mock_problems
@@ -105,13 +106,13 @@ def _check_problems(
                 )
             elif not is_check(check):
                 problems.append(
-                    f"validate[{position}] is {_a_type(check)}, not a validator or judge"
+                    f"validate[{position}] is {a_type(check)}, not a validator or judge"
                 )
         return problems
     if isinstance(validate, Command):
         return _command_problems(validate)
     if not is_check(validate):
-        return [f"validate is {_a_type(validate)}, not a command(), validator or judge"]
+        return [f"validate is {a_type(validate)}, not a command(), validator or judge"]
     return []
 
 
@@ -152,12 +153,6 @@ def _judge_problems(check: Judge) -> list[str]:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             problems.append(f"{where}: {field} must be text, or left out (got {value!r})")
     return problems
-
-
-def _a_type(value: object) -> str:
-    """``value``'s type with its article: "a str", "an int"."""
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _cache_problem(cache: object) -> str | None:
@@ -289,6 +284,16 @@ def _conversation_problems(case: Case) -> list[str]:
                     problems.append(
                         f"turn {position}: agent_response_matches is not a valid regex ({exc})"
                     )
+    if isinstance(user, Responder | SimulatedUser):
+        kind = "responder" if isinstance(user, Responder) else "simulated_user"
+        if user.model is not None and (not isinstance(user.model, str) or not user.model.strip()):
+            problems.append(
+                f"{kind} model must be a model's name, or left out (got {user.model!r})"
+            )
+        # A blank first message is left to mean none: the case's prompt opens.
+        opening = getattr(user, "first_message", None)
+        if opening is not None and not isinstance(opening, str):
+            problems.append(f"simulated_user first_message must be text (got {opening!r})")
     if isinstance(user, Responder) and (
         message := _in_range("responder max_turns", user.max_turns, MAX_TURNS_RANGE)
     ):
@@ -400,7 +405,7 @@ def _profile_problems(profile: Profile) -> list[str]:
     for field in ("run", "install", "system_prompt", "plan_file"):
         value = getattr(profile, field)
         if value is not None and not isinstance(value, str):
-            problems.append(f"profile {field} must be text (got {_a_type(value)})")
+            problems.append(f"profile {field} must be text (got {a_type(value)})")
     env = profile.env
     if not isinstance(env, Mapping) or not all(
         isinstance(key, str) and isinstance(value, str) for key, value in env.items()

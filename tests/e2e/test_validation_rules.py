@@ -10,6 +10,11 @@ import pytest
 from e2e.running import Backend, agent_profile, write_eval
 
 PROFILE = agent_profile("echo_agent.sh", name="echo")
+# A command variant that can hold a conversation, for the rules of its person's side.
+CONVERSING = (
+    'variant("command", profile=profile("talker", run="true", '
+    'capabilities=["conversation-resume"]))'
+)
 # The variants.json beside the JSON eval files of the rules below.
 JSON_VARIANTS = '[{"harness": "command", "profile": {"run": "true"}}]'
 
@@ -26,7 +31,7 @@ def rules_file(
 ) -> str:
     validate_part = f", validate={validate}" if validate is not None else ""
     return f"""
-    from proctor import case, command, profile, suite, variant
+    from proctor import case, command, profile, responder, simulated_user, suite, variant
 
 
     def ok(ctx):
@@ -53,6 +58,30 @@ def rule(
 
 
 RULES = [
+    rule(
+        "simulated-user-message-without-content",
+        ["rules.eval.py", "line 9", "initial_messages: message 2", '{"role", "content"}'],
+        case_fields=", user=simulated_user('You are Bo.', initial_messages="
+        "[{'role': 'user', 'content': 'Hi'}, {'role': 'assistant'}])",
+    ),
+    rule(
+        "simulated-user-messages-file-missing",
+        ["rules.eval.py", "initial_messages file://calls/none.json", "No such file"],
+        case_fields=", user=simulated_user('You are Bo.', initial_messages="
+        "'file://calls/none.json')",
+    ),
+    rule(
+        "simulated-user-first-message-not-text",
+        ["rules.eval.py", "case good-case", "simulated_user first_message must be text", "5"],
+        case_fields=", user=simulated_user('You are Bo.', first_message=5)",
+        variant=CONVERSING,
+    ),
+    rule(
+        "responder-model-not-a-name",
+        ["rules.eval.py", "case good-case", "responder model", "got 3"],
+        case_fields=", user=responder(model=3)",
+        variant=CONVERSING,
+    ),
     rule(
         "diff-ignore-not-a-pattern",
         ["rules.eval.py", "suite rules", "diff_ignore[2]", "glob pattern"],
