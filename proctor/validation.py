@@ -199,6 +199,10 @@ def is_check(value: object) -> bool:
 
 
 def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
+    for field in ("metric", "name"):
+        value = getattr(item, field)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            return f"assertion ({item.type}): {field} must be text, or left out (got {value!r})"
     where = f"assertion {item.label!r}"
     if item.type not in ASSERTION_TYPES:
         return f"{where}: unknown type {item.type!r} (known: {', '.join(ASSERTION_TYPES)})"
@@ -215,12 +219,20 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
         isinstance(item.value, bool)
         or not isinstance(item.value, int | float)
         or not math.isfinite(item.value)
+        or item.value < 0
     ):
-        return f"{where}: a {item.type} assertion's value is a finite number (the most allowed)"
+        return (
+            f"{where}: a {item.type} assertion's value is a finite number, 0 or more "
+            f"(the most allowed; got {item.value!r})"
+        )
     if item.type in ("contains-any", "contains-all") and not (
-        isinstance(item.value, list | tuple) and item.value
+        isinstance(item.value, list | tuple)
+        and item.value
+        and all(isinstance(text, str) for text in item.value)
     ):
         return f"{where}: value must be a non-empty list of strings"
+    if item.type == "llm-rubric" and isinstance(item.value, str) and not item.value.strip():
+        return f"{where}: the value is the rubric the model grades by, and it is blank"
     if item.type in (
         "icontains",
         "not-icontains",

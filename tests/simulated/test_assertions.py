@@ -379,6 +379,10 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
         case("threshold-too-high", validate=[assertion("icontains", "x")], threshold=1.5),
         case("python-not-callable", validate=[assertion("python", "ctx.answer() == 'x'")]),
         case("latency-not-a-number", validate=[assertion("latency", "fast")]),
+        case("negative-cost", validate=[assertion("cost", -0.5)]),
+        case("blank-rubric", validate=[assertion("llm-rubric", " ")]),
+        case("metric-not-text", validate=[assertion("icontains", "x", metric=5)]),
+        case("list-not-of-text", validate=[assertion("contains-any", ["x", 5])]),
     ], variants=[variant("command", profile=caller)])
     """,
     )
@@ -388,7 +392,7 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 6, lines
+    assert len(lines) == 10, lines
     by_case = {
         case: next(line for line in lines if f"case {case}:" in line)
         for case in (
@@ -398,6 +402,10 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
             "threshold-too-high",
             "python-not-callable",
             "latency-not-a-number",
+            "negative-cost",
+            "blank-rubric",
+            "metric-not-text",
+            "list-not-of-text",
         )
     }
     assert "unknown type 'contains-exactly'" in by_case["unknown-type"]
@@ -406,6 +414,12 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     assert "threshold must be a number from 0 to 1" in by_case["threshold-too-high"]
     assert "function" in by_case["python-not-callable"]
     assert "number" in by_case["latency-not-a-number"]
+    # A bound below 0 fails every trial; a blank rubric passes every one; a metric that is
+    # no text errored every trial.
+    assert "0 or more" in by_case["negative-cost"] and "-0.5" in by_case["negative-cost"]
+    assert "the rubric the model grades by, and it is blank" in by_case["blank-rubric"]
+    assert "metric must be text" in by_case["metric-not-text"]
+    assert "list of strings" in by_case["list-not-of-text"]
     assert not backend.exists() or backend.scalar("SELECT COUNT(*) FROM evals_app_trial") == 0
 
 
