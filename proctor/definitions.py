@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,10 +225,11 @@ def variant(
 ) -> Variant:
     """A variant; its default name joins harness, profile, model and a non-local sandbox."""
     if name is None:
-        parts = [harness, profile.name if profile else None, model]
+        # str(): a part of the wrong type is named by the rules, not by a join's TypeError.
+        parts = [harness, getattr(profile, "name", None), model]
         if sandbox != "local":
             parts.append(sandbox)
-        name = ":".join(p for p in parts if p)
+        name = ":".join(str(p) for p in parts if p)
     return Variant(
         harness=harness,
         model=model,
@@ -316,11 +317,12 @@ def case(
         id=id,
         validate=validate,
         name=name,
-        variables=dict(variables or {}),
+        # Anything but a mapping is kept as given, for the rules to name.
+        variables=dict(variables) if isinstance(variables, Mapping) else variables or {},
         source=source,
         prepare=prepare,
         cache=cache,
-        tags=tuple(tags),
+        tags=(tags,) if isinstance(tags, str) else tuple(tags),
         user=user,
         max_turns=max_turns,
         timeout_ms=timeout_ms,
@@ -329,8 +331,16 @@ def case(
         threshold=threshold,
         check_timeout_ms=check_timeout_ms,
         prepare_timeout_ms=prepare_timeout_ms,
-        mocks=tuple(mocks),
+        mocks=_items(mocks),
     )
+
+
+def _items(value: Any) -> tuple[Any, ...]:
+    """A list field's items; a lone value given where a list is asked for is a list of one
+    (``cases=case(...)``), for the rules to judge like any other item."""
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        return (value,)
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -373,13 +383,13 @@ def suite(
     return Suite(
         id=id,
         prompt=prompt,
-        cases=tuple(cases),
-        variants=tuple(variants),
+        cases=_items(cases),
+        variants=_items(variants),
         name=name,
         system_prompt=system_prompt,
         source=source,
         trials=trials,
         capture_source=capture_source,
-        mocks=tuple(mocks),
+        mocks=_items(mocks),
         diff_ignore=(diff_ignore,) if isinstance(diff_ignore, str) else tuple(diff_ignore),
     )

@@ -370,6 +370,8 @@ def case_problems(
     for tag in case.tags:
         if not isinstance(tag, str) or not tag.strip() or len(tag) > 50:
             problems.append(f"tag {tag!r} must be a label of 1 to 50 characters")
+    if case.name is not None and (not isinstance(case.name, str) or not case.name.strip()):
+        problems.append(f"name must be text, or left out (got {case.name!r})")
     if case.prepare is not None and not callable(case.prepare):
         problems.append("prepare must be a function that receives the prepare helpers")
     problems.extend(_check_problems(case, is_check, commands_in_lists=commands_in_lists))
@@ -389,6 +391,12 @@ def case_problems(
             problems.append(message)
         if isinstance(check, Judge):
             problems.extend(_judge_problems(check))
+    if not isinstance(case.variables, Mapping):
+        problems.append(
+            "variables must map each {{name}} of the prompt to its value, like "
+            f"{{'task': 'Add a route'}} (got {a_type(case.variables)})"
+        )
+        return problems
     for name, value in case.variables.items():
         if not isinstance(value, TEMPLATE_VALUE_TYPES):
             problems.append(
@@ -450,6 +458,19 @@ def _variant_problems(
                 f"variants must be built with variant(...), not {type(variant).__name__}"
             )
             continue
+        if not isinstance(variant.harness, str) or not isinstance(variant.sandbox, str):
+            problems.append(
+                f"variant {variant.name}: the harness and the sandbox are names, like "
+                f"variant('claude-code', sandbox='docker') (got {variant.harness!r}, "
+                f"{variant.sandbox!r})"
+            )
+            continue
+        for field in ("model", "name"):
+            value = getattr(variant, field)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                problems.append(
+                    f"variant {variant.name}: {field} must be text, or left out (got {value!r})"
+                )
         if variant.name in seen:
             problems.append(
                 f"variant name {variant.name!r} is used twice; give one of them name=..."
@@ -500,6 +521,10 @@ def suite_problems(
         add("prompt is required: the template each case fills in, like '{{task}}'")
     if (message := _in_range("trials", suite.trials, TRIALS_RANGE)) is not None:
         add(message)
+    for field in ("name", "system_prompt"):
+        value = getattr(suite, field)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            add(f"{field} must be text, or left out (got {value!r})")
     if (message := _source_problem("source", suite.source)) is not None:
         add(message)
     if (message := _diff_ignore_problem(suite.diff_ignore)) is not None:

@@ -17,7 +17,7 @@ from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, UndescribableValue, resolve_case
 from proctor.conversations import Responder, SimulatedUser
-from proctor.definitions import Suite, Variant
+from proctor.definitions import Case, Suite, Variant
 from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches.creation import RunRequest, create_batch
 from runner.batches.submission import Submission
@@ -87,7 +87,11 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
     """Conversation and plan-mode cases on harnesses that cannot run them, found before any
     sandbox is built."""
     problems: list[Problem] = []
+    # An item that is no case or variant is named by the suite's own rules.
+    cases = [case for case in suite.cases if isinstance(case, Case)]
     for variant in suite.variants:
+        if not isinstance(variant, Variant) or not isinstance(variant.harness, str):
+            continue
         harness = HARNESSES.get(variant.harness)
         if harness is None:
             continue
@@ -96,7 +100,7 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
             for m in [*variant_option_problems(variant), *harness.option_problems(variant)]
         )
         capabilities = harness.capabilities_for(variant)
-        for case in suite.cases:
+        for case in cases:
             # Only a real True: any other value is refused by the case's own rules, once.
             plan_mode = case.plan_mode is True
             needs = []

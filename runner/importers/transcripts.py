@@ -166,7 +166,7 @@ def read_transcript(path: Path) -> Transcript:
         if content is not None and not isinstance(content, str | list):
             raise TranscriptError(
                 f"message {position} has content {content!r}; write it as text"
-                " (or a list of {\"type\": \"text\", \"text\": ...} parts)"
+                ' (or a list of {"type": "text", "text": ...} parts)'
             )
         text = _text(content)
         if role in IGNORED_ROLES or not text:

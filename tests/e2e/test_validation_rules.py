@@ -59,6 +59,39 @@ def rule(
 
 RULES = [
     rule(
+        # Printed as written: Rich once turned the ":m:" of this name into an emoji.
+        "variant-name-with-an-emoji-code",
+        ["rules.eval.py", "variant command:echo:m:nope", "unknown sandbox 'nope'"],
+        variant=f'variant("command", profile={PROFILE}, model="m", sandbox="nope")',
+    ),
+    rule(
+        "variant-model-not-text",
+        ["rules.eval.py", "variant command:echo:5", "model must be text", "got 5"],
+        variant=f'variant("command", profile={PROFILE}, model=5)',
+    ),
+    rule(
+        "variables-not-a-mapping",
+        ["rules.eval.py", "case good-case", "variables must map", "got a str"],
+        case_fields=", variables='task=x'",
+    ),
+    rule(
+        "case-name-not-text",
+        ["rules.eval.py", "case good-case", "name must be text", "got 5"],
+        case_fields=", name=5",
+    ),
+    rule(
+        "cases-holds-no-case",
+        ["rules.eval.py", "suite rules", "cases must be built with case(...), not NoneType"],
+        files={
+            "rules.eval.py": f"""
+            from proctor import profile, suite, variant
+
+            s = suite("rules", prompt="Do it", cases=[None],
+                      variants=[variant("command", profile={PROFILE})])
+            """
+        },
+    ),
+    rule(
         "simulated-user-message-without-content",
         ["rules.eval.py", "line 9", "initial_messages: message 2", '{"role", "content"}'],
         case_fields=", user=simulated_user('You are Bo.', initial_messages="

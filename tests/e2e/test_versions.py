@@ -113,6 +113,10 @@ def test_a_changed_definition_makes_a_new_version_and_history_stays(backend: Bac
     assert (name, backend.json_value(tags)) == ("Fix the grand total", ["arithmetic", "regression"])
     # Every run pinned the version it ran.
     assert [number for number, _, _ in project.trials_by_version()] == [1, 1, 2, 3, 4, 4]
+    # A lone tag is one tag, not its letters.
+    assert project.run(tags="smoke") == 4
+    ((tags,),) = backend.rows("SELECT tags FROM evals_app_case WHERE slug = 'fix-total'")
+    assert backend.json_value(tags) == ["smoke"]
 
 
 def test_moving_an_unchanged_validator_makes_no_new_version(sqlite_backend: Backend, tmp_path):

@@ -13,6 +13,7 @@ from rich.console import Console
 from evals_app.comparison import Comparison, baseline_comparisons, compare_batches
 from evals_app.models import Batch, Organization
 from runner.batches.comparison_output import comparison_url, print_comparison
+from runner.batches.consoles import command_consoles
 from runner.jobs.database import ensure_database
 
 SUITE_BASELINE = "suite-baseline"
@@ -55,8 +56,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        err = Console(stderr=True, highlight=False, soft_wrap=True)
-        out = Console(highlight=False, soft_wrap=True)
+        out, err = command_consoles()
         ensure_database()
         organization = self._organization(err, options["org"])
         if options["mark_baseline"] is not None:

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from evals_app.models import Batch, Organization, Trial
+from runner.batches.consoles import command_consoles
 from runner.batches.eval_options import EvalOptions
 from runner.batches.planning import (
     InvalidInput,
@@ -62,9 +63,7 @@ class Command(EvalOptions):
             self._run(options)
 
     def _run(self, options) -> None:
-        # soft_wrap: a problem stays one greppable line even when stderr is a pipe.
-        err = Console(stderr=True, highlight=False, soft_wrap=True)
-        out = Console(highlight=False, soft_wrap=True)
+        out, err = command_consoles()
         if options["trials"] is not None and options["trials"] < 1:
             self._invalid(err, ["--trials must be 1 or more"])
         if options["jobs"] < 1:
