@@ -7,7 +7,8 @@ A file holds one such case, a list of them, or a suite object
 ``{"suite": ID, "name", "variants": [...], "trials", "source", "evals": [...]}``. A file without
 ``variants`` takes them from ``variants.json`` in its folder (a list of variant objects). Checks
 are ``validate`` (a shell command, or a list of ``{"command": ..., "name", "timeout_ms"}`` and
-``{"judge": rubric}``) and ``assertions`` (rubrics, each a judge), together; a case with no
+``{"judge": rubric}``) and ``assertions`` (rubrics, each a judge, or weighted assertion objects
+``{"type", "value", "weight", "metric", "name"}``), together; a case with no
 checks but an ``expected_output`` is graded by a judge against it. Unlike a Python file's
 ``validate``, the list may hold commands: a JSON file has no validator to run one from.
 """
@@ -18,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from proctor.assertions import assertion
 from proctor.conversations import responder, turn, turns
 from proctor.definitions import (
     DEFAULT_COMMAND_TIMEOUT_MS,
@@ -49,6 +51,7 @@ CASE_KEYS = {
     "plan_mode",
     "validate",
     "assertions",
+    "threshold",
     "tags",
     "max_turns",
     "timeout_ms",
@@ -62,7 +65,7 @@ class JsonEvalError(Exception):
         self.problems = problems
 
 
-def _source(value: Any, base: Path, where: str) -> Any:
+def _source(value: Any, base: Path) -> Any:
     if value is None:
         return None
     if isinstance(value, dict) and isinstance(value.get("files"), dict):
@@ -72,7 +75,7 @@ def _source(value: Any, base: Path, where: str) -> Any:
         if spec.startswith(("./", "../")):
             spec = str((base / spec).resolve())
         return repo(spec)
-    raise ValueError(f'{where}source must be {{"files": {{...}}}} or {{"repo": "owner/name@ref"}}')
+    raise ValueError('source must be {"files": {...}} or {"repo": "owner/name@ref"}')
 
 
 # A variant object's own keys; any other is one of the harness's or sandbox's options (image,
@@ -135,7 +138,7 @@ def _variant(value: Any, base: Path) -> Variant:
     )
 
 
-def _checks(entry: dict[str, Any], where: str) -> Any:
+def _checks(entry: dict[str, Any]) -> Any:
     validate = entry.get("validate")
     checks: list[Any] = []
     if isinstance(validate, str):
@@ -161,13 +164,10 @@ def _checks(entry: dict[str, Any], where: str) -> Any:
                     )
                 )
             else:
-                raise ValueError(
-                    f'{where}validate entries are {{"command": ...}} or {{"judge": rubric}}'
-                )
+                raise ValueError('validate entries are {"command": ...} or {"judge": rubric}')
     elif validate is not None:
-        raise ValueError(f"{where}validate must be a shell command or a list")
-    for assertion in entry.get("assertions") or []:
-        checks.append(judge(str(assertion)))
+        raise ValueError("validate must be a shell command or a list")
+    checks.extend(_assertions(entry.get("assertions")))
     if not checks and isinstance(entry.get("expected_output"), str):
         checks.append(
             judge(
@@ -180,16 +180,55 @@ def _checks(entry: dict[str, Any], where: str) -> Any:
     return checks or None
 
 
-def _conversation(entry: dict[str, Any], where: str) -> Any:
+ASSERTION_FIELDS = ("type", "value", "weight", "metric", "name")
+
+
+def _assertions(items: Any) -> list[Any]:
+    """Each entry of ``assertions``: a rubric (text) a judge grades by, or a weighted
+    assertion ``{"type", "value", "weight", "metric", "name"}`` as Python's ``assertion()``
+    takes, checked by the same rules. A lone rubric is a list of one."""
+    if items is None:
+        return []
+    if isinstance(items, str | dict):
+        items = [items]
+    if not isinstance(items, list):
+        raise ValueError("assertions must be a list of rubrics or assertion objects")
+    checks: list[Any] = []
+    for position, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            checks.append(judge(item))
+        elif isinstance(item, dict) and "type" in item:
+            unknown = sorted(set(item) - set(ASSERTION_FIELDS))
+            if unknown:
+                raise ValueError(
+                    f"assertions[{position}]: unknown field {unknown[0]!r} "
+                    f"(an assertion has {', '.join(ASSERTION_FIELDS)})"
+                )
+            checks.append(
+                assertion(
+                    item["type"],
+                    item.get("value"),
+                    weight=item.get("weight", 1.0),
+                    metric=item.get("metric"),
+                    name=item.get("name"),
+                )
+            )
+        else:
+            raise ValueError(
+                f"assertions[{position}] must be a rubric (text) or an assertion object "
+                f'like {{"type": "icontains", "value": "booked", "weight": 2}} (got {item!r:.80})'
+            )
+    return checks
+
+
+def _conversation(entry: dict[str, Any]) -> Any:
     has_turns, has_responder = "turns" in entry, "responder" in entry
     if has_turns and has_responder:
-        raise ValueError(
-            f"{where}declares both turns and a responder; they are alternatives, choose one"
-        )
+        raise ValueError("declares both turns and a responder; they are alternatives, choose one")
     if has_turns:
         items = entry["turns"]
         if not isinstance(items, list):
-            raise ValueError(f"{where}turns must be a list")
+            raise ValueError("turns must be a list")
         return turns(
             *[
                 turn(
@@ -205,7 +244,7 @@ def _conversation(entry: dict[str, Any], where: str) -> Any:
     if has_responder:
         spec = entry["responder"]
         if not isinstance(spec, dict) or spec.get("type") != "llm":
-            raise ValueError(f'{where}responder needs "type": "llm" (the only responder)')
+            raise ValueError('responder needs "type": "llm" (the only responder)')
         return responder(max_turns=spec.get("max_turns", 8), model=spec.get("model"))
     return None
 
@@ -222,26 +261,24 @@ def _default_max_turns(entry: dict[str, Any]) -> Any:
 def _case(entry: Any, base: Path) -> Case:
     if not isinstance(entry, dict):
         raise ValueError("each eval is a JSON object")
-    where = f"case {entry.get('id')}: " if entry.get("id") else ""
     unknown = sorted(set(entry) - CASE_KEYS)
     if unknown:
-        raise ValueError(
-            f"{where}unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}"
-        )
+        raise ValueError(f"unknown field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
     if not isinstance(entry.get("prompt"), str):
-        raise ValueError(f"{where}prompt is required")
+        raise ValueError("prompt is required")
     return case(
         entry.get("id", ""),
         name=entry.get("name"),
         variables={"prompt": entry["prompt"]},
-        source=_source(entry.get("source"), base, where),
-        tags=tuple(entry.get("tags") or ()),
-        user=_conversation(entry, where),
+        source=_source(entry.get("source"), base),
+        tags=entry.get("tags") or (),  # a lone tag is one, as in Python
+        user=_conversation(entry),
         max_turns=entry.get("max_turns", _default_max_turns(entry)),
         timeout_ms=entry.get("timeout_ms", DEFAULT_TIMEOUT_MS),
         expected_output=entry.get("expected_output"),
         plan_mode=entry.get("plan_mode", False),
-        validate=_checks(entry, where),
+        validate=_checks(entry),
+        threshold=entry.get("threshold"),
     )
 
 
@@ -278,10 +315,27 @@ def load_json_suites(path: Path) -> list[Suite]:
                 '"profile": {"run": "bash agent.sh"}}]'
             )
         variants = [_variant(v, path.parent) for v in raw_variants]
-        cases = [_case(entry, path.parent) for entry in entries]
-        source = _source(meta.get("source"), path.parent, "")
+        source = _source(meta.get("source"), path.parent)
+        if not isinstance(entries, list):
+            raise ValueError('"evals" is a list of eval objects')
     except ValueError as exc:
         raise JsonEvalError([Problem(file=shown, suite=str(suite_id), message=str(exc))]) from None
+    cases, problems = [], []
+    for position, entry in enumerate(entries, start=1):
+        try:
+            cases.append(_case(entry, path.parent))
+        except ValueError as exc:
+            named = isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]
+            problems.append(
+                Problem(
+                    file=shown,
+                    suite=str(suite_id),
+                    case=entry["id"] if named else None,
+                    message=str(exc) if named else f"eval {position}: {exc}",
+                )
+            )
+    if problems:
+        raise JsonEvalError(problems)
     return [
         suite(
             str(suite_id),

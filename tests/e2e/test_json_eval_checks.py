@@ -119,3 +119,74 @@ def test_a_judge_threshold_that_is_no_number_is_one_line(tmp_path: Path) -> None
         "checks.eval.json: suite checks, case odd-judge: judge 'ok': threshold must be a number "
         "from 0 to 1 (got [1])"
     ) in done.stderr
+
+
+def test_weighted_assertions_in_json_grade_against_the_threshold(tmp_path: Path) -> None:
+    """Before, an assertion object became a judge whose rubric was the object's Python repr."""
+    write_json_eval(
+        tmp_path,
+        {
+            "id": "weighted",
+            "prompt": "write out.txt",
+            "assertions": [
+                {
+                    "type": "not-icontains",
+                    "value": "[object Object]",
+                    "weight": 3,
+                    "metric": "leak",
+                },
+                {"type": "icontains", "value": "never said", "weight": 1, "metric": "recall"},
+            ],
+            "threshold": 0.6,
+            "tags": "smoke",
+        },
+    )
+    done = run_proctor(
+        "eval", "checks.eval.json", "--json", cwd=tmp_path, env=proctor_env(tmp_path / "home")
+    )
+
+    assert done.returncode == 0, done.stderr
+    (trial,) = json.loads(done.stdout)["runs"][0]["trials"]
+    assert [(c["name"], c["passed"]) for c in trial["checks"]] == [
+        ("leak", True),
+        ("recall", False),
+    ]
+    # 3 of 4 weighted points reach 0.6.
+    assert trial["status"] == "passed"
+    (suite,) = load_json_suites(tmp_path / "checks.eval.json")
+    assert suite.cases[0].tags == ("smoke",)
+
+
+def test_a_lone_rubric_is_one_judge(tmp_path: Path) -> None:
+    path = write_json_eval(
+        tmp_path, {"id": "one-rubric", "prompt": "p", "assertions": "says hi politely"}
+    )
+    (suite,) = load_json_suites(path)
+    (check,) = suite.cases[0].checks
+    assert isinstance(check, Judge) and check.rubric == "says hi politely"
+
+
+def test_each_broken_eval_of_a_file_is_named_with_its_case(tmp_path: Path) -> None:
+    folder = tmp_path
+    (folder / "variants.json").write_text(json.dumps(VARIANTS))
+    (folder / "checks.eval.json").write_text(
+        json.dumps(
+            [
+                {"id": "numbered", "prompt": "p", "assertions": [5]},
+                {"id": "typo", "prompt": "p", "assertions": [{"type": "icontains", "valeu": "x"}]},
+                {"id": "no-prompt", "validate": "true"},
+                {"prompt": "p", "bogus": 1},
+            ]
+        )
+    )
+    done = run_proctor("eval", "checks.eval.json", cwd=tmp_path, env=proctor_env(tmp_path / "home"))
+
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "checks.eval.json: suite checks, case numbered: assertions[1] must be a rubric (text) or "
+        'an assertion object like {"type": "icontains", "value": "booked", "weight": 2} (got 5)',
+        "checks.eval.json: suite checks, case typo: assertions[1]: unknown field 'valeu' (an "
+        "assertion has type, value, weight, metric, name)",
+        "checks.eval.json: suite checks, case no-prompt: prompt is required",
+        "checks.eval.json: suite checks: eval 4: unknown field bogus",
+    ]
