@@ -67,7 +67,10 @@ def turn(
 
 
 def turns(*items: Turn | str) -> Turns:
-    """A scripted conversation; a plain string is a turn delivered always."""
+    """A scripted conversation; a plain string is a turn delivered always. The turns may also
+    come as one list: ``turns(["first", "second"])``."""
+    if len(items) == 1 and isinstance(items[0], list | tuple):
+        items = tuple(items[0])
     return Turns(tuple(item if isinstance(item, Turn) else turn(item) for item in items))
 
 

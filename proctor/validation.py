@@ -283,7 +283,9 @@ def _conversation_problems(case: Case) -> list[str]:
         if not user.turns:
             problems.append("user=turns() holds no turn")
         for position, item in enumerate(user.turns, start=1):
-            if not isinstance(item.prompt, str) or not item.prompt.strip():
+            if not isinstance(item.prompt, str):
+                problems.append(f"turn {position}'s prompt must be text (got {item.prompt!r:.80})")
+            elif not item.prompt.strip():
                 problems.append(f"turn {position} has an empty prompt")
             if item.deliver_when not in DELIVER_WHEN:
                 problems.append(
@@ -292,6 +294,11 @@ def _conversation_problems(case: Case) -> list[str]:
             if item.agent_response_matches is not None:
                 try:
                     re.compile(item.agent_response_matches)
+                except TypeError:
+                    problems.append(
+                        f"turn {position}: agent_response_matches must be a regex's text "
+                        f"(got {item.agent_response_matches!r:.80})"
+                    )
                 except re.error as exc:
                     problems.append(
                         f"turn {position}: agent_response_matches is not a valid regex ({exc})"

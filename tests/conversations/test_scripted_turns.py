@@ -19,6 +19,8 @@ from conversations.recorded import (
 # case id -> (opening markers, user=..., extra case arguments)
 SCRIPTS = {
     "always": ("[statement]", 'turns("Use memory.")', ""),
+    # The turns as one list, as a reader of promptfoo's configs writes them.
+    "listed": ("[statement]", 'turns(["Use memory.", "Add a test."])', ""),
     "asks": (
         "[ask]",
         'turns(turn("In memory.", deliver_when="agent_asks", agent_response_matches="(?i)redis"))',
@@ -89,6 +91,13 @@ def test_an_always_turn_is_delivered_whatever_the_agent_said(
     # Authored turns carry no origin.
     assert [turn["origin"] for turn in trial.turns] == [{}, {}]
     assert "cache.py" in trial.artifact("workspace.diff")
+
+
+def test_turns_given_as_one_list_are_each_delivered(scripted_backend, scripted_batch) -> None:
+    trial = scripted(scripted_backend, scripted_batch, "listed")
+
+    assert trial.row["conversation_outcome"] == "completed"
+    assert trial.user_messages[1:] == ["Use memory.", "Add a test."]
 
 
 def test_an_agent_asks_turn_is_delivered_after_a_question_that_matches(

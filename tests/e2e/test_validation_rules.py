@@ -31,7 +31,9 @@ def rules_file(
 ) -> str:
     validate_part = f", validate={validate}" if validate is not None else ""
     return f"""
-    from proctor import case, command, profile, responder, simulated_user, suite, variant
+    from proctor import (
+        case, command, profile, responder, simulated_user, suite, turn, turns, variant
+    )
 
 
     def ok(ctx):
@@ -93,7 +95,7 @@ RULES = [
     ),
     rule(
         "simulated-user-message-without-content",
-        ["rules.eval.py", "line 9", "initial_messages: message 2", '{"role", "content"}'],
+        ["rules.eval.py", "line 11", "initial_messages: message 2", '{"role", "content"}'],
         case_fields=", user=simulated_user('You are Bo.', initial_messages="
         "[{'role': 'user', 'content': 'Hi'}, {'role': 'assistant'}])",
     ),
@@ -107,6 +109,18 @@ RULES = [
         "simulated-user-first-message-not-text",
         ["rules.eval.py", "case good-case", "simulated_user first_message must be text", "5"],
         case_fields=", user=simulated_user('You are Bo.', first_message=5)",
+        variant=CONVERSING,
+    ),
+    rule(
+        "turn-gate-not-a-regex",
+        ["rules.eval.py", "case good-case", "turn 1: agent_response_matches", "got 5"],
+        case_fields=", user=turns(turn('Go on', agent_response_matches=5))",
+        variant=CONVERSING,
+    ),
+    rule(
+        "turn-prompt-not-text",
+        ["rules.eval.py", "case good-case", "turn 2's prompt must be text (got 5)"],
+        case_fields=", user=turns('Go on', 5)",
         variant=CONVERSING,
     ),
     rule(
