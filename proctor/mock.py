@@ -22,8 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.definitions import a_type
+
 KINDS = ("api", "cli", "mcp")
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+# A route's path placeholder, as runner/mocks/api.py reads it.
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # A host name the agent may reach a mock at (``billing.internal``): DNS labels, lowercase.
 HOST = re.compile(
@@ -130,7 +135,7 @@ def api(
     The agent finds the base URL in ``NAME_URL`` (or ``env``); with ``host="billing.internal"``
     it is ``http://billing.internal:<port>``, the name resolving inside the sandbox (bwrap and
     docker only)."""
-    return Mock(kind="api", name=name, routes=dict(routes), env=env, host=host)
+    return Mock(kind="api", name=name, routes=_mapping(routes), env=env, host=host)
 
 
 def cli(
@@ -143,9 +148,9 @@ def cli(
     (``"pr create *"``, shell-style wildcards over the arguments joined by spaces) to an
     answer: an ``output(...)``, a str (stdout, exit 0) or an int (exit code), first match
     wins; ``handler(call, state)`` answers instead when given."""
-    if script is not None and not isinstance(script, Mapping):
-        script = dict(script)
-    return Mock(kind="cli", name=name, script=script, handler=handler)
+    return Mock(
+        kind="cli", name=name, script=None if script is None else _mapping(script), handler=handler
+    )
 
 
 def mcp(
@@ -165,12 +170,23 @@ def mcp(
     return Mock(
         kind="mcp",
         name=name,
-        tools=dict(tools),
-        schema=dict(schema or {}),
-        descriptions=dict(descriptions or {}),
+        tools=_mapping(tools),
+        schema=_mapping(schema or {}),
+        descriptions=_mapping(descriptions or {}),
         env=env,
         host=host,
     )
+
+
+def _mapping(value: Any) -> Any:
+    """A copy of a mapping (or of a list of pairs); anything else is kept as given, for
+    ``mock_problems`` to name."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    try:
+        return dict(value)
+    except (TypeError, ValueError):
+        return value
 
 
 _JSON_TYPES = {
@@ -245,19 +261,40 @@ def mock_problems(mocks: object) -> list[str]:
                 problems.append(
                     f"{where}: host 'localhost' is the sandbox's own; pick another name"
                 )
+        if item.env is not None and (not isinstance(item.env, str) or not ENV_NAME.match(item.env)):
+            problems.append(
+                f"{where}: env names the variable that holds its URL, like 'BILLING_URL' "
+                f"(got {item.env!r})"
+            )
         if item.kind == "api":
+            if not isinstance(item.routes, Mapping):
+                problems.append(
+                    f"{where}: routes must map 'METHOD /path' to answers, like "
+                    f"{{'GET /orders/{{id}}': {{'total': 30}}}} (got {a_type(item.routes)})"
+                )
+                continue
             for route, answer in item.routes.items():
                 method, _, path = str(route).partition(" ")
                 if method not in METHODS or not path.startswith("/"):
                     problems.append(
                         f"{where}: route {route!r} must be 'METHOD /path' (METHOD one of {', '.join(METHODS)})"
                     )
+                elif set("{}") & set(PLACEHOLDER.sub("", path)):
+                    problems.append(
+                        f"{where}: route {route!r}: a placeholder is a name in braces, like {{id}}"
+                    )
                 if not isinstance(answer, Response | Mapping | list | str) and not callable(answer):
                     problems.append(
-                        f"{where}: route {route!r} answers with a {type(answer).__name__}; give "
+                        f"{where}: route {route!r} answers with {a_type(answer)}; give "
                         "mock.response(...), a dict, a str or a function(request, state)"
                     )
         elif item.kind == "cli":
+            if item.script is not None and not isinstance(item.script, Mapping):
+                problems.append(
+                    f"{where}: script must map argument patterns to answers, like "
+                    f"{{'pr create *': 'https://example.test/pull/1'}} (got {a_type(item.script)})"
+                )
+                continue
             if (item.script is None) == (item.handler is None):
                 problems.append(f"{where}: a cli mock takes script=... or handler=..., one of them")
             if item.handler is not None and not callable(item.handler):
@@ -272,6 +309,15 @@ def mock_problems(mocks: object) -> list[str]:
             if "/" in item.name:
                 problems.append(f"{where}: a command name holds no '/'")
         elif item.kind == "mcp":
+            shapes = {"tools": "tool names to functions", "schema": "tool names to JSON schemas"}
+            shapes["descriptions"] = "tool names to text"
+            wrong = [f for f in shapes if not isinstance(getattr(item, f), Mapping)]
+            for name in wrong:
+                problems.append(
+                    f"{where}: {name} must map {shapes[name]} (got {a_type(getattr(item, name))})"
+                )
+            if wrong:
+                continue
             if not item.tools:
                 problems.append(f"{where}: an mcp mock needs at least one tool")
             for tool, func in item.tools.items():

@@ -118,6 +118,34 @@ def test_an_mcp_tools_schema_comes_from_its_parameters() -> None:
             [assertion("call-count", {"call": "billing POST /refunds"})],
             "a call-count value is {'call': '...', 'count': n}",
         ),
+        # Each of these raised TypeError at import, or errored every trial (env=5), or served
+        # a route no request could reach ({id without its brace).
+        (
+            [mock.api("billing", routes=5)],
+            None,
+            "mock 'billing': routes must map 'METHOD /path' to answers",
+        ),
+        (
+            [mock.cli("gh", script=5)],
+            None,
+            "mock 'gh': script must map argument patterns to answers",
+        ),
+        ([mock.mcp("tickets", tools=5)], None, "mock 'tickets': tools must map tool names"),
+        (
+            [mock.api("billing", routes={"GET /x": {}}, env=5)],
+            None,
+            "mock 'billing': env names the variable that holds its URL, like 'BILLING_URL' (got 5)",
+        ),
+        (
+            [mock.api("billing", routes={"GET /orders/{id": {}})],
+            None,
+            "route 'GET /orders/{id': a placeholder is a name in braces",
+        ),
+        (
+            [mock.api("billing", routes={"GET /x": 5})],
+            None,
+            "route 'GET /x' answers with an int",
+        ),
     ],
 )
 def test_a_broken_mock_is_one_sentence_naming_the_file_case_and_rule(
