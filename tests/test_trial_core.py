@@ -162,6 +162,19 @@ def returns_nothing(ctx):
     return None
 
 
+# Each of these errored the whole trial (the message, passed) or passed it (the score).
+def verdict_message_not_text(ctx):
+    return Verdict(True, 5)
+
+
+def verdict_passed_not_a_bool(ctx):
+    return Verdict("yes")
+
+
+def verdict_score_past_one(ctx):
+    return Verdict(True, score=1.5)
+
+
 def raises(ctx):
     raise KeyError("missing-route")
 
@@ -225,6 +238,9 @@ ALL_VALIDATORS = [
     async_verdict,
     returns_a_dict,
     returns_nothing,
+    verdict_message_not_text,
+    verdict_passed_not_a_bool,
+    verdict_score_past_one,
     raises,
     reads_a_parent_path,
     reads_an_absolute_path,
@@ -260,6 +276,19 @@ def test_every_validator_runs_and_one_failure_fails_the_trial(tmp_path):
     assert results["returns_a_dict"] == (True, "dicts work too")
     assert results["returns_nothing"][0] is False
     assert "bool or a Verdict" in results["returns_nothing"][1]
+    assert results["verdict_message_not_text"] == (
+        False,
+        "TypeError: returned a Verdict whose message is 5; the message is text (a score goes in "
+        "score=)",
+    )
+    assert results["verdict_passed_not_a_bool"] == (
+        False,
+        "TypeError: returned Verdict(passed='yes'); passed is True or False",
+    )
+    assert results["verdict_score_past_one"] == (
+        False,
+        "ValueError: returned a Verdict whose score is 1.5; a score is 0 to 1",
+    )
     assert results["raises"] == (False, "KeyError: 'missing-route'")
     for name in ("reads_a_parent_path", "reads_an_absolute_path", "reads_through_a_symlink"):
         passed, message = results[name]

@@ -19,7 +19,7 @@ from proctor.definitions import Verdict
 from proctor.judges import Judge
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
-from runner.grading.checks import CheckContext, CheckResult, clip
+from runner.grading.checks import CheckContext, CheckResult, checked_verdict, clip
 from runner.grading.judges import judge_config, run_judge
 from runner.grading.mock_calls import call_assertion_verdict
 from runner.llm import ConsultationRecord, LLMConfig
@@ -92,11 +92,14 @@ def _python_verdict(
 def _python_value(func: Any, ctx: CheckContext) -> tuple[bool, float, str]:
     value = resolved(func(ctx))
     if isinstance(value, Verdict):
+        checked_verdict(value)
         score = value.score if value.score is not None else float(value.passed)
         return value.passed, score, value.message
     if isinstance(value, bool):
         return value, float(value), ""
     if isinstance(value, int | float):
+        if value != value:  # NaN: clamping it made a passing score of 1
+            raise ValueError("returned nan; a score is a number from 0 to 1")
         score = max(0.0, min(1.0, float(value)))
         return score >= 0.5, score, f"score {score:g}"
     raise TypeError(

@@ -124,15 +124,35 @@ def run_command_check(check: Command, ctx: CheckContext) -> CheckResult:
 
 
 def _verdict_of(value: Any) -> Verdict:
-    if isinstance(value, Verdict):
-        return value
     if isinstance(value, bool):
         return Verdict(passed=value)
     if isinstance(value, dict) and isinstance(value.get("passed"), bool):
-        return Verdict(
+        value = Verdict(
             passed=value["passed"], message=str(value.get("message", "")), score=value.get("score")
         )
-    raise TypeError(f"returned {type(value).__name__}; a validator returns a bool or a Verdict")
+    if not isinstance(value, Verdict):
+        raise TypeError(f"returned {type(value).__name__}; a validator returns a bool or a Verdict")
+    return checked_verdict(value)
+
+
+def checked_verdict(verdict: Verdict) -> Verdict:
+    """``verdict`` if its fields can be recorded as they mean: one that cannot fails its check
+    saying which field (it once errored the whole trial, or passed with a score of 1.5)."""
+    if not isinstance(verdict.passed, bool):
+        raise TypeError(f"returned Verdict(passed={verdict.passed!r:.40}); passed is True or False")
+    if not isinstance(verdict.message, str):
+        raise TypeError(
+            f"returned a Verdict whose message is {verdict.message!r:.40}; the message is text "
+            "(a score goes in score=)"
+        )
+    score = verdict.score
+    if score is not None and (
+        isinstance(score, bool)
+        or not isinstance(score, int | float)
+        or not 0 <= score <= 1  # NaN fails this too
+    ):
+        raise ValueError(f"returned a Verdict whose score is {score!r:.40}; a score is 0 to 1")
+    return verdict
 
 
 def _shared_work(ctx: CheckContext) -> dict[str, Any]:

@@ -71,6 +71,9 @@ CASES: list[tuple[str, str, str, str]] = [
     ("python-verdict-fail", BOOKED, 'assertion("python", verdict_wrong)', ""),
     ("python-raises", BOOKED, 'assertion("python", broken)', ""),
     ("python-returns-text", BOOKED, 'assertion("python", says_text)', ""),
+    # Clamped, NaN was a passing score of 1; a Verdict's score past 1 passed as it was.
+    ("python-returns-nan", BOOKED, 'assertion("python", not_a_number)', ""),
+    ("python-verdict-past-one", BOOKED, 'assertion("python", verdict_past_one)', ""),
     ("latency-pass", BOOKED, 'assertion("latency", 600000)', ""),
     ("latency-fail", BOOKED, 'assertion("latency", 0)', ""),
     ("turn-count-pass", BOOKED, 'assertion("turn-count", 1)', ""),
@@ -159,6 +162,14 @@ def says_text(ctx):
     return "yes"
 
 
+def not_a_number(ctx):
+    return float("nan")
+
+
+def verdict_past_one(ctx):
+    return Verdict(True, "great", score=1.5)
+
+
 def wrote_the_booking(ctx):
     return Verdict(False, "no booking.txt in the workspace")
 """
@@ -229,6 +240,8 @@ ONE_ASSERTION = [
     ("python-verdict-fail", "failed", 0.3, "no phone number asked"),
     ("python-raises", "failed", 0.0, "ValueError: the booking API is down"),
     ("python-returns-text", "failed", 0.0, "returned str"),
+    ("python-returns-nan", "failed", 0.0, "returned nan; a score is a number from 0 to 1"),
+    ("python-verdict-past-one", "failed", 0.0, "whose score is 1.5; a score is 0 to 1"),
     ("latency-pass", "passed", 1.0, "(at most 600000)"),
     ("latency-fail", "failed", 0.0, "(at most 0)"),
     ("turn-count-pass", "passed", 1.0, "1 turns (at most 1)"),
