@@ -7,6 +7,7 @@ imported (and its definitions validated) without a configured project.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,8 @@ Source = Files | Repo
 
 def files(contents: Mapping[str, str]) -> Files:
     """A workspace holding exactly these files: ``files({"src/add.py": "..."})``."""
-    return Files(dict(contents))
+    # Anything but a mapping is kept as given, for the rules to name.
+    return Files(dict(contents) if isinstance(contents, Mapping) else contents)
 
 
 def repo(spec: str, *, ref: str | None = None) -> Repo:
@@ -66,6 +68,8 @@ def repo(spec: str, *, ref: str | None = None) -> Repo:
     A relative local path (``./fixtures/calc``) is taken relative to the file that calls
     ``repo()``, so an eval file works from any current folder.
     """
+    if not isinstance(spec, str):
+        return Repo(url=spec, ref=ref)  # named by the rules
     url, parsed_ref = _split_ref(spec)
     if ref is None:
         ref = parsed_ref
@@ -87,6 +91,25 @@ def _split_ref(spec: str) -> tuple[str, str | None]:
 
 def _looks_local(url: str) -> bool:
     return url.startswith(("/", "./", "../", "~")) or url in (".", "..")
+
+
+CLONE_URL_PREFIXES = ("https://", "http://", "ssh://", "git://", "file://")
+SCP_LIKE_URL = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:owner/name.git
+REPO_SEGMENT = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def repo_kind(url: str) -> str | None:
+    """How a ``Repo.url`` names its repository: ``"url"`` (a clone URL), ``"path"`` (an
+    absolute local path) or ``"owner/name"`` (resolved against the git host when the trial
+    runs); None when it is none of these."""
+    if url.startswith(CLONE_URL_PREFIXES) or SCP_LIKE_URL.match(url):
+        return "url"
+    if os.path.isabs(url):
+        return "path"
+    segments = url.split("/")
+    if len(segments) == 2 and all(REPO_SEGMENT.match(s) and s not in (".", "..") for s in segments):
+        return "owner/name"
+    return None
 
 
 # --- checks ----------------------------------------------------------------------------------

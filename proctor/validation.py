@@ -25,6 +25,7 @@ from proctor.definitions import (
     Suite,
     Variant,
     a_type,
+    repo_kind,
 )
 from proctor.judges import Judge
 from proctor.mock import host_problems, mock_problems
@@ -169,15 +170,48 @@ def _cache_problem(cache: object) -> str | None:
 
 
 def _source_problem(field: str, source: object) -> str | None:
-    if source is None or isinstance(source, Repo):
+    if source is None:
         return None
+    if isinstance(source, Repo):
+        return _repo_problem(field, source)
     if isinstance(source, Files):
-        for path in source.files:
-            pure = PurePosixPath(path)
-            if pure.is_absolute() or ".." in pure.parts:
-                return f"{field} file {path!r} must stay inside the workspace"
-        return None
+        return _files_problem(field, source.files)
     return f"{field} must be files(...), repo(...) or left out, not {type(source).__name__}"
+
+
+def _repo_problem(field: str, source: Repo) -> str | None:
+    if not isinstance(source.url, str) or repo_kind(source.url) is None:
+        return (
+            f"{field} repo({source.url!r}) names no repository: give owner/name (with @ref), "
+            "a clone URL or a local path"
+        )
+    if source.ref is not None and (not isinstance(source.ref, str) or not source.ref.strip()):
+        return f"{field} repo ref must be a branch, tag or commit, or left out (got {source.ref!r})"
+    return None
+
+
+def _files_problem(field: str, contents: object) -> str | None:
+    """Every file a workspace can be made of: a relative path inside it, of text, and no file
+    where another one needs a folder (``a`` and ``a/b``)."""
+    if not isinstance(contents, Mapping):
+        return (
+            f"{field} files() takes a mapping of paths to text, like "
+            f"files({{'src/app.py': '...'}}) (got {a_type(contents)})"
+        )
+    paths = set()
+    for path, text in contents.items():
+        if not isinstance(path, str) or not path.strip() or path.endswith("/"):
+            return f"{field} file {path!r} must be a file's relative path, like 'src/app.py'"
+        pure = PurePosixPath(path)
+        if pure.is_absolute() or ".." in pure.parts:
+            return f"{field} file {path!r} must stay inside the workspace"
+        if not isinstance(text, str):
+            return f"{field} file {path!r} must hold text (got {a_type(text)})"
+        paths.add(pure)
+    for pure in sorted(paths):
+        if folder := next((parent for parent in pure.parents if parent in paths), None):
+            return f"{field} file {str(folder)!r} is also the folder of {str(pure)!r}"
+    return None
 
 
 def _diff_ignore_problem(patterns: object) -> str | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit, urlunsplit
 
-from proctor.definitions import Files, Repo
+from proctor.definitions import Files, Repo, repo_kind
 from runner.sandboxes.processes import run_process
 
 log = logging.getLogger(__name__)
@@ -30,9 +30,6 @@ log = logging.getLogger(__name__)
 NETWORK_TIMEOUT_S = 15 * 60
 LOCAL_TIMEOUT_S = 5 * 60
 
-_CLONE_URL_PREFIXES = ("https://", "http://", "ssh://", "git://", "file://")
-_SCP_LIKE_URL = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:owner/name.git
-_REPO_SEGMENT = re.compile(r"^[A-Za-z0-9_.-]+$")
 _FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 
 
@@ -63,17 +60,15 @@ def _count(kind: str) -> None:
 def resolve_repo_url(url: str, git_host: str) -> str:
     """The clone URL for a ``Repo.url``: ``owner/name`` goes to ``git_host``; URLs and absolute
     paths are returned unchanged."""
-    if url.startswith(_CLONE_URL_PREFIXES) or _SCP_LIKE_URL.match(url) or os.path.isabs(url):
+    kind = repo_kind(url)
+    if kind in ("url", "path"):
         return url
-    segments = url.split("/")
-    if len(segments) == 2 and all(
-        _REPO_SEGMENT.match(s) and s not in (".", "..") for s in segments
-    ):
+    if kind == "owner/name":
         if not git_host.strip():
             raise SourceError(
                 f"repository {url} needs a git host to resolve against, and none is set"
             )
-        owner, name = segments
+        owner, name = url.split("/")
         name = name.removesuffix(".git")
         return f"{git_host.rstrip('/')}/{owner}/{name}.git"
     raise SourceError(

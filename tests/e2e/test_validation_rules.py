@@ -3,6 +3,7 @@ file, the suite or case and the field in one line, exits 2, and leaves the datab
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,8 @@ def rules_file(
     validate_part = f", validate={validate}" if validate is not None else ""
     return f"""
     from proctor import (
-        case, command, profile, responder, simulated_user, suite, turn, turns, variant
+        case, command, files, profile, repo, responder, simulated_user, suite, turn, turns,
+        variant,
     )
 
 
@@ -58,6 +60,13 @@ def rule(
     arguments, and the words its one line must hold."""
     return pytest.param(files or {"rules.eval.py": rules_file(**fields)}, args, expected, id=name)
 
+
+# The line of rules_file() that calls case(), as write_eval writes it.
+CASES_LINE = next(
+    number
+    for number, line in enumerate(textwrap.dedent(rules_file()).lstrip().splitlines(), start=1)
+    if "cases=[case(" in line
+)
 
 RULES = [
     rule(
@@ -95,7 +104,12 @@ RULES = [
     ),
     rule(
         "simulated-user-message-without-content",
-        ["rules.eval.py", "line 11", "initial_messages: message 2", '{"role", "content"}'],
+        [
+            "rules.eval.py",
+            f"line {CASES_LINE}:",
+            "initial_messages: message 2",
+            '{"role", "content"}',
+        ],
         case_fields=", user=simulated_user('You are Bo.', initial_messages="
         "[{'role': 'user', 'content': 'Hi'}, {'role': 'assistant'}])",
     ),
@@ -110,6 +124,26 @@ RULES = [
         ["rules.eval.py", "case good-case", "simulated_user first_message must be text", "5"],
         case_fields=", user=simulated_user('You are Bo.', first_message=5)",
         variant=CONVERSING,
+    ),
+    rule(
+        "source-file-not-text",
+        ["rules.eval.py", "case good-case", "source file 'a.txt' must hold text (got an int)"],
+        case_fields=", source=files({'a.txt': 5})",
+    ),
+    rule(
+        "source-file-and-folder",
+        ["rules.eval.py", "case good-case", "source file 'src' is also the folder of 'src/a.py'"],
+        case_fields=", source=files({'src': 'x', 'src/a.py': 'y'})",
+    ),
+    rule(
+        "source-files-not-a-mapping",
+        ["rules.eval.py", "case good-case", "files() takes a mapping", "got a str"],
+        case_fields=", source=files('a.txt')",
+    ),
+    rule(
+        "source-repo-names-none",
+        ["rules.eval.py", "case good-case", "repo('acme/api@') names no repository"],
+        case_fields=", source=repo('acme/api@')",
     ),
     rule(
         "turn-gate-not-a-regex",
