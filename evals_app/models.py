@@ -201,6 +201,8 @@ class Batch(models.Model):
         RUNNING = "running"
         FINISHED = "finished"
 
+    LABEL_MAX = 200  # characters of --label
+
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="batches")
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -209,7 +211,7 @@ class Batch(models.Model):
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
     )
-    label = models.CharField(max_length=200, blank=True, default="")
+    label = models.CharField(max_length=LABEL_MAX, blank=True, default="")
     # The batch compare and `--baseline suite-baseline` measure others against; at most one
     # per organization and suite (see mark_baseline).
     is_baseline = models.BooleanField(default=False)

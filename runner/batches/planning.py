@@ -247,6 +247,11 @@ def record_submission(
         or ".." in PurePosixPath(c["eval_module"]).parts
     ]
     problems += ownership_problems(organization, cases)
+    options = dict(submission.get("options") or {})
+    label = options.get("label") or ""
+    if not isinstance(label, str) or len(label) > Batch.LABEL_MAX:
+        shown = f"{len(label)} characters" if isinstance(label, str) else f"{label!r:.40}"
+        problems.append(f"--label is {shown}; a batch's label is text of at most {Batch.LABEL_MAX}")
     referenced = [c["bundle"] for c in cases]
     referenced += [c["source"]["bundle"] for c in cases if c.get("source")]
     referenced += [v["profile_bundle"] for v in variants if v.get("profile_bundle")]
@@ -256,7 +261,6 @@ def record_submission(
     ]
     if problems:
         raise InvalidInput(problems)
-    options = dict(submission.get("options") or {})
     with transaction.atomic():
         recorded = record_cases(organization, cases)
         variant_rows = [record_variant(organization, v) for v in variants]
@@ -282,7 +286,7 @@ def record_submission(
                 )
             )
         batch, trial_ids = create_batch(
-            organization, requests, options=options, user=user, label=options.get("label") or ""
+            organization, requests, options=options, user=user, label=label
         )
     return batch, trial_ids, sum(1 for r in recorded if r.created)
 

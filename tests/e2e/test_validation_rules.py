@@ -126,6 +126,12 @@ RULES = [
         variant=CONVERSING,
     ),
     rule(
+        # PostgreSQL refused the row with a traceback; SQLite kept all 201 characters.
+        "label-too-long",
+        ["--label is 201 characters; a batch's label is text of at most 200"],
+        args=("--label", "x" * 201),
+    ),
+    rule(
         "source-file-not-text",
         ["rules.eval.py", "case good-case", "source file 'a.txt' must hold text (got an int)"],
         case_fields=", source=files({'a.txt': 5})",
