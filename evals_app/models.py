@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from evals_app import hot_sql
 from evals_app.source_texts import SourceTextsField
+from proctor.validation import HANDLE_MAX, NAME_MAX
 
 
 class Organization(models.Model):
@@ -43,8 +44,8 @@ class Organization(models.Model):
 
 class Suite(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="suites")
-    slug = models.CharField(max_length=100)
-    name = models.CharField(max_length=200)
+    slug = models.CharField(max_length=HANDLE_MAX)
+    name = models.CharField(max_length=NAME_MAX)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -64,8 +65,8 @@ class Case(models.Model):
 
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="cases")
     suite = models.ForeignKey(Suite, on_delete=models.CASCADE, related_name="cases")
-    slug = models.CharField(max_length=100)
-    name = models.CharField(max_length=200)
+    slug = models.CharField(max_length=HANDLE_MAX)
+    name = models.CharField(max_length=NAME_MAX)
     tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -171,9 +172,9 @@ class Variant(models.Model):
     organization = models.ForeignKey(
         Organization, on_delete=models.CASCADE, related_name="variants"
     )
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=NAME_MAX)
     harness = models.CharField(max_length=50)
-    model = models.CharField(max_length=200, blank=True, default="")
+    model = models.CharField(max_length=NAME_MAX, blank=True, default="")
     sandbox = models.CharField(max_length=50, default="local")
     spec = models.JSONField()
     spec_hash = models.CharField(max_length=64)

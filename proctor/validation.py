@@ -32,6 +32,9 @@ from proctor.mock import host_problems, mock_problems
 
 HANDLE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HANDLE_MAX = 100
+# The longest name a suite, case or variant is shown by, and a variant's model: what the
+# database keeps of each (evals_app.models reads this).
+NAME_MAX = 200
 MAX_TAGS = 12
 MAX_CHECKS = 20
 MAX_TURNS_RANGE = (1, 50)
@@ -59,6 +62,17 @@ class Problem:
         if self.case:
             where.append(f"case {self.case}")
         return f"{self.file}: {', '.join(where) + ': ' if where else ''}{self.message}"
+
+
+def name_problem(field: str, value: object) -> str | None:
+    """A display name (or a model): text of at most NAME_MAX characters, or left out."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return f"{field} must be text, or left out (got {value!r})"
+    if len(value) > NAME_MAX:
+        return f"{field} {value[:20]!r}… is {len(value)} characters; the most is {NAME_MAX}"
+    return None
 
 
 def handle_problem(field: str, value: object) -> str | None:
@@ -411,8 +425,8 @@ def case_problems(
     for tag in case.tags:
         if not isinstance(tag, str) or not tag.strip() or len(tag) > 50:
             problems.append(f"tag {tag!r} must be a label of 1 to 50 characters")
-    if case.name is not None and (not isinstance(case.name, str) or not case.name.strip()):
-        problems.append(f"name must be text, or left out (got {case.name!r})")
+    if message := name_problem("name", case.name):
+        problems.append(message)
     if case.prepare is not None and not callable(case.prepare):
         problems.append("prepare must be a function that receives the prepare helpers")
     problems.extend(_check_problems(case, is_check, commands_in_lists=commands_in_lists))
@@ -507,11 +521,9 @@ def _variant_problems(
             )
             continue
         for field in ("model", "name"):
-            value = getattr(variant, field)
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                problems.append(
-                    f"variant {variant.name}: {field} must be text, or left out (got {value!r})"
-                )
+            if message := name_problem(field, getattr(variant, field)):
+                shown = variant.name if len(str(variant.name)) <= 60 else f"{variant.name:.57}..."
+                problems.append(f"variant {shown}: {message}")
         if variant.name in seen:
             problems.append(
                 f"variant name {variant.name!r} is used twice; give one of them name=..."
@@ -562,10 +574,11 @@ def suite_problems(
         add("prompt is required: the template each case fills in, like '{{task}}'")
     if (message := _in_range("trials", suite.trials, TRIALS_RANGE)) is not None:
         add(message)
-    for field in ("name", "system_prompt"):
-        value = getattr(suite, field)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            add(f"{field} must be text, or left out (got {value!r})")
+    if message := name_problem("name", suite.name):
+        add(message)
+    prompt = suite.system_prompt
+    if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
+        add(f"system_prompt must be text, or left out (got {prompt!r})")
     if (message := _source_problem("source", suite.source)) is not None:
         add(message)
     if (message := _diff_ignore_problem(suite.diff_ignore)) is not None:

@@ -132,6 +132,17 @@ RULES = [
         args=("--label", "x" * 201),
     ),
     rule(
+        # Names past what the database keeps: PostgreSQL refused the row with a traceback.
+        "case-name-too-long",
+        ["rules.eval.py", "case good-case", "name 'CCCCCCCCCCCCCCCCCCCC'… is 201 characters"],
+        case_fields=", name='C' * 201",
+    ),
+    rule(
+        "variant-model-too-long",
+        ["rules.eval.py", "variant long-model: model", "is 201 characters; the most is 200"],
+        variant=f'variant("command", profile={PROFILE}, model="m" * 201, name="long-model")',
+    ),
+    rule(
         "source-file-not-text",
         ["rules.eval.py", "case good-case", "source file 'a.txt' must hold text (got an int)"],
         case_fields=", source=files({'a.txt': 5})",
