@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 TEXT_TYPES = (
+    "contains",
+    "not-contains",
     "icontains",
     "not-icontains",
     "contains-any",
     "contains-all",
     "regex",
+    "not-regex",
     "equals",
     "is-json",
 )

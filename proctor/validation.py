@@ -282,14 +282,17 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
     if item.type == "llm-rubric" and isinstance(item.value, str) and not item.value.strip():
         return f"{where}: the value is the rubric the model grades by, and it is blank"
     if item.type in (
+        "contains",
+        "not-contains",
         "icontains",
         "not-icontains",
         "regex",
+        "not-regex",
         "equals",
         "llm-rubric",
     ) and not isinstance(item.value, str):
         return f"{where}: value must be a string"
-    if item.type == "regex":
+    if item.type in ("regex", "not-regex"):
         try:
             re.compile(item.value)
         except re.error as exc:

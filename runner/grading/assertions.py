@@ -39,22 +39,21 @@ def _as_list(value: Any) -> list[str]:
 
 
 def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, str]:
-    if kind in ("icontains", "not-icontains"):
-        said_it = str(value).lower() in said.lower()
+    if kind in ("contains", "not-contains", "icontains", "not-icontains"):
+        folded = kind.endswith("icontains")  # the i: case folded
+        said_it = str(value).lower() in said.lower() if folded else str(value) in said
         message = f"the agent {'said' if said_it else 'never said'} {value!r}"
-        return (said_it if kind == "icontains" else not said_it), message
+        return (not said_it if kind.startswith("not-") else said_it), message
     if kind == "contains-any":
         present = [v for v in _as_list(value) if v in said]
         return bool(present), f"found {present}" if present else f"none of {_as_list(value)} found"
     if kind == "contains-all":
         missing = [v for v in _as_list(value) if v not in said]
         return not missing, f"missing {missing}" if missing else "all found"
-    if kind == "regex":
+    if kind in ("regex", "not-regex"):
         match = re.search(str(value), said)
-        return (
-            match is not None,
-            f"matched {match.group(0)!r}" if match else f"no match for /{value}/",
-        )
+        message = f"matched {match.group(0)!r}" if match else f"no match for /{value}/"
+        return (match is None if kind == "not-regex" else match is not None), message
     if kind == "equals":
         same = answer.strip() == str(value).strip()
         return same, "the final answer equals the value" if same else "the final answer differs"

@@ -1,7 +1,7 @@
 """promptfoo ``assert`` entries as Proctor assertions.
 
-Types both know carry over with their weight and metric; ``contains`` (case-sensitive) becomes
-an escaped ``regex``; ``latency`` and ``cost`` take promptfoo's ``threshold`` as their bound.
+Types both know carry over with their weight and metric; ``latency`` and ``cost`` take
+promptfoo's ``threshold`` as their bound.
 Everything else (``javascript``, ``similar``, ``assert-set``, a ``transform``...) is named in
 the untranslated list.
 """
@@ -18,18 +18,30 @@ from runner.importers.promptfoo_files import ConfigFiles, is_code_reference, is_
 from runner.importers.python_source import Call, call
 
 SAME_TYPES = (
+    "contains",
+    "not-contains",
     "icontains",
     "not-icontains",
     "contains-any",
     "contains-all",
     "regex",
+    "not-regex",
     "equals",
     "is-json",
     "llm-rubric",
 )
 BOUND_TYPES = ("latency", "cost")
 LIST_TYPES = ("contains-any", "contains-all")
-TEXT_VALUE_TYPES = ("icontains", "not-icontains", "regex", "equals", "llm-rubric")
+TEXT_VALUE_TYPES = (
+    "contains",
+    "not-contains",
+    "icontains",
+    "not-icontains",
+    "regex",
+    "not-regex",
+    "equals",
+    "llm-rubric",
+)
 # Keys of an assert entry this translation reads; any other is named as untranslated.
 READ_KEYS = {"type", "value", "weight", "metric", "threshold"}
 # CSV cells like "icontains: hello" or "similar(0.8): text" (promptfoo's short form).
@@ -38,7 +50,6 @@ _SHORT_FORM_ALIASES = {"grade": "llm-rubric", "fn": "javascript", "eval": "javas
 _SHORT_FORM_TYPES = (
     *SAME_TYPES,
     *BOUND_TYPES,
-    "contains",
     "javascript",
     "python",
     "llm-rubric",
@@ -99,7 +110,7 @@ def _one(
 ) -> Call | None:
     kind = entry["type"]
     label = f"{where}: assertion {kind}"
-    if kind not in (*SAME_TYPES, *BOUND_TYPES, "contains"):
+    if kind not in (*SAME_TYPES, *BOUND_TYPES):
         hint = (
             " (write it as a Python function: assertion('python', fn))"
             if kind in ("javascript", "python")
@@ -130,12 +141,6 @@ def _one(
         )
         if value is _UNUSABLE:
             return None
-    name = None
-    if kind == "contains":
-        if not isinstance(value, str):
-            untranslated.append(f"{label} (its value is not text)")
-            return None
-        kind, name, value = "regex", f"contains: {value}", re.escape(value)
     if kind == "is-json" and value is not None:
         untranslated.append(f"{label}: its JSON schema (only the JSON check carried over)")
         value = None
@@ -152,9 +157,7 @@ def _one(
         untranslated.append(f"{label} (it has no value)")
         return None
     args = (kind,) if value is None else (kind, value)
-    return call(
-        "assertion", *args, weight=None if weight == 1 else weight, metric=metric, name=name
-    )
+    return call("assertion", *args, weight=None if weight == 1 else weight, metric=metric)
 
 
 _UNUSABLE = object()

@@ -238,6 +238,10 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
             assert:
               - type: contains
                 value: "Order 42"
+              - type: not-contains
+                value: "[object Object]"
+              - type: not-regex
+                value: "(?i)error"
               - type: similar
                 value: "It ships tomorrow."
               - type: icontains
@@ -268,7 +272,9 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
     (suite,) = load_valid_suites(output).values()
     case = suite.cases[0]
     assert list(case.checks) == [
-        Assertion("regex", "Order\\ 42", name="contains: Order 42"),
+        Assertion("contains", "Order 42"),
+        Assertion("not-contains", "[object Object]"),
+        Assertion("not-regex", "(?i)error"),
         Assertion("icontains", "ship"),
     ]
     (tool,) = suite.variants[0].options["tools"]
