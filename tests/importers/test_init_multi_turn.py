@@ -1,10 +1,11 @@
 """`proctor init --multi-turn`: a starter file of four simulated callers against a chat agent
-with a booking tool, weighted assertions and a 0.6 threshold, that `proctor eval` accepts; an
-existing file is never overwritten."""
+with a booking tool, weighted assertions and a 0.6 threshold, that `proctor eval` accepts; plain
+`proctor init`: a first eval that passes as written; an existing file is never overwritten."""
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -88,14 +89,35 @@ def test_it_refuses_to_overwrite_an_existing_file(tmp_path: Path) -> None:
     assert path.read_text() == "# mine\n"
 
 
-def test_it_writes_to_a_named_file_and_asks_which_starter_without_the_flag(tmp_path: Path) -> None:
+def test_it_writes_to_a_named_file(tmp_path: Path) -> None:
     call_command(
         "init", "--multi-turn", "-o", str(tmp_path / "sales.eval.py"), stdout=io.StringIO()
     )
     assert "multi-turn-starter" in load_valid_suites(tmp_path / "sales.eval.py")
 
-    stderr = io.StringIO()
-    with pytest.raises(SystemExit) as exit_:
-        call_command("init", stdout=io.StringIO(), stderr=stderr)
-    assert exit_.value.code == 2
-    assert stderr.getvalue().strip() == "Say which starter to write: proctor init --multi-turn."
+
+def test_plain_init_writes_a_first_eval_that_passes_as_written(proctor: Proctor) -> None:
+    """Before, plain `proctor init` wrote nothing and asked for --multi-turn."""
+    run = proctor("init")
+
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        "Wrote first.eval.py: two cases and a stand-in agent; it runs as written, then put your "
+        "agent in.",
+        "Run it with: proctor eval first.eval.py",
+    ]
+    path = proctor.cwd / "first.eval.py"
+    assert ruff_problems(path) == ""
+    done = proctor("eval", "--json")
+    assert done.returncode == 0, done.stderr
+    trials = [t for run in json.loads(done.stdout)["runs"] for t in run["trials"]]
+    assert [t["status"] for t in trials] == ["passed"] * 4
+    assert {c["message"] for t in trials for c in t["checks"]} == {
+        "add(2, 3) printed '5'",
+        "exited 0",
+    }
+    again = proctor("init")
+    assert again.returncode == 2
+    assert again.stderr.strip() == (
+        "first.eval.py already exists; remove it first or write elsewhere with -o."
+    )
