@@ -54,6 +54,12 @@ BUNDLE_MAX_BYTES = int(float(env_str("PROCTOR_BUNDLE_MAX_MB", "50")) * 1024 * 10
 GIT_HOST = env_str("PROCTOR_GIT_HOST", "https://github.com")
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+# Celery reads a URL of another scheme, or none, as an AMQP host name and retries it for ever.
+if REDIS_URL and not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+    raise ImproperlyConfigured(
+        "REDIS_URL is not a Redis URL such as redis://127.0.0.1:6379/0 (it must start with "
+        "redis://, rediss:// or unix://)"
+    )
 EMBEDDED = not REDIS_URL
 
 # The key a laptop runs with when nothing is configured; `proctor serve` refuses to listen

@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Iterable
 from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor, wait
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import close_old_connections, connections
@@ -128,6 +129,27 @@ def _drop_broken_connections() -> None:
                 connection.errors_occurred = False
             else:
                 connection.close()
+
+
+def require_broker() -> None:
+    """In the scaled mode, reach the broker once before a batch is recorded, or raise a
+    CommandError of one sentence: its trials would be queued there, and an unreachable Redis
+    ended ``proctor eval`` in kombu's traceback with the batch recorded and never queued."""
+    if settings.EMBEDDED:
+        return
+    import redis
+    from django.core.management import CommandError
+
+    address = urlsplit(settings.REDIS_URL)
+    where = f"{address.hostname}:{address.port or 6379}" if address.hostname else "its socket"
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5, socket_timeout=5).ping()
+    except (redis.exceptions.RedisError, OSError) as exc:
+        raise CommandError(
+            f"cannot queue trials on Redis at {where} (REDIS_URL: {exc}); start it, or unset "
+            "REDIS_URL to run the trials in this process",
+            returncode=2,
+        ) from None
 
 
 def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:

@@ -41,6 +41,13 @@ CASES = [
         "DATABASE_URL is not a database URL",
         id="DATABASE_URL is no URL",
     ),
+    pytest.param(
+        # Celery took it for an AMQP host and retried it for ever (a worker), or ended
+        # `proctor eval` in kombu's traceback.
+        lambda _: {"REDIS_URL": "cache-host:6379"},
+        "REDIS_URL is not a Redis URL such as redis://127.0.0.1:6379/0",
+        id="REDIS_URL is no Redis URL",
+    ),
     pytest.param(home_that_is_a_file, "PROCTOR_HOME", id="PROCTOR_HOME is a file"),
     pytest.param(
         database_that_is_a_folder,
@@ -81,6 +88,27 @@ def test_a_worker_says_at_start_that_nothing_answers_at_database_url(
     }
     done = run_proctor("worker", cwd=tmp_path, env=env, timeout=60)
     assert_one_line_and_exit_2(done, "cannot use the database ours")
+
+
+def test_an_eval_says_in_one_line_that_nothing_answers_at_redis_url(tmp_path: Path) -> None:
+    """Before, kombu's traceback once the batch was recorded, its trials never queued."""
+    write_quick_eval(tmp_path)
+    env = {
+        **proctor_env(tmp_path / "home"),
+        "REDIS_URL": f"redis://:hunter2@127.0.0.1:{free_port()}/0",
+    }
+    done = run_proctor("eval", "quick.eval.py", cwd=tmp_path, env=env, timeout=60)
+    assert_one_line_and_exit_2(done, "cannot queue trials on Redis at 127.0.0.1:")
+    assert "unset REDIS_URL to run the trials in this process" in done.stderr
+    batches = run_proctor(
+        "shell",
+        "-c",
+        "from evals_app.models import Batch; print(Batch.objects.count())",
+        cwd=tmp_path,
+        env=proctor_env(tmp_path / "home"),
+        timeout=60,
+    )
+    assert batches.stdout.strip().splitlines()[-1] == "0", "nothing was recorded"
 
 
 def test_seed_demo_data_makes_the_tables_of_a_new_home_first(tmp_path: Path) -> None:

@@ -108,6 +108,7 @@ class Command(EvalOptions):
             self._run_on_server(out, err, submission, options)
             return
         ensure_database()
+        dispatch.require_broker()
         organization = self._organization(err, options["org"] or Organization.EMBEDDED_SLUG)
         baseline = self._baseline(err, organization, options["baseline"])
         try:
