@@ -430,6 +430,9 @@ def case_problems(
             problems.append(f"tag {tag!r} must be a label of 1 to 50 characters")
     if message := name_problem("name", case.name):
         problems.append(message)
+    expected = case.expected_output
+    if expected is not None and (not isinstance(expected, str) or not expected.strip()):
+        problems.append(f"expected_output must be text, or left out (got {expected!r:.80})")
     if case.prepare is not None and not callable(case.prepare):
         problems.append("prepare must be a function that receives the prepare helpers")
     problems.extend(_check_problems(case, is_check, commands_in_lists=commands_in_lists))

@@ -86,6 +86,11 @@ RULES = [
         case_fields=", variables='task=x'",
     ),
     rule(
+        "expected-output-not-text",
+        ["rules.eval.py", "case good-case", "expected_output must be text", "got 5"],
+        case_fields=", expected_output=5",
+    ),
+    rule(
         "case-name-not-text",
         ["rules.eval.py", "case good-case", "name must be text", "got 5"],
         case_fields=", name=5",
