@@ -29,6 +29,12 @@ NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 # A route's path placeholder, as runner/mocks/api.py reads it.
 PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# An mcp mock's fields that map its tool names, and to what.
+MCP_MAPPINGS = {
+    "tools": "tool names to functions",
+    "schema": "tool names to JSON schemas",
+    "descriptions": "tool names to text",
+}
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 # A host name the agent may reach a mock at (``billing.internal``): DNS labels, lowercase.
 HOST = re.compile(
@@ -181,8 +187,6 @@ def mcp(
 def _mapping(value: Any) -> Any:
     """A copy of a mapping (or of a list of pairs); anything else is kept as given, for
     ``mock_problems`` to name."""
-    if isinstance(value, Mapping):
-        return dict(value)
     try:
         return dict(value)
     except (TypeError, ValueError):
@@ -309,12 +313,11 @@ def mock_problems(mocks: object) -> list[str]:
             if "/" in item.name:
                 problems.append(f"{where}: a command name holds no '/'")
         elif item.kind == "mcp":
-            shapes = {"tools": "tool names to functions", "schema": "tool names to JSON schemas"}
-            shapes["descriptions"] = "tool names to text"
-            wrong = [f for f in shapes if not isinstance(getattr(item, f), Mapping)]
+            wrong = [f for f in MCP_MAPPINGS if not isinstance(getattr(item, f), Mapping)]
             for name in wrong:
                 problems.append(
-                    f"{where}: {name} must map {shapes[name]} (got {a_type(getattr(item, name))})"
+                    f"{where}: {name} must map {MCP_MAPPINGS[name]} "
+                    f"(got {a_type(getattr(item, name))})"
                 )
             if wrong:
                 continue

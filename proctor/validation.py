@@ -64,15 +64,21 @@ class Problem:
         return f"{self.file}: {', '.join(where) + ': ' if where else ''}{self.message}"
 
 
-def name_problem(field: str, value: object) -> str | None:
-    """A display name (or a model): text of at most NAME_MAX characters, or left out."""
+def text_problem(field: str, value: object, *, longest: int | None = None) -> str | None:
+    """An optional text field: left out, or text that is not blank (of at most ``longest``
+    characters when given)."""
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        return f"{field} must be text, or left out (got {value!r})"
-    if len(value) > NAME_MAX:
-        return f"{field} {value[:20]!r}… is {len(value)} characters; the most is {NAME_MAX}"
+        return f"{field} must be text, or left out (got {value!r:.80})"
+    if longest is not None and len(value) > longest:
+        return f"{field} {value[:20]!r}… is {len(value)} characters; the most is {longest}"
     return None
+
+
+def name_problem(field: str, value: object) -> str | None:
+    """A display name (or a model), as long as the database keeps."""
+    return text_problem(field, value, longest=NAME_MAX)
 
 
 def handle_problem(field: str, value: object) -> str | None:
@@ -248,9 +254,8 @@ def is_check(value: object) -> bool:
 
 def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
     for field in ("metric", "name"):
-        value = getattr(item, field)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            return f"assertion ({item.type}): {field} must be text, or left out (got {value!r})"
+        if message := text_problem(field, getattr(item, field)):
+            return f"assertion ({item.type}): {message}"
     where = f"assertion {item.label!r}"
     if item.type not in ASSERTION_TYPES:
         return f"{where}: unknown type {item.type!r} (known: {', '.join(ASSERTION_TYPES)})"
@@ -356,10 +361,8 @@ def _conversation_problems(case: Case) -> list[str]:
                     )
     if isinstance(user, Responder | SimulatedUser):
         kind = "responder" if isinstance(user, Responder) else "simulated_user"
-        if user.model is not None and (not isinstance(user.model, str) or not user.model.strip()):
-            problems.append(
-                f"{kind} model must be a model's name, or left out (got {user.model!r})"
-            )
+        if message := text_problem(f"{kind} model", user.model):
+            problems.append(message)
         # A blank first message is left to mean none: the case's prompt opens.
         opening = getattr(user, "first_message", None)
         if opening is not None and not isinstance(opening, str):
@@ -430,9 +433,8 @@ def case_problems(
             problems.append(f"tag {tag!r} must be a label of 1 to 50 characters")
     if message := name_problem("name", case.name):
         problems.append(message)
-    expected = case.expected_output
-    if expected is not None and (not isinstance(expected, str) or not expected.strip()):
-        problems.append(f"expected_output must be text, or left out (got {expected!r:.80})")
+    if message := text_problem("expected_output", case.expected_output):
+        problems.append(message)
     if case.prepare is not None and not callable(case.prepare):
         problems.append("prepare must be a function that receives the prepare helpers")
     problems.extend(_check_problems(case, is_check, commands_in_lists=commands_in_lists))
@@ -582,9 +584,8 @@ def suite_problems(
         add(message)
     if message := name_problem("name", suite.name):
         add(message)
-    prompt = suite.system_prompt
-    if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
-        add(f"system_prompt must be text, or left out (got {prompt!r})")
+    if message := text_problem("system_prompt", suite.system_prompt):
+        add(message)
     if (message := _source_problem("source", suite.source)) is not None:
         add(message)
     if (message := _diff_ignore_problem(suite.diff_ignore)) is not None:

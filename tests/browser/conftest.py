@@ -48,6 +48,17 @@ def browser_context_args(browser_context_args: dict) -> dict:
     return {**browser_context_args, "viewport": {"width": 1440, "height": 900}}
 
 
+def htmx_settled(page) -> None:
+    """Wait until htmx has no request in flight and has wired what it last swapped in. A swap
+    that replaces the element which sent it (the grid's filter form is part of the grid) wires
+    the new one only when it settles, 20 ms later: a choice made by the test within those
+    milliseconds, which no person makes, went to an element htmx did not listen to yet."""
+    page.wait_for_function(
+        "() => document.readyState === 'complete' && window.htmx !== undefined"
+        " && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
+
+
 def wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -15,7 +15,7 @@ import pytest
 from conftest import free_port, proctor_env
 from playwright.sync_api import Page, expect
 
-from browser.conftest import PASSWORD, proctor, start, stop, wait_until_serving
+from browser.conftest import PASSWORD, htmx_settled, proctor, start, stop, wait_until_serving
 
 pytestmark = pytest.mark.browser
 
@@ -120,20 +120,25 @@ def test_the_grid_filters_by_status_and_finds_an_answer(
     cases = page.locator(".case-name")
     expect(cases).to_have_text(["add-two", "count-to-three", "say-hello"])
 
+    htmx_settled(page)
     page.select_option("#status-filter", "failed")
     expect(cases).to_have_text(["add-two"])
     expect(page).to_have_url(re.compile(r"status=failed"))
 
+    htmx_settled(page)
     page.select_option("#status-filter", "")
     expect(cases).to_have_count(3)
     # The word is in the agent's answer only, never in a case name.
+    htmx_settled(page)
     page.fill("#case-search", "zeppelin")
     expect(cases).to_have_text(["add-two"])
     expect(page.locator("td.cell--matched")).to_have_count(1)
 
     # pass@k on demand: add-two ran 3 trials and passed none.
+    htmx_settled(page)
     page.fill("#case-search", "")
     expect(cases).to_have_count(3)
+    htmx_settled(page)
     page.click("#toggle-estimates")
     expect(page.locator("#estimates-row")).to_contain_text("pass@3")
     add_two = page.locator("tbody tr").filter(has=page.get_by_role("link", name="add-two"))
