@@ -23,6 +23,19 @@ TEXT_TYPES = (
     "equals",
     "is-json",
 )
+# The shapes of the types' values: one text (a word to find, a pattern, the answer, a rubric),
+# or a list of texts.
+TEXT_VALUE_TYPES = (
+    "contains",
+    "not-contains",
+    "icontains",
+    "not-icontains",
+    "regex",
+    "not-regex",
+    "equals",
+    "llm-rubric",
+)
+LIST_VALUE_TYPES = ("contains-any", "contains-all")
 # Types that read a mock's call log: the value is "MOCK CALL" ("billing POST /refunds",
 # "gh pr create", "tickets create_ticket"); call-count takes {"call": ..., "count"|"min"|"max": n}.
 CALL_TYPES = ("called", "not-called", "call-count")

@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from proctor.assertions import ASSERTION_TYPES, BOUND_TYPES, CALL_TYPES, Assertion
+from proctor.assertions import (
+    ASSERTION_TYPES,
+    BOUND_TYPES,
+    CALL_TYPES,
+    LIST_VALUE_TYPES,
+    TEXT_VALUE_TYPES,
+    Assertion,
+)
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import (
     CAPABILITIES,
@@ -278,7 +285,7 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
             f"{where}: a {item.type} assertion's value is a finite number, 0 or more "
             f"(the most allowed; got {item.value!r})"
         )
-    if item.type in ("contains-any", "contains-all") and not (
+    if item.type in LIST_VALUE_TYPES and not (
         isinstance(item.value, list | tuple)
         and item.value
         and all(isinstance(text, str) for text in item.value)
@@ -286,16 +293,7 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
         return f"{where}: value must be a non-empty list of strings"
     if item.type == "llm-rubric" and isinstance(item.value, str) and not item.value.strip():
         return f"{where}: the value is the rubric the model grades by, and it is blank"
-    if item.type in (
-        "contains",
-        "not-contains",
-        "icontains",
-        "not-icontains",
-        "regex",
-        "not-regex",
-        "equals",
-        "llm-rubric",
-    ) and not isinstance(item.value, str):
+    if item.type in TEXT_VALUE_TYPES and not isinstance(item.value, str):
         return f"{where}: value must be a string"
     if item.type in ("regex", "not-regex"):
         try:

@@ -13,35 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from proctor.assertions import LIST_VALUE_TYPES, TEXT_TYPES, TEXT_VALUE_TYPES
 from runner.importers.nunjucks import fill_variables
 from runner.importers.promptfoo_files import ConfigFiles, is_code_reference, is_reference
 from runner.importers.python_source import Call, call
 
-SAME_TYPES = (
-    "contains",
-    "not-contains",
-    "icontains",
-    "not-icontains",
-    "contains-any",
-    "contains-all",
-    "regex",
-    "not-regex",
-    "equals",
-    "is-json",
-    "llm-rubric",
-)
+# Types promptfoo and Proctor share, read the same way.
+SAME_TYPES = (*TEXT_TYPES, "llm-rubric")
 BOUND_TYPES = ("latency", "cost")
-LIST_TYPES = ("contains-any", "contains-all")
-TEXT_VALUE_TYPES = (
-    "contains",
-    "not-contains",
-    "icontains",
-    "not-icontains",
-    "regex",
-    "not-regex",
-    "equals",
-    "llm-rubric",
-)
 # Keys of an assert entry this translation reads; any other is named as untranslated.
 READ_KEYS = {"type", "value", "weight", "metric", "threshold"}
 # CSV cells like "icontains: hello" or "similar(0.8): text" (promptfoo's short form).
@@ -144,9 +123,9 @@ def _one(
     if kind == "is-json" and value is not None:
         untranslated.append(f"{label}: its JSON schema (only the JSON check carried over)")
         value = None
-    if kind in LIST_TYPES and isinstance(value, str):
+    if kind in LIST_VALUE_TYPES and isinstance(value, str):
         value = [part.strip() for part in value.split(",") if part.strip()]
-    if kind in LIST_TYPES and isinstance(value, list):
+    if kind in LIST_VALUE_TYPES and isinstance(value, list):
         value = [str(item) for item in value]
     if kind in TEXT_VALUE_TYPES and isinstance(value, int | float) and not isinstance(value, bool):
         value = str(value)
