@@ -42,8 +42,11 @@ import json, os, sys, time
 folder, seconds = sys.argv[1], float(sys.argv[2])
 status = dict(line.split(":", 1) for line in open("/proc/self/status"))
 ignored = int(status["SigIgn"], 16)
-with open(os.path.join(folder, f"{os.getpid()}.json"), "w") as out:
+# Written aside, then renamed: the test reads every file it sees, never a half-written one.
+note = os.path.join(folder, f"{os.getpid()}.json")
+with open(note + ".part", "w") as out:
     json.dump({"agent": os.getpid(), "parent": os.getppid(), "ignored": ignored}, out)
+os.rename(note + ".part", note)
 time.sleep(seconds)
 print('{"_tag":"Finished","reason":"done"}', flush=True)
 """
@@ -80,7 +83,7 @@ def cleaned_up(proc: subprocess.Popen, started: Path | None = None) -> Iterator[
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for path in started.iterdir() if started is not None else ():
+        for path in started.glob("*.json") if started is not None else ():
             pid = json.loads(path.read_text())["agent"]
             if running(pid):
                 os.kill(pid, signal.SIGKILL)
@@ -98,8 +101,10 @@ def test_trials_run_in_worker_processes_that_die_with_a_killed_eval(tmp_path: Pa
         text=True,
     )
     with cleaned_up(proc, started):
-        wait_for(lambda: len(list(started.iterdir())) == 2, timeout=60, what="both agents to start")
-        agents = [json.loads(path.read_text()) for path in started.iterdir()]
+        wait_for(
+            lambda: len(list(started.glob("*.json"))) == 2, timeout=60, what="both agents to start"
+        )
+        agents = [json.loads(path.read_text()) for path in started.glob("*.json")]
         workers = {agent["parent"] for agent in agents}
         # One worker process per trial at -j 2, neither of them the command's own process.
         assert len(workers) == 2, agents
@@ -202,8 +207,8 @@ def test_a_killed_workers_trial_runs_again_and_the_batch_completes(tmp_path: Pat
         text=True,
     )
     with cleaned_up(proc):
-        wait_for(lambda: any(started.iterdir()), timeout=60, what="an agent to start")
-        first = min(started.iterdir())
+        wait_for(lambda: any(started.glob("*.json")), timeout=60, what="an agent to start")
+        first = min(started.glob("*.json"))
         worker = json.loads(first.read_text())["parent"]
         assert worker != proc.pid
         os.kill(worker, signal.SIGKILL)
@@ -270,9 +275,11 @@ def test_a_stopped_eval_closes_the_batch_with_a_record_and_leaves_no_agent(
     )
     with cleaned_up(proc, started):
         wait_for(
-            lambda: len(list(started.iterdir())) == jobs, timeout=60, what="the agents to start"
+            lambda: len(list(started.glob("*.json"))) == jobs,
+            timeout=60,
+            what="the agents to start",
         )
-        agents = [json.loads(path.read_text()) for path in started.iterdir()]
+        agents = [json.loads(path.read_text()) for path in started.glob("*.json")]
         if to_group:
             os.killpg(proc.pid, stop)
         else:
@@ -289,7 +296,7 @@ def test_a_stopped_eval_closes_the_batch_with_a_record_and_leaves_no_agent(
     assert (
         f"{headline}: batch 1 closed; 4 unfinished trials recorded as errored (interrupted)." in err
     )
-    assert len(list(started.iterdir())) == jobs, "no trial started after the stop"
+    assert len(list(started.glob("*.json"))) == jobs, "no trial started after the stop"
     with sqlite3.connect(home / "proctor.sqlite3") as db:
         trials = db.execute("select status, finish_reason, error from evals_app_trial").fetchall()
         batches = db.execute("select status from evals_app_batch").fetchall()
@@ -330,14 +337,16 @@ def test_an_eval_started_under_nohup_runs_on_through_sighup(tmp_path: Path) -> N
         preexec_fn=as_nohup_starts_it,
     )
     with cleaned_up(proc, started):
-        wait_for(lambda: len(list(started.iterdir())) == 2, timeout=60, what="the agents to start")
+        wait_for(
+            lambda: len(list(started.glob("*.json"))) == 2, timeout=60, what="the agents to start"
+        )
         os.killpg(proc.pid, signal.SIGHUP)
         out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     report = json.loads(out)
     assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 2
     # What the command ignores, its agents ignore too, as `nohup` means it.
-    for path in started.iterdir():
+    for path in started.glob("*.json"):
         assert json.loads(path.read_text())["ignored"] & _signal_bit(signal.SIGHUP)
 
 
