@@ -12,11 +12,14 @@ import inspect
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from evals_app import project_paths
 from evals_app.bundle_archive import folder_files, pack_tree
+from evals_app.environment_secrets import as_references, secret_variables
 from evals_app.source_capture import (
     capture_callable,
     project_root,
@@ -28,6 +31,11 @@ from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Varia
 from proctor.judges import Judge
 from proctor.mock import merged_mocks, mock_definition
 from proctor.tools import Tool
+
+# How a case and a variant are recorded. 2: with every value a trial runs with (paths into the
+# project by the project token, credentials as references to their variable, what a check
+# reads as digests); 1 hid a variant's env values and keys and kept what checks read as text.
+RECORD_FORMAT = 2
 
 VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
 
@@ -122,8 +130,11 @@ def resolve_case(
         if isinstance(check, Command):
             spec = {
                 "kind": "command",
-                "name": check.label,
-                "command": check.command,
+                # The project's own scripts by their path in it: moved, or on a worker, the
+                # command runs the project's copy there (and its name, the command when it has
+                # no other, is the same wherever the project sits).
+                "name": project_paths.recorded(check.label, root),
+                "command": project_paths.recorded(check.command, root),
                 "timeout_ms": check.timeout_ms,
             }
             checks.append(ResolvedCheck(check, spec))
@@ -166,7 +177,7 @@ def resolve_case(
             checks.append(ResolvedCheck(check, spec, source_ref))
 
     variables = dict(case.variables)
-    definition = {
+    definition: dict[str, Any] = {
         "suite": suite.id,
         "case": case.id,
         "prompt": fill_template(suite.prompt, variables),
@@ -199,6 +210,8 @@ def resolve_case(
     mocks = merged_mocks(suite.mocks, case.mocks)
     if mocks:  # only then, so a case without mocks keeps its version
         definition["mocks"] = [mock_definition(m, captured) for m in mocks]
+    if suite.diff_ignore:  # likewise
+        definition["diff_ignore"] = list(suite.diff_ignore)
     if not suite.capture_source:
         sources = {}
     return ResolvedCase(
@@ -226,10 +239,11 @@ MAX_DESCRIBED_CHARS = 2_000
 def values_read(func: Any, root: Path | None = None) -> dict[str, Any]:
     """What ``func`` closes over and the module globals it reads (its nested functions and
     comprehensions included, and the same-module helpers it calls, followed), each described
-    stably: plain data by value, functions by their source's hash, modules and classes by name,
-    paths inside the project by their path from ``root`` (so a worker's copy gives the same),
-    other values by a repr without a memory address. Part of the case version: changing a
-    threshold a validator reads makes a new version.
+    stably and without its text: numbers and booleans by value, text by a digest, functions by
+    their source's hash, modules and classes by name, paths inside the project by their path
+    from ``root`` (so a worker's copy gives the same). Part of the case version: changing a
+    threshold a validator reads makes a new version, and a token read from the environment
+    is never stored, only its digest.
 
     Raises UndescribableValue naming the value when it has no stable description."""
     reads: dict[str, Any] = {}
@@ -281,11 +295,14 @@ def _read(
 
 
 def describe_value(value: Any, what: str, root: Path | None = None) -> Any:
-    """``value`` as stable JSON, or UndescribableValue naming ``what``."""
-    if isinstance(value, str) and root is not None and value.startswith(str(root) + os.sep):
+    """``value`` as stable JSON that holds none of its text, or UndescribableValue naming
+    ``what``."""
+    if isinstance(value, str) and root is not None and _inside(value, root):
         # A path inside the project, read where a worker unpacked it too: the same value there.
-        described: Any = {"path": value[len(str(root)) + 1 :]}
-    elif isinstance(value, str | int | float | bool | type(None)):
+        described: Any = {"path": value[len(str(root)) + 1 :] or "."}
+    elif isinstance(value, str):
+        return text_digest(value)
+    elif isinstance(value, int | float | bool | type(None)):
         described = value
     elif isinstance(value, list | tuple):
         described = [describe_value(v, what, root) for v in value]
@@ -299,7 +316,7 @@ def describe_value(value: Any, what: str, root: Path | None = None) -> Any:
         }
     elif isinstance(value, PurePath):
         inside = relative_to_root(Path(value), root) if root is not None else None
-        return {"path": inside if inside is not None else str(value)}
+        return {"path": inside} if inside is not None else text_digest(str(value))
     elif inspect.ismodule(value):
         return {"module": value.__name__}
     elif inspect.isclass(value):
@@ -314,11 +331,20 @@ def describe_value(value: Any, what: str, root: Path | None = None) -> Any:
                 "case version cannot record it; read it from the ctx, build it inside the "
                 "validator, or give it a repr without an address"
             )
-        described = {"repr": text}
+        return text_digest(text)
     encoded = json.dumps(described, sort_keys=True, default=str)
     if len(encoded) > MAX_DESCRIBED_CHARS:
         return {"sha256": hashlib.sha256(encoded.encode()).hexdigest()}
     return described
+
+
+def _inside(path: str, root: Path) -> bool:
+    return path == str(root) or path.startswith(str(root) + os.sep)
+
+
+def text_digest(text: str) -> dict[str, str]:
+    """Text a check reads, as recorded: a digest that changes with it and never shows it."""
+    return {"sha256": hashlib.sha256(("proctor-read:" + text).encode()).hexdigest()[:16]}
 
 
 def _without_locations(definition: dict[str, Any]) -> dict[str, Any]:
@@ -357,13 +383,27 @@ def profile_folder_digest(variant: Variant) -> str | None:
     return pack_tree(folder_files(folder)).digest
 
 
-def variant_spec(variant: Variant, profile_digest: str | None = None) -> dict[str, Any]:
-    """The variant as run: everything that explains a result, with profile env values hidden
-    (they may hold keys; a changed value still changes the spec hash).
+def variant_spec(
+    variant: Variant,
+    profile_digest: str | None = None,
+    *,
+    root: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The variant as recorded: everything a worker needs to run it and that explains a
+    result, read from nothing but this record when the trial runs.
 
     The profile folder is identified by its content's digest, not its path: editing the agent
-    makes a new variant, moving or renaming the folder does not. Pass ``profile_digest`` when it is known
-    (hashing the folder reads every file in it)."""
+    makes a new variant, moving or renaming the folder does not. Paths into the project
+    (``root``) are named by the project token, so the record is the same wherever the project
+    sits. A credential read from the environment (``environ``, this process's by default) is
+    recorded as a reference to its variable, never as its value. Pass ``profile_digest`` when
+    it is known (hashing the folder reads every file in it)."""
+    secrets = secret_variables(os.environ if environ is None else environ)
+
+    def kept(value: Any) -> Any:
+        return project_paths.recorded(value, root) if root is not None else value
+
     profile = variant.profile
     profile_spec = None
     if profile is not None:
@@ -373,13 +413,21 @@ def variant_spec(variant: Variant, profile_digest: str | None = None) -> dict[st
             # The folder by its content alone: renamed or moved, the same agent is the same
             # variant; a changed byte is a new one.
             "digest": digest,
-            "run": profile.run,
-            "install": profile.install,
-            "env": {k: _hidden(v) for k, v in sorted(profile.env.items())},
+            "run": kept(profile.run),
+            "install": kept(profile.install),
+            "env": {
+                k: kept(as_references(v, secrets, prefer=k)) if isinstance(v, str) else v
+                for k, v in sorted(profile.env.items())
+            },
             "system_prompt": profile.system_prompt,
             "capabilities": list(profile.capabilities),
             "plan_file": profile.plan_file,
         }
+    options = {}
+    for key, value in sorted(variant.options.items()):
+        if SECRET_OPTION.search(key) and isinstance(value, str):
+            value = as_references(value, secrets)
+        options[key] = kept(describe_option(value))
     return {
         "name": variant.name,
         "harness": variant.harness,
@@ -387,19 +435,12 @@ def variant_spec(variant: Variant, profile_digest: str | None = None) -> dict[st
         "sandbox": variant.sandbox,
         "network": variant.network,
         "profile": profile_spec,
-        "options": {
-            k: _hidden(v) if SECRET_OPTION.search(k) else describe_option(v)
-            for k, v in sorted(variant.options.items())
-        },
+        "options": options,
     }
 
 
-# Options that may hold a key: stored as a short hash, so a changed key still changes the spec.
+# Options that may hold a key: one read from the environment is recorded as a reference to it.
 SECRET_OPTION = re.compile(r"key|token|secret|password", re.IGNORECASE)
-
-
-def _hidden(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(str(value).encode()).hexdigest()[:12]
 
 
 def describe_option(value: Any) -> Any:

@@ -162,11 +162,35 @@ def _describe_callable(label: str, before: dict | None, after: dict | None) -> l
     elif (before.get("start"), before.get("end")) != (after.get("start"), after.get("end")):
         # Same code at other lines: an edit elsewhere in the file shifted it.
         changes.append(f"{label}: now at lines {after.get('start')}-{after.get('end')}")
-    seen = {"qualname", "sha256", "path", "start", "end"}
+    changes.extend(_describe_reads(label, before.get("reads") or {}, after.get("reads") or {}))
+    seen = {"qualname", "sha256", "path", "start", "end", "reads"}
     for key in _keys_in_order(before, after):
         if key not in seen and before.get(key) != after.get(key):
             changes.extend(_describe_value(f"{label}.{key}", before.get(key), after.get(key)))
     return changes
+
+
+def _describe_reads(label: str, before: dict, after: dict) -> list[str]:
+    """The names a callable reads whose values changed: a number's or a boolean's values are
+    shown, anything else (text is kept as a digest) only named."""
+    changes = []
+    for name in _keys_in_order(before, after):
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if name not in before:
+            changes.append(f"{label}: now reads {name}")
+        elif name not in after:
+            changes.append(f"{label}: no longer reads {name}")
+        elif _is_number(old) and _is_number(new):
+            changes.append(f"{label}: {name} {_show(old)} -> {_show(new)}")
+        else:
+            changes.append(f"{label}: {name} changed")
+    return changes
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, bool | int | float)
 
 
 def _describe_prepare(key: str, before: Any, after: Any) -> list[str]:

@@ -1,15 +1,21 @@
-"""The smallest possible runner: a bash script that only echoes protocol lines."""
+"""The smallest possible runner, a bash script that only echoes protocol lines, and the way most
+eval files find their own scripts: from ``Path(__file__)``.
+
+Paths into the project are recorded relative to it and travel with the eval's bundle, so the
+same absolute paths work on a rerun from the dashboard, on another worker, or after the folder
+moved.
+"""
 
 from pathlib import Path
 
 from proctor import case, command, profile, suite, variant
 
+HERE = Path(__file__).resolve().parent
+
 echo = variant(
     "command",
     name="bash-echo",
-    profile=profile(
-        "echo", dir=str(Path(__file__).parent / "agents"), run='bash "$PROCTOR_PROFILE_DIR/echo.sh"'
-    ),
+    profile=profile("echo", run=f"bash {HERE / 'agents' / 'echo.sh'}"),
 )
 
 notes = suite(
@@ -21,7 +27,7 @@ notes = suite(
             "write-notes",
             variables={"todo": "buy milk"},
             tags=["smoke"],
-            validate=command("grep -q 'buy milk' NOTES.md"),
+            validate=command(f"bash {HERE / 'checks' / 'has_note.sh'} 'buy milk'"),
         ),
     ],
     variants=[echo],

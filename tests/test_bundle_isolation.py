@@ -15,6 +15,7 @@ from e2e.running import AGENTS, write_eval
 from evals_app.models import Check, Organization, Trial
 from runner.batches.planning import Selection, load_suites, plan_batch, record_locally
 from runner.batches.submission import build_submission
+from runner.jobs import eval_code
 from runner.jobs.execution import run_trial_by_id
 
 # The same eval in both projects but for the value it wants; the value it sees comes from the
@@ -59,6 +60,8 @@ def record_project(root: Path, value: str, organization: Organization, trials: i
     submission = build_submission(planned, {"paths": [str(eval_file)]}, max_bytes=10 * 1024 * 1024)
     _, trial_ids, _ = record_locally(organization, submission)
     assert len(trial_ids) == trials
+    # Its trials run as on a worker that did not load the eval: from the bundle.
+    eval_code.forget()
     return trial_ids[0]
 
 

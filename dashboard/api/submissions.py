@@ -33,6 +33,7 @@ from dashboard import access
 from evals_app import bundle_archive
 from evals_app.bundle_store import missing_bundles, save_bundle
 from evals_app.models import Organization
+from evals_app.resolution import RECORD_FORMAT as SUBMISSION_FORMAT
 
 logger = logging.getLogger(__name__)
 
@@ -86,12 +87,17 @@ class MissingBundlesSerializer(serializers.Serializer):
 class SubmissionRequestSerializer(serializers.Serializer):
     organization = OrganizationField()
     submission = serializers.JSONField(
-        help_text="What `proctor eval` builds from the validated eval files (format 1)."
+        help_text="What `proctor eval` builds from the validated eval files (format 2)."
     )
 
     def validate_submission(self, value: Any) -> dict[str, Any]:
-        if not isinstance(value, dict) or value.get("format") != 1:
-            raise ValidationError("submission must be an object of format 1.")
+        if not isinstance(value, dict):
+            raise ValidationError("submission must be an object of format 2.")
+        if value.get("format") != SUBMISSION_FORMAT:
+            raise ValidationError(
+                f"submission is of format {value.get('format')!r}; this server takes format "
+                f"{SUBMISSION_FORMAT} (install the same Proctor version as the server)."
+            )
         for key, kind in (("options", dict), ("cases", list), ("variants", list), ("runs", list)):
             if not isinstance(value.get(key), kind):
                 raise ValidationError(

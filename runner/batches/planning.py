@@ -24,6 +24,7 @@ from runner.batches.submission import Submission
 from runner.batches.variant_options import variant_option_problems
 from runner.core.spec import RunCode
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
+from runner.jobs import eval_code
 from runner.llm import resolve_config
 from runner.sandboxes import SANDBOXES
 
@@ -276,6 +277,7 @@ def record_submission(
                 variant_hash=variant["spec_hash"],
                 profile_bundle=variant.get("profile_bundle"),
                 source=case.get("source"),
+                record=submission["format"],
             )
             requests.append(
                 RunRequest(
@@ -300,4 +302,9 @@ def record_locally(
         for digest in missing_bundles(organization, submission.bundles):
             packed = submission.bundles[digest]
             save_bundle(organization, digest, packed.kind, packed.data)
-        return record_submission(organization, submission.value, user=user)
+        recorded = record_submission(organization, submission.value, user=user)
+    # This process's own trials (and its forked workers') run what it loaded.
+    eval_code.remember(
+        submission.case_callables, submission.variant_callables, submission.project_roots
+    )
+    return recorded

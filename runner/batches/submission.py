@@ -10,10 +10,11 @@ the person's files again: workers run from the bundles.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evals_app import project_paths
 from evals_app.bundle_archive import (
     BundleTooLarge,
     PackedBundle,
@@ -26,11 +27,12 @@ from evals_app.bundle_archive import (
     walk_files,
 )
 from evals_app.loading import display_path, load_file
-from evals_app.resolution import canonical_hash, is_local_repo, variant_spec
+from evals_app.recorded_values import Callables, case_callables, variant_callables
+from evals_app.resolution import RECORD_FORMAT, canonical_hash, is_local_repo, variant_spec
 from evals_app.source_capture import project_root
 from proctor.definitions import Repo, Variant
 
-FORMAT = 1
+FORMAT = RECORD_FORMAT
 
 
 class SubmissionError(Exception):
@@ -45,6 +47,14 @@ class SubmissionError(Exception):
 class Submission:
     value: dict[str, Any]  # JSON-serialisable: what a server receives
     bundles: dict[str, PackedBundle]  # by digest: every bundle ``value`` references
+    # The Python callables the submitting process loaded, by definition hash and by variant
+    # spec hash: its own trials run them rather than importing the eval again.
+    case_callables: dict[str, Callables] = field(default_factory=dict)
+    variant_callables: dict[str, Callables] = field(default_factory=dict)
+    # The project folders they were loaded from, by their bundle's digest.
+    project_roots: dict[str, Path] = field(default_factory=dict)
+    # One line per path outside the project that a recorded value names (said once).
+    warnings: list[str] = field(default_factory=list)
 
 
 def build_submission(
@@ -58,12 +68,14 @@ def build_submission(
     variants: list[dict[str, Any]] = []
     variant_index: dict[tuple[str, str], int] = {}
     runs: list[dict[str, Any]] = []
+    submission = Submission(value={}, bundles=builder.bundles)
     for plan in planned:
         resolved = plan.resolved
         path = Path(resolved.module_path)
-        bundle, eval_module = builder.project_bundle(path)
         case = resolved.case
         source = case.source if case.source is not None else resolved.suite.source
+        commands = [c["command"] for c in resolved.definition["checks"] if c["kind"] == "command"]
+        builder.names(path, commands, f"case {case.id}")
         cases.append(
             {
                 "suite": resolved.suite.id,
@@ -75,31 +87,38 @@ def build_submission(
                 "definition_hash": resolved.definition_hash,
                 "sources": resolved.sources,
                 "module_path": display_path(path),
-                "bundle": bundle,
-                "eval_module": eval_module,
                 "source": builder.repo_bundle(source, path, case.id)
                 if is_local_repo(source)
                 else None,
             }
         )
+        submission.case_callables[resolved.definition_hash] = case_callables(resolved.suite, case)
         for variant in plan.variants:
             key = (resolved.suite.id, variant.name)
             if key not in variant_index:
                 variant_index[key] = len(variants)
-                variants.append(builder.variant_entry(resolved.suite.id, variant, path))
+                entry = builder.variant_entry(resolved.suite.id, variant, path)
+                variants.append(entry)
+                submission.variant_callables[entry["spec_hash"]] = variant_callables(variant)
             runs.append(
                 {"case": len(cases) - 1, "variant": variant_index[key], "trials": plan.trials}
             )
+    # Bundled once every file a recorded value names is known.
+    for entry, plan in zip(cases, planned, strict=True):
+        path = Path(plan.resolved.module_path)
+        entry["bundle"], entry["eval_module"] = builder.project_bundle(path)
+        submission.project_roots[entry["bundle"]] = project_root(path)
     if builder.problems:
         raise SubmissionError(builder.problems)
-    value = {
+    submission.value = {
         "format": FORMAT,
         "options": options,
         "cases": cases,
         "variants": variants,
         "runs": runs,
     }
-    return Submission(value=value, bundles=builder.bundles)
+    submission.warnings = builder.warnings
+    return submission
 
 
 class _Builder:
@@ -108,8 +127,12 @@ class _Builder:
         self.own_folders = own_folders
         self.bundles: dict[str, PackedBundle] = {}
         self.problems: list[str] = []
+        self.warnings: list[str] = []
         self._projects: dict[Path, tuple[str, str]] = {}
         self._profiles: dict[str, str | None] = {}
+        # Per eval file: the project files its recorded values name (relative to its root).
+        self._named: dict[Path, set[str]] = {}
+        self._warned: set[str] = set()
 
     def _own(self, path: Path) -> bool:
         return any(folder == path or folder in path.parents for folder in self.own_folders)
@@ -118,8 +141,24 @@ class _Builder:
         self.bundles.setdefault(packed.digest, packed)
         return packed.digest
 
+    def names(self, path: Path, value: Any, what: str) -> None:
+        """Note the files of the project that a recorded value of ``path``'s eval names (they
+        go into its bundle), and say once of each path outside the project that a rerun
+        elsewhere needs it there too."""
+        root = project_root(path)
+        self._named.setdefault(path, set()).update(project_paths.project_files_named(value))
+        for outside in project_paths.outside_paths(value, root):
+            if outside not in self._warned:
+                self._warned.add(outside)
+                self.warnings.append(
+                    f"{display_path(path)}: {what} names {outside}, outside the project "
+                    f"({root}): it is recorded as written, so a rerun on another machine, or "
+                    "after it moves, needs it at that path"
+                )
+
     def project_bundle(self, path: Path) -> tuple[str, str]:
-        """The digest of the eval file's bundle and the file's path inside it."""
+        """The digest of the eval file's bundle and the file's path inside it: its folder,
+        the files its import read and the project files its recorded values name."""
         if path not in self._projects:
             root = project_root(path)
             files = _eval_folder_files(path, root)
@@ -129,6 +168,7 @@ class _Builder:
                 for rel, p in relative_files(load_file(path).read_files, root).items()
                 if p.is_file() and not rules.match_file(rel)
             )
+            files.update(_named_files(root, self._named.get(path, set()), rules))
             files = {
                 rel: p
                 for rel, p in files.items()
@@ -167,7 +207,11 @@ class _Builder:
 
     def variant_entry(self, suite: str, variant: Variant, path: Path) -> dict[str, Any]:
         digest = self.profile_bundle(variant, path)
-        spec = variant_spec(variant, profile_digest=digest)
+        spec = variant_spec(variant, profile_digest=digest, root=project_root(path))
+        if spec["profile"] is not None:
+            run = [spec["profile"][k] for k in ("run", "install", "env")]
+            self.names(path, run, f"variant {variant.name}'s profile")
+        self.names(path, spec["options"], f"variant {variant.name}")
         return {
             "suite": suite,
             "name": variant.name,
@@ -226,6 +270,19 @@ def _in_virtualenv(path: Path, root: Path) -> bool:
         if folder.name == "site-packages" or (folder / "pyvenv.cfg").is_file():
             return True
     return False
+
+
+def _named_files(root: Path, named: set[str], rules) -> dict[str, Path]:
+    """The files behind the project paths a recorded value names: a file, or every file of a
+    folder that the ignore rules keep."""
+    files: dict[str, Path] = {}
+    for relative in sorted(named):
+        path = root / relative if relative else root
+        if path.is_file() and not _in_virtualenv(path, root):
+            files[path.relative_to(root).as_posix()] = path
+        elif path.is_dir():
+            files.update((p.relative_to(root).as_posix(), p) for p in walk_files(path, root, rules))
+    return files
 
 
 def _eval_folder_files(path: Path, root: Path) -> dict[str, Path]:

@@ -25,13 +25,16 @@ class RunCode:
     variant_hash: str
     profile_bundle: str | None = None
     source: dict[str, Any] | None = None
+    # How the case and the variant were recorded (evals_app.resolution.RECORD_FORMAT); runs
+    # recorded before the format was named are of the first.
+    record: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RunCode:
-        return cls(**{k: value.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]
+        return cls(**{k: value[k] for k in cls.__dataclass_fields__ if k in value})
 
 
 @dataclass(frozen=True)

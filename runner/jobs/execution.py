@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from django.conf import settings
@@ -21,15 +20,14 @@ from django.utils import timezone
 
 from evals_app import hot_sql
 from evals_app.bundle_store import MissingBundle
-from evals_app.loading import LoadError, load_file
 from evals_app.models import Batch, Run, Trial
-from evals_app.resolution import canonical_hash, resolve_case, variant_spec
+from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
 from runner.batches import benchmark
 from runner.core.recording import TrialOutcome
 from runner.core.spec import RunCode, TrialSpec
 from runner.core.trial import TrialPlan, execute_trial
-from runner.jobs import artifacts, bundle_cache, leases, publishing
+from runner.jobs import artifacts, bundle_cache, eval_code, leases, publishing
 from runner.jobs.recorder import DatabaseRecorder
 from runner.sandboxes import containment
 
@@ -41,8 +39,9 @@ class PlanError(Exception):
 
 
 def build_plan(trial: Trial) -> TrialPlan:
-    """The trial's plan, from its spec and the bundles the spec names (never from the files of
-    whoever submitted it). Raises PlanError with one sentence."""
+    """The trial's plan: its case and variant as recorded with its run, the callables they name
+    (see runner.jobs.eval_code) and the bundles the run names (never the files of whoever
+    submitted it). Raises PlanError with one sentence."""
     spec = TrialSpec.for_trial(
         trial_id=trial.pk,
         index=trial.index,
@@ -51,7 +50,10 @@ def build_plan(trial: Trial) -> TrialPlan:
         batch_options=trial.run.batch.options or {},
     )
     if spec.code is None:
-        return _plan_from_recorded_path(trial, spec)
+        raise PlanError(
+            "this run was recorded before Proctor kept the code a run runs; run `proctor eval` "
+            "to record it again"
+        )
     shared = _kept_run_plan(trial, spec.organization_id, spec.code)
     if shared is None:
         shared = _run_plan(trial, spec, spec.code)
@@ -60,11 +62,15 @@ def build_plan(trial: Trial) -> TrialPlan:
 
 
 def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
-    """What every trial of the run shares: its case as resolved from the bundle (the eval
-    module imported from it, the definition hashed again), its variant and its source."""
+    """What every trial of the run shares: its case and variant rebuilt from the record, with
+    project paths resolved against the project's folder, and its source."""
     org = spec.organization_id
     try:
-        root = bundle_cache.unpacked(org, code.bundle, project=True)
+        # The process that recorded the batch runs it in the project it loaded; any other
+        # in the bundle's copy, unpacked once.
+        root = eval_code.loaded_project(code.bundle) or bundle_cache.unpacked(
+            org, code.bundle, project=True
+        )
         profile_dir = (
             bundle_cache.unpacked(org, code.profile_bundle) if code.profile_bundle else None
         )
@@ -74,27 +80,54 @@ def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
             source = Repo(url=str(folder / "commit.bundle"), ref=code.source["commit"])
     except MissingBundle as exc:
         raise PlanError(str(exc)) from None
-    where = f"the bundle of case {code.case} (v{spec.case_version})"
-    recorded_source = trial.run.case_version.definition.get("source") if code.source else None
-    suite, case, resolved = _find_case(
-        root / code.eval_module, code.suite, code.case, where, recorded_source
-    )
-    if resolved.definition_hash != spec.definition_hash:
-        # The safety net: a bundle that does not give back the version it was recorded with.
+    version = trial.run.case_version
+    recorded_variant = spec.variant_spec
+    if code.record < 2 and _hidden_values(recorded_variant):
         raise PlanError(
-            f"{where} no longer gives the definition version {spec.case_version} was recorded "
-            "with; run `proctor eval` to record it again"
+            f"variant {code.variant} was recorded before Proctor kept a variant's values whole "
+            "(its env or key was hidden), so it cannot run from its record; run `proctor eval` "
+            "to record it again"
         )
-    variant = next((v for v in suite.variants if v.name == code.variant), None)
-    # The spec as recorded: the profile is named by its digest.
-    if variant is None or (
-        canonical_hash(variant_spec(variant, profile_digest=code.profile_bundle))
-        != code.variant_hash
-    ):
-        raise PlanError(f"{where} does not define variant {code.variant} as it was recorded")
-    if profile_dir is not None and variant.profile is not None:
-        variant = replace(variant, profile=replace(variant.profile, dir=str(profile_dir)))
+    try:
+        callables = eval_code.callables_for(
+            eval_code.RecordedCode(
+                definition=version.definition,
+                definition_hash=version.definition_hash,
+                version=version.number,
+                variant=recorded_variant,
+                variant_hash=code.variant_hash,
+                module=root / code.eval_module,
+                root=root,
+                reads_comparable=code.record >= 2,
+            )
+        )
+    except eval_code.CodeMismatch as exc:
+        raise PlanError(str(exc)) from None
+    try:
+        resolved = rebuilt_case(
+            version.definition,
+            version.definition_hash,
+            callables,
+            module_path=root / code.eval_module,
+            project=root,
+        )
+        variant = rebuilt_variant(
+            recorded_variant, callables, profile_dir=profile_dir, project=root
+        )
+    except UnreadableRecord as exc:
+        raise PlanError(
+            f"case {code.case} (v{version.number}) under variant {code.variant}: {exc}; run "
+            "`proctor eval` to record it again"
+        ) from None
     return resolved, variant, source
+
+
+def _hidden_values(variant: dict) -> bool:
+    """Whether a record of the first format hid a value the variant needs (an env value or a
+    key, kept as its hash)."""
+    profile = variant.get("profile") or {}
+    hidden = [*(profile.get("env") or {}).values(), *(variant.get("options") or {}).values()]
+    return any(isinstance(v, str) and v.startswith("sha256:") for v in hidden)
 
 
 # The shared part of a run's plan is kept on the run's own object: Run.for_running keeps that
@@ -106,52 +139,13 @@ def _kept_run_plan(trial: Trial, organization_id: int, code: RunCode) -> tuple |
     shared = getattr(trial.run, _RUN_PLAN, None)
     if shared is None:
         return None
-    # The bundles' folders must still be there (a cache cleaned meanwhile is unpacked again).
-    for digest in (code.bundle, code.profile_bundle):
+    # The bundles' folders must still be there (a cache cleaned meanwhile is unpacked again);
+    # a project this process loaded is run where it was loaded from.
+    project = None if eval_code.loaded_project(code.bundle) else code.bundle
+    for digest in (project, code.profile_bundle):
         if digest and not bundle_cache.is_unpacked(organization_id, digest):
             return None
     return shared
-
-
-def _find_case(
-    module: Path, suite_id: str, case_id: str, where: str, recorded_source: dict | None = None
-):
-    try:
-        loaded = load_file(module)
-    except LoadError as exc:
-        raise PlanError(f"{where}: {exc.problems[0]}") from None
-    suite = next((s for s in loaded.suites if s.id == suite_id), None)
-    case = next((c for c in suite.cases if c.id == case_id), None) if suite else None
-    if suite is None or case is None:
-        raise PlanError(
-            f"{where} does not define case {case_id} of suite {suite_id}: the eval defines other "
-            "cases from its bundle than from its own folder (does it read files from outside "
-            "the project?)"
-        )
-    return suite, case, resolve_case(suite, case, loaded.path, recorded_source=recorded_source)
-
-
-def _plan_from_recorded_path(trial: Trial, spec: TrialSpec) -> TrialPlan:
-    """Runs recorded before bundles existed: import the eval file again from where it was."""
-    version = trial.run.case_version
-    definition = version.definition
-    suite, case, resolved = _find_case(
-        Path(version.module_path), definition["suite"], definition["case"], version.module_path
-    )
-    if resolved.definition_hash != version.definition_hash:
-        raise PlanError(
-            f"case {case.id} changed in {version.module_path} since version {version.number} was recorded; "
-            "run `proctor eval` to record and run the new version"
-        )
-    # Such variants were identified by their profile's path, which no longer makes their hash:
-    # the name within the suite finds them.
-    wanted = trial.run.variant.name
-    variant = next((v for v in suite.variants if v.name == wanted), None)
-    if variant is None:
-        raise PlanError(
-            f"variant {trial.run.variant.name} is no longer defined by suite {suite.id} in {version.module_path}"
-        )
-    return _plan(trial, spec, resolved, variant, None)
 
 
 def _plan(trial: Trial, spec: TrialSpec, resolved, variant, source) -> TrialPlan:

@@ -26,12 +26,15 @@ ELSEWHERE_REDIS_DB = 12
 # The answer comes from ../shared/expected.txt, read while the eval is imported; the fixture
 # sits in the eval's own folder and is read only when the validator runs.
 ELSEWHERE_EVAL = """
+import os
 from pathlib import Path
 
-from proctor import case, profile, suite, variant
+from proctor import case, command, profile, suite, variant
 
 HERE = Path(__file__).resolve().parent
 WANT = (HERE.parent / "shared" / "expected.txt").read_text().strip()
+# Only the submitter has it: the worker runs the variant as recorded.
+MODEL = os.environ.get("ELSEWHERE_MODEL", "the-worker-would-say-this")
 
 
 def wrote_the_answer(ctx):
@@ -46,13 +49,18 @@ elsewhere = suite(
     "elsewhere",
     prompt="Write the answer",
     trials=2,
-    cases=[case("answer", validate=wrote_the_answer), case("fixture", validate=matches_the_fixture)],
-    variants=[variant("command", profile=profile("writer", dir=str(HERE.parent / "agent"), run='bash "$PROCTOR_PROFILE_DIR/write.sh"'))],
+    cases=[
+        case("answer", validate=wrote_the_answer),
+        case("fixture", validate=matches_the_fixture),
+        case("model", validate=command(f"bash {HERE / 'ran_model.sh'} {MODEL}")),
+    ],
+    variants=[variant("command", model=MODEL, profile=profile("writer", run=f"bash {HERE.parent / 'agent' / 'write.sh'}"))],
 )
 """
 
 WRITER_AGENT = """#!/usr/bin/env bash
 echo '{"_tag":"Started","sessionId":"s1","model":"m"}'
+echo "$SPHYNX_MODEL" > model.txt
 echo 'answer = 6' > answer.txt
 echo '{"_tag":"Message","role":"assistant","text":"Wrote 6."}'
 echo '{"_tag":"Finished","reason":"done"}'
@@ -66,6 +74,7 @@ def write_project(root: Path) -> Path:
     (root / "evals" / "fixtures").mkdir(parents=True)
     (root / "evals" / "fixtures" / "answer.txt").write_text("answer = 6\n")
     write_eval(root / "evals", "elsewhere.eval.py", ELSEWHERE_EVAL)
+    (root / "evals" / "ran_model.sh").write_text('grep -qx -- "$1" model.txt\n')
     agent = root / "agent" / "write.sh"
     agent.parent.mkdir()
     agent.write_text(WRITER_AGENT)
@@ -161,19 +170,27 @@ def test_a_worker_elsewhere_runs_a_batch_whose_eval_folder_is_gone(
     third_folder = tmp_path / "somewhere"
     third_folder.mkdir()
 
-    submitted = submitter.eval(third_folder, "--no-wait", "--json", str(project / "evals"))
+    submitted = submitter.eval(
+        third_folder,
+        "--no-wait",
+        "--json",
+        str(project / "evals"),
+        extra_env={"ELSEWHERE_MODEL": "the-submitters-model"},
+    )
     assert submitted.returncode == 0, submitted.stderr
     queued = json.loads(submitted.stdout)
-    assert queued["queued"] == 4
+    assert queued["queued"] == 6
     shutil.rmtree(project)
     # Started only now, so no trial can have begun while the files were still there.
     worker.start()
 
     statuses = final_statuses(submitter, queued["batch"])
 
-    assert statuses == {"answer": ["passed", "passed"], "fixture": ["passed", "passed"]}, (
-        worker.log.read_text()[-5000:]
-    )
+    assert statuses == {
+        "answer": ["passed", "passed"],
+        "fixture": ["passed", "passed"],
+        "model": ["passed", "passed"],
+    }, worker.log.read_text()[-5000:]
     errors = submitter.rows(
         "SELECT t.error FROM evals_app_trial t JOIN evals_app_run r ON t.run_id = r.id "
         "WHERE r.batch_id = ? AND t.error <> ''",
@@ -182,6 +199,7 @@ def test_a_worker_elsewhere_runs_a_batch_whose_eval_folder_is_gone(
     assert errors == []
     # The worker ran them from its own unpacked copies; the submitter ran nothing.
     unpacked = list((worker.home / "cache" / "bundles").glob("*/*"))
-    assert len(unpacked) == 2, "the eval's bundle and the agent's folder"
+    assert len(unpacked) == 1, "the eval's bundle, with the agent it names"
+    assert (unpacked[0] / "agent" / "write.sh").is_file()
     assert not (tmp_path / "submitter-home" / "cache" / "bundles").exists()
     assert list(third_folder.iterdir()) == []

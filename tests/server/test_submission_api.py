@@ -26,7 +26,7 @@ def tree_bundle(files: dict[str, bytes]) -> tuple[str, bytes]:
 
 DIGEST, DATA = tree_bundle({"checks.eval.py": b"print('hi')\n"})
 OTHER_DIGEST = "0" * 64
-SHAPED = {"format": 1, "options": {}, "cases": [], "variants": [], "runs": [{"case": 0}]}
+SHAPED = {"format": 2, "options": {}, "cases": [], "variants": [], "runs": [{"case": 0}]}
 
 
 def put(client, digest: str, data: bytes, **params):
@@ -139,12 +139,15 @@ def test_every_endpoint_needs_a_valid_token(acme, call):
 
 def test_it_lists_a_malformed_submission_line_by_line(api_with_token, alice):
     response = api_with_token(alice).post(
-        "/api/submissions/", {"submission": {"format": 2}}, format="json"
+        "/api/submissions/", {"submission": {"format": 1}}, format="json"
     )
 
     assert response.status_code == 400
     assert response.json() == {
-        "problems": ["submission: submission must be an object of format 1."]
+        "problems": [
+            "submission: submission is of format 1; this server takes format 2 (install the "
+            "same Proctor version as the server)."
+        ]
     }
 
 

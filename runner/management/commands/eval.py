@@ -103,6 +103,8 @@ class Command(EvalOptions):
             )
         except (InvalidInput, SubmissionError) as exc:
             self._invalid(err, exc.problems)
+        for warning in submission.warnings:
+            err.print(f"warning: {warning}", markup=False)
         # --- the seam: from here the batch is recorded and run here (or on a server) ---
         if options["server"]:
             self._run_on_server(out, err, submission, options)
