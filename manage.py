@@ -1,11 +1,11 @@
 #!/usr/bin/env python
-"""Django's command-line utility; `proctor` (proctor/cli.py) is the same with a shorter name."""
+"""Django's command-line utility; `proctor` (proctor/site/cli.py) is the same with a shorter name."""
 
 import os
 import sys
 
 if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.site.settings")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

@@ -146,7 +146,7 @@ def main() -> None:
         os.environ["DATABASE_URL"] = _fresh_postgres(args.postgres.rstrip("/"))
     else:
         os.environ.pop("DATABASE_URL", None)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.site.settings"
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import django
 

@@ -97,7 +97,7 @@ def one_eval(
     if database_url:
         env["DATABASE_URL"] = database_url
     proc = subprocess.Popen(
-        [sys.executable, "-m", "proctor.cli", "eval", str(eval_file), "--json"],
+        [sys.executable, "-m", "proctor.site.cli", "eval", str(eval_file), "--json"],
         env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -122,7 +122,7 @@ def set_up_embedded(folder: Path) -> None:
     os.environ["PROCTOR_HOME"] = str(folder / ".proctor")
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.site.settings"
     sys.path.insert(0, str(ROOT))
     import django
 
@@ -199,7 +199,7 @@ def start_up(folder: Path, repeats: int) -> tuple[float, float]:
     # Without it (PYTHONDONTWRITEBYTECODE=1, as some CI images set) every start compiles the
     # project's modules again, a fixed cost of the environment, not of Proctor.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    proctor_cli = [sys.executable, "-m", "proctor.cli"]
+    proctor_cli = [sys.executable, "-m", "proctor.site.cli"]
 
     def seconds(argv: list[str]) -> float:
         started = time.perf_counter()

@@ -96,7 +96,7 @@ def test_every_proctor_module_outside_the_sdk_contract_is_django_wiring() -> Non
     graph = grimp.build_graph("proctor", include_external_packages=True)
     left_out = graph.find_children("proctor") - sdk
 
-    # A package (proctor.backends) is wiring when a module of it is.
+    # A package (proctor.site.backends) is wiring when a module of it is.
     not_wiring = sorted(
         module
         for module in left_out
@@ -145,7 +145,7 @@ IMPORTED_BY_PROCTOR = """
 import json, runpy, sys
 out, sys.argv = sys.argv[1], ["proctor", *sys.argv[2:]]
 try:
-    runpy.run_module("proctor.cli", run_name="__main__")
+    runpy.run_module("proctor.site.cli", run_name="__main__")
 finally:
     with open(out, "w") as f:
         json.dump(sorted(sys.modules), f)

@@ -1,6 +1,6 @@
 """The options of `proctor eval`, apart from what the command does with them.
 
-`proctor eval --help` prints these without setting Django up (``proctor/cli.py``): this module
+`proctor eval --help` prints these without setting Django up (``proctor/site/cli.py``): this module
 imports Django's command base and nothing that needs the app registry (no model, no URLconf),
 so the help costs a fraction of a run's start-up. The command itself
 (``runner/management/commands/eval.py``) is this class plus ``handle``.

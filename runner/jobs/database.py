@@ -19,7 +19,7 @@ from django.db import OperationalError, connection
 from django.db.backends.sqlite3.creation import DatabaseCreation
 from django.db.migrations.executor import MigrationExecutor
 
-from proctor.backends.sqlite3.base import make_folder_of
+from proctor.site.backends.sqlite3.base import make_folder_of
 
 # The key of the PostgreSQL advisory lock held while migrating: any fixed number, the same in
 # every Proctor process ("proctor" in ASCII).

@@ -19,7 +19,7 @@ SETTING_PREFIX = "PROCTOR_LLM_"
 
 
 def config_from_settings() -> LLMConfig:
-    """The endpoint ``PROCTOR_LLM_*`` settings name (proctor/settings.py validates them)."""
+    """The endpoint ``PROCTOR_LLM_*`` settings name (proctor/site/settings.py validates them)."""
 
     def setting(name: str) -> str | None:
         value = getattr(settings, f"{SETTING_PREFIX}{name}", None)

@@ -6,7 +6,7 @@ from celery.signals import worker_ready
 
 # The project's app, not Celery's default: a web process that never imported it would send
 # tasks to amqp://localhost instead of the configured Redis broker.
-from proctor.celery import app
+from proctor.site.celery import app
 from runner.jobs.execution import run_trial_by_id
 
 

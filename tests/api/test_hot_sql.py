@@ -169,7 +169,7 @@ def test_a_datetime_goes_through_its_field(two_trials) -> None:
 PROBE = """
 import json, os
 import django
-os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.settings"
+os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.site.settings"
 django.setup()
 from django.db import IntegrityError, connection, transaction
 from django.db.transaction import TransactionManagementError

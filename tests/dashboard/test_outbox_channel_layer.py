@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from proctor.channel_layer import OutboxChannelLayer
+from proctor.site.channel_layer import OutboxChannelLayer
 
 GROUP = "batch-7"
 MESSAGE = {"type": "trial.changed", "trial_id": 3, "run_id": 2, "batch_id": 7, "status": "passed"}

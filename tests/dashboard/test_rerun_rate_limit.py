@@ -116,7 +116,7 @@ def test_another_user_is_not_affected(client, cast, batch):
 
 
 def test_the_default_is_thirty_a_minute_and_a_bad_rate_stops_start_up(monkeypatch):
-    from proctor import settings as proctor_settings
+    from proctor.site import settings as proctor_settings
 
     assert proctor_settings._rate("PROCTOR_RERUN_RATE_UNSET", "30/minute") == "30/minute"
     monkeypatch.setenv("PROCTOR_RERUN_RATE", "lots")

@@ -124,7 +124,7 @@ def rerun(backend: Backend, batch: int, cwd: Path, *, forget_unpacked: bool = Fa
     result = run_hang_aware(
         [sys.executable, "-c", RERUN, str(batch)],
         cwd=cwd,
-        env={**backend.env, "DJANGO_SETTINGS_MODULE": "proctor.settings"},
+        env={**backend.env, "DJANGO_SETTINGS_MODULE": "proctor.site.settings"},
         timeout=180,
     )
     assert result.returncode == 0, f"stdout: {result.stdout}\nstderr: {result.stderr}"

@@ -127,7 +127,7 @@ import time
 import django
 
 django.setup()
-from proctor.celery import app
+from proctor.site.celery import app
 
 
 class SlowToType(type(app)):
@@ -150,7 +150,7 @@ print([repr(f.exception()) for f in futures if f.exception()])
 
 
 def test_the_first_trials_started_at_once_all_run_in_embedded_mode(tmp_path: Path):
-    env = proctor_env(tmp_path / "proctor-home", DJANGO_SETTINGS_MODULE="proctor.settings")
+    env = proctor_env(tmp_path / "proctor-home", DJANGO_SETTINGS_MODULE="proctor.site.settings")
 
     result = subprocess.run(
         [sys.executable, "-c", FIRST_TRIALS_AT_ONCE],

@@ -182,7 +182,7 @@ def trial_page(backend: Backend, trial_id: int, cwd: Path) -> str:
     result = subprocess.run(
         [sys.executable, "-c", script, str(trial_id)],
         cwd=cwd,
-        env={**backend.env, "DJANGO_SETTINGS_MODULE": "proctor.settings"},
+        env={**backend.env, "DJANGO_SETTINGS_MODULE": "proctor.site.settings"},
         capture_output=True,
         text=True,
         timeout=60,

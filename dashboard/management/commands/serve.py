@@ -29,7 +29,7 @@ class Command(BaseCommand):
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
-        from proctor.asgi import application
+        from proctor.site.asgi import application
 
         host, _, port = options["addrport"].rpartition(":")
         host = host or "127.0.0.1"

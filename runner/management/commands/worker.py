@@ -35,7 +35,7 @@ class Command(BaseCommand):
         # A database nothing answers at is said now, not by every trial the worker takes.
         require_connection()
         connection.close()  # each of the pool's threads opens its own
-        from proctor.celery import app
+        from proctor.site.celery import app
 
         # Threads, not forks: a trial is mostly waiting on its agent's process, and threads keep
         # one database connection each without fork-safety concerns.

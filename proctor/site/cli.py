@@ -7,7 +7,7 @@ management commands of the project's apps, so `python manage.py eval` works the 
 and Django's maintenance commands (migrate, shell, ...) apart below them; `proctor help eval`
 and `proctor eval --help` are Django's per-command help, unchanged (printed without setting
 Django up, see ``print_eval_help``). `proctor eval` loads the apps that run trials and not the
-web side's (``PROCTOR_WEB_APPS`` in proctor/settings.py).
+web side's (``PROCTOR_WEB_APPS`` in proctor/site/settings.py).
 """
 
 from __future__ import annotations
@@ -118,12 +118,12 @@ def print_eval_help(args: list[str]) -> None:
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.site.settings")
     args = sys.argv[1:]
     if asks_for_eval_help(args):
         print_eval_help(args)
     if args[:1] == ["eval"]:
-        # A batch needs neither the admin, nor the API, nor the dashboard (proctor/settings.py).
+        # A batch needs neither the admin, nor the API, nor the dashboard (proctor/site/settings.py).
         os.environ.setdefault("PROCTOR_WEB_APPS", "false")
     from django.core.management import execute_from_command_line
 

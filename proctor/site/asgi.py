@@ -6,7 +6,7 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.site.settings")
 django_asgi_app = get_asgi_application()
 
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402

@@ -6,7 +6,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "proctor.site.settings")
 
 app = Celery("proctor")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -16,7 +16,7 @@ from typing import Any
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 
 def env_str(name: str, default: str) -> str:
@@ -89,7 +89,7 @@ INSTALLED_APPS = [
     "dashboard",
 ]
 # What only the web side (pages, API, admin) needs. PROCTOR_WEB_APPS=false leaves these out:
-# `proctor eval` sets it for itself (proctor/cli.py), since loading them would be a good part of
+# `proctor eval` sets it for itself (proctor/site/cli.py), since loading them would be a good part of
 # its start-up and it shows none of them. Their tables are made by the next command that loads
 # them (serve, createuser and createtoken migrate what is missing).
 WEB_APPS = (
@@ -123,9 +123,9 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
-ROOT_URLCONF = "proctor.urls"
+ROOT_URLCONF = "proctor.site.urls"
 WSGI_APPLICATION = None
-ASGI_APPLICATION = "proctor.asgi.application"
+ASGI_APPLICATION = "proctor.site.asgi.application"
 
 TEMPLATES = [
     {
@@ -144,7 +144,7 @@ TEMPLATES = [
 
 
 # Django's SQLite backend, making the database's folder when it first opens the database.
-SQLITE_ENGINE = "proctor.backends.sqlite3"
+SQLITE_ENGINE = "proctor.site.backends.sqlite3"
 
 
 def _home_problem(home: Path) -> str | None:
@@ -224,12 +224,12 @@ if REDIS_URL:
     }
 else:
     # In memory, plus an outbox file that `proctor serve` tails, so a batch that `proctor eval`
-    # runs in another process fills in the open pages too (see proctor/channel_layer.py). The
+    # runs in another process fills in the open pages too (see proctor/site/channel_layer.py). The
     # file sits beside the SQLite database: processes that share the database share it.
     _sqlite = DATABASES["default"]["ENGINE"] == SQLITE_ENGINE
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "proctor.channel_layer.OutboxChannelLayer",
+            "BACKEND": "proctor.site.channel_layer.OutboxChannelLayer",
             "CONFIG": {
                 "path": f"{DATABASES['default']['NAME']}-live"
                 if _sqlite
