@@ -51,7 +51,7 @@ STAGES = [
     ("evals_app.models", "Trial", "claim"),
     ("runner.jobs.recorder", "DatabaseRecorder", "__init__"),
     ("runner.jobs.execution", None, "build_plan"),
-    ("runner.core.trial", None, "execute_trial"),
+    ("runner.trial.execute", None, "execute_trial"),
     ("runner.sandboxes", None, "create_sandbox"),
     ("runner.conversation.driver", None, "drive_conversation"),
     ("runner.sandboxes.processes", None, "run_process"),

@@ -4,7 +4,7 @@ A trial's cost is decided once, when it ends, and stored on ``Trial.cost_usd``:
 
 1. the variant's ``prices`` option ({"input_per_mtok", "output_per_mtok", and optionally
    "cache_read_per_mtok", "cache_write_per_mtok"}): the user named the price, so it wins, as
-   it does for the ``cost`` assertion (runner.core.trial.trial_cost);
+   it does for the ``cost`` assertion (runner.trial.execute.trial_cost);
 2. else the cost the harness reported: Claude Code's ``total_cost_usd``, OpenCode's per-step
    ``cost``, a command agent's ``costUsd`` on its Usage lines;
 3. else usage x the settings' price table ``PROCTOR_PRICES`` for the variant's model;

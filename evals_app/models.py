@@ -862,7 +862,7 @@ class Consultation(models.Model):
 class MockCall(models.Model):
     """One call the agent made to a mock of its trial (runner.mocks): an HTTP request (api), a
     command run (cli) or a tool call (mcp), headers' secrets redacted. ``record`` holds the
-    whole logged call (runner.grading.mock_calls.MockCall as JSON)."""
+    whole logged call (runner.core.mock_calls.MockCall as JSON)."""
 
     class Kind(models.TextChoices):
         API = "api"

@@ -1,4 +1,4 @@
-"""The runner's core without a database: runner.core.trial.execute_trial reporting to a
+"""The runner's core without a database: runner.trial.execute.execute_trial reporting to a
 MemoryRecorder, with real agent processes in a local sandbox."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from evals_app.resolution import resolve_case
 from proctor import Verdict, case, command, files, profile, suite, variant
 from proctor.definitions import Case, Variant
 from runner.core.recording import MemoryRecorder
-from runner.core.trial import TrialPlan, execute_trial
 from runner.harnesses import TurnRequest, create_harness
 from runner.sandboxes import create_sandbox
+from runner.trial.execute import TrialPlan, execute_trial
 
 AGENTS = Path(__file__).resolve().parent / "e2e" / "agents"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runner.core.spec import RunCode, TrialSpec
+from runner.trial.spec import RunCode, TrialSpec
 
 RUN_SPEC = {
     "variant": {"name": "careful", "harness": "command", "profile": {"digest": "ab" * 32}},

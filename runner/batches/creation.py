@@ -18,7 +18,7 @@ class RunRequest:
     case_version: CaseVersion
     variant: Variant
     trials: int
-    # Where the run's code lives (runner.core.spec.RunCode as JSON): the bundles a worker
+    # Where the run's code lives (runner.trial.spec.RunCode as JSON): the bundles a worker
     # unpacks. A rerun passes its source run's, so it runs exactly the code that run ran.
     code: dict[str, Any] | None = None
 

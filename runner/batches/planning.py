@@ -22,11 +22,11 @@ from proctor.validation import Problem, duplicate_problems, suite_problems
 from runner.batches.creation import RunRequest, create_batch
 from runner.batches.submission import Submission
 from runner.batches.variant_options import variant_option_problems
-from runner.core.spec import RunCode
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.jobs import eval_code
 from runner.llm import resolve_config
 from runner.sandboxes import SANDBOXES
+from runner.trial.spec import RunCode
 
 
 class InvalidInput(Exception):

@@ -12,7 +12,7 @@ from runner.harnesses import HARNESSES
 from runner.sandboxes import SANDBOX_KINDS
 from runner.sandboxes.base import LIMIT_OPTIONS
 
-# Read by the trial itself whatever the harness and sandbox (runner.core.trial.trial_cost).
+# Read by the trial itself whatever the harness and sandbox (runner.trial.execute.trial_cost).
 TRIAL_OPTIONS = frozenset({"prices"})
 
 

@@ -28,8 +28,8 @@ from proctor.conversations import (
 from runner.conversation.planning_writes import planning_write_records
 from runner.conversation.responder import consult, reply_problem
 from runner.conversation.simulated_user import next_message
-from runner.core.session import AgentSession
 from runner.llm import LLMConfig
+from runner.trial.session import AgentSession
 
 PLAN_APPROVAL = "The plan is approved. Implement it now."
 

@@ -19,9 +19,9 @@ from proctor.definitions import Verdict
 from proctor.judges import Judge
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
+from runner.core.mock_calls import call_assertion_verdict
 from runner.grading.checks import CheckContext, CheckResult, checked_verdict, clip
 from runner.grading.judges import judge_config, run_judge
-from runner.grading.mock_calls import call_assertion_verdict
 from runner.llm import ConsultationRecord, LLMConfig
 
 

@@ -16,8 +16,8 @@ from typing import Any
 from proctor.definitions import Command, Verdict
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
+from runner.core.mock_calls import MockLog
 from runner.core.transcript import Transcript, TurnTranscript
-from runner.grading.mock_calls import MockLog
 from runner.sandboxes import Sandbox
 
 # Output kept per command check; long test logs are cut in the middle.

@@ -25,11 +25,11 @@ from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_va
 from proctor.definitions import Repo
 from runner.batches import benchmark
 from runner.core.recording import TrialOutcome
-from runner.core.spec import RunCode, TrialSpec
-from runner.core.trial import TrialPlan, execute_trial
 from runner.jobs import artifacts, bundle_cache, eval_code, leases, publishing
 from runner.jobs.recorder import DatabaseRecorder
 from runner.sandboxes import containment
+from runner.trial.execute import TrialPlan, execute_trial
+from runner.trial.spec import RunCode, TrialSpec
 
 log = logging.getLogger(__name__)
 

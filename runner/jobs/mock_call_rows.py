@@ -33,7 +33,7 @@ def _nul_free(value: Any) -> Any:
 
 
 def mock_call_row(trial_id: int, record: dict[str, Any], index: int = 1) -> MockCall:
-    """One logged call (``runner.grading.mock_calls.MockCall`` as JSON) as a row."""
+    """One logged call (``runner.core.mock_calls.MockCall`` as JSON) as a row."""
     return MockCall(
         trial_id=trial_id,
         mock=str(record.get("mock", ""))[:40],

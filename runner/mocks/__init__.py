@@ -4,7 +4,7 @@ One set per trial, started before the agent and stopped after the checks (``life
 served by one loopback server in this process (``server``), each mock reachable on its own port
 and unix socket; the sandbox makes them reachable inside (``access``, ``netbridge``). Handlers
 are the eval's own functions, run under the user-code time limit (runner.core.limits). Every
-call is logged (``calls``) and reaches checks as ``ctx.mocks`` (runner.grading.mock_calls).
+call is logged (``calls``) and reaches checks as ``ctx.mocks`` (runner.core.mock_calls).
 """
 
 from runner.mocks.lifecycle import TrialMocks, mock_logs, start_mocks, stop_mocks

@@ -9,8 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from runner.core.mock_calls import MockCall, MockLog
 from runner.core.redaction import REDACTED
-from runner.grading.mock_calls import MockCall, MockLog
 
 # Headers whose values are credentials, whatever the value looks like.
 SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret|password|auth", re.I)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from proctor.mock import Mock
+from runner.core.mock_calls import MockCall, MockLog
 from runner.core.recording import RedactingRecorder, TrialRecorder
-from runner.grading.mock_calls import MockCall, MockLog
 from runner.mocks.access import McpEndpoint, MockAccess
 
 if TYPE_CHECKING:

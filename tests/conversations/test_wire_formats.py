@@ -16,9 +16,9 @@ from conftest import proctor_env, run_proctor
 from proctor.protocol import parse_line
 from runner.conversation.planning_writes import WROTE_WHILE_PLANNING
 from runner.conversation.responder import consult
-from runner.core.session import DENIED_STATUSES
 from runner.grading.judges import read_verdict
 from runner.llm import LLMConfig
+from runner.trial.session import DENIED_STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "wire-formats.md").read_text(encoding="utf-8")

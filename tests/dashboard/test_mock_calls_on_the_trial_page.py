@@ -20,7 +20,7 @@ from factories import (
 )
 
 from evals_app.models import Event
-from runner.grading.mock_calls import MockCall
+from runner.core.mock_calls import MockCall
 from runner.jobs.mock_call_rows import store_mock_calls
 
 pytestmark = pytest.mark.django_db

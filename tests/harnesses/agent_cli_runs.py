@@ -19,11 +19,11 @@ from conftest import REPO, tier_unavailable
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
 from runner.core.recording import MemoryRecorder
-from runner.core.session import AgentSession
 from runner.core.transcript import TurnTranscript
 from runner.harnesses import TurnResult, create_harness
 from runner.sandboxes import Sandbox
 from runner.sandboxes.local import LocalSandbox
+from runner.trial.session import AgentSession
 
 CLI_BIN = REPO / ".proctor" / "agent-clis" / "node_modules" / ".bin"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

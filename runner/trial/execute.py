@@ -26,7 +26,6 @@ from runner.conversation.planning_writes import changed_paths
 from runner.core.json_text import indented_json
 from runner.core.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.core.redaction import Redactor, secret_values
-from runner.core.session import AgentSession
 from runner.grading.assertions import TrialMeasures
 from runner.grading.checks import CheckContext
 from runner.grading.grade import grade
@@ -43,6 +42,7 @@ from runner.sandboxes.audit import (
     concurrent_trials,
     watch_before_agent,
 )
+from runner.trial.session import AgentSession
 from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
 from runner.workspace.prepare import PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
