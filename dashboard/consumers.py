@@ -20,12 +20,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.db.models import Q
 from django.template.loader import render_to_string
 
-from dashboard import artifacts, fragments
+from dashboard import artifact_files, fragments
 from dashboard.access import batches_for, runs_for, trials_for
 from dashboard.mock_timeline import live_mock_calls
 from dashboard.query_numbers import NumberOutOfRange, whole_number
 from evals_app.models import Batch, Run, Trial
-from evals_app.stats import changed_run_ids
+from evals_app.pass_rates import changed_run_ids
 from runner.jobs.publishing import LAYER_UNREACHABLE, batch_group, outage
 
 # How long a socket waits before asking an unreachable channel layer again.
@@ -231,8 +231,8 @@ class BatchConsumer(AsyncWebsocketConsumer):
     def _artifacts_panel(self) -> str:
         """The trial page's Artifacts panel and its tab's count (lists the folder)."""
         assert self.trial is not None
-        folder = artifacts.trial_folder(self.trial)
-        files, count = artifacts.list_files(folder) if folder else ([], 0)
+        folder = artifact_files.trial_folder(self.trial)
+        files, count = artifact_files.list_files(folder) if folder else ([], 0)
         return render_to_string(
             "dashboard/trial.html#trial_artifacts",
             {"trial": self.trial, "files": files, "file_count": count, "oob": True},

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from django.template.loader import render_to_string
 
+from dashboard.check_panel import trial_check_reports
 from dashboard.grid_cells import render_grid_cell, render_total
 from dashboard.transcript_paging import transcript_page
-from dashboard.validation import trial_check_reports
 from dashboard.views.runs import trial_row
 from evals_app.models import Batch, Run, Trial
-from evals_app.stats import (
+from evals_app.pass_rates import (
     GridCell,
     Tally,
     column_tally,

@@ -16,7 +16,7 @@ from html import escape as _html_escape
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from evals_app.stats import GridCell, GridRow, Tally
+from evals_app.pass_rates import GridCell, GridRow, Tally
 
 
 def escape(text: object) -> str:

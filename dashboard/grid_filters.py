@@ -6,7 +6,7 @@ The grid page reads the plain batch a page at a time through ``evals_app.grid_pa
 by suite, tag and status, sorts by pass rate, all in the database). What needs every row in
 memory comes here: the grid merged with its reruns (from the trial rows of
 ``evals_app.merged``), a search over what the trials produced, and the sort by the change
-against the baseline (the plain grid then from ``evals_app.stats.batch_grid``). The filters run
+against the baseline (the plain grid then from ``evals_app.pass_rates.batch_grid``). The filters run
 on the rows in memory and the totals are counted again over what is shown, so the page still
 costs a fixed number of queries.
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from dashboard.search import matching_cells
 from evals_app.merged import TrialRow, batch_cells, family_ids
 from evals_app.models import Batch, CaseVersion, Trial, Variant
-from evals_app.stats import (
+from evals_app.pass_rates import (
     BatchGrid,
     GridCell,
     GridColumn,

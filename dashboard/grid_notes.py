@@ -2,7 +2,7 @@
 shows it, pass@k and pass^k on demand, and the change against the suite's baseline; plus the
 per-column estimates and cost per passed trial of the footer.
 
-The estimators are evals_app.statistics'; flakiness is evals_app.flakiness'; the baseline's
+The estimators are evals_app.estimators'; flakiness is evals_app.flakiness'; the baseline's
 trials are read as compare reads them (evals_app.merged). A fixed number of queries.
 """
 
@@ -15,11 +15,11 @@ from dashboard.grid_cells import CellNote
 from dashboard.grid_filters import GridQuery, NarrowedGrid, cell_matches_status
 from evals_app.comparison import tally_of
 from evals_app.cost import CostSummary, combined_cost, summarize_costs, variant_costs
+from evals_app.estimators import pass_at_k, pass_hat_k
 from evals_app.flakiness import FlakyHistory, flaky_cells
 from evals_app.merged import batch_cells
 from evals_app.models import Batch
-from evals_app.statistics import pass_at_k, pass_hat_k
-from evals_app.stats import GridCell, GridRow
+from evals_app.pass_rates import GridCell, GridRow
 
 CellId = tuple[int, int]  # (case version id, variant id)
 

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from evals_app.models import Case, CaseVersion, Organization, Suite, Variant
-from proctor.validation import Problem
+from proctor.rules import Problem
 
 
 @dataclass

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals_app.cost import CostSummary, summarize_costs
+from evals_app.estimators import mcnemar_exact, rate_difference_interval, wilson_interval
 from evals_app.merged import CellKey, TrialRow, batch_cells, family_ids
 from evals_app.models import Batch, Consultation, Event, Organization, Trial
-from evals_app.statistics import mcnemar_exact, rate_difference_interval, wilson_interval
-from evals_app.stats import Tally
+from evals_app.pass_rates import Tally
 from proctor.protocol import CLI_VERSION_NOTE
 
 # A variant's change is significant below this McNemar p-value (two-sided).
@@ -33,7 +33,7 @@ _S = Trial.Status
 
 
 def tally_of(rows: Iterable[TrialRow]) -> Tally:
-    """The Tally (evals_app.stats) of trials already in memory."""
+    """The Tally (evals_app.pass_rates) of trials already in memory."""
     counts = {"total": 0, "passed": 0, "failed": 0, "timed_out": 0, "errored": 0, "running": 0}
     tokens = 0
     for row in rows:

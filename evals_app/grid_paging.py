@@ -18,7 +18,7 @@ from django.db.models import Count, F, QuerySet, Sum
 
 from evals_app.cost import CostSummary, cost_summary, run_cost_sums
 from evals_app.models import Batch, CaseVersion, Run, Variant
-from evals_app.stats import (
+from evals_app.pass_rates import (
     BatchGrid,
     GridColumn,
     GridRow,

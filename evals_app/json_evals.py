@@ -38,7 +38,7 @@ from proctor.definitions import (
     variant,
 )
 from proctor.judges import judge
-from proctor.validation import EVAL_JSON_SUFFIX, Problem
+from proctor.rules import EVAL_JSON_SUFFIX, Problem
 
 VARIANTS_FILE = "variants.json"
 CASE_KEYS = {

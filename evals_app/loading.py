@@ -22,7 +22,7 @@ from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suit
 from evals_app.source_capture import BUNDLE_ROOT_MARKER, project_root
 from proctor.capture import capture_output
 from proctor.definitions import DefinitionError, Suite
-from proctor.validation import Problem
+from proctor.rules import Problem
 
 EVAL_SUFFIX = ".eval.py"
 EVAL_SUFFIXES = (EVAL_SUFFIX, EVAL_JSON_SUFFIX)

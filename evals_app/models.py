@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from evals_app import hot_sql
 from evals_app.source_texts import SourceTextsField
-from proctor.validation import HANDLE_MAX, NAME_MAX
+from proctor.rules import HANDLE_MAX, NAME_MAX
 
 
 class Organization(models.Model):

@@ -20,7 +20,7 @@ DEFAULT_TIMEOUT_MS = 15 * 60 * 1000
 
 class DefinitionError(ValueError):
     """An SDK call given arguments it cannot build a value from at all. Most mistakes are kept
-    and reported with the rest when the eval is validated (``proctor.validation``); this is for
+    and reported with the rest when the eval is validated (``proctor.rules``); this is for
     the few a constructor must read to go on (a file it loads, a list it unpacks). The message
     is one sentence for the eval's author, shown with the file and line of the call."""
 

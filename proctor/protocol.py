@@ -103,7 +103,7 @@ class AgentEvent:
     data: dict[str, Any]
     at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
     # The output line the event was read from, as the agent printed it, when it was read from
-    # one: what the redacting recorder checks its strings against (runner.core.recording).
+    # one: what the redacting recorder checks its strings against (runner.core.reporting).
     # Not part of the event: never stored, compared or shown.
     line: str | None = field(default=None, compare=False, repr=False)
     # Set by parse_line's fast path, which vouches for all that storable_event checks but the

@@ -8,9 +8,9 @@ class RunnerConfig(AppConfig):
     def ready(self) -> None:
         # The project's model endpoint is resolved from Django's settings before any trial
         # starts, so runner.llm and runner.core import nothing of Django.
-        from runner.jobs import llm_settings
+        from runner.jobs import model_endpoint
 
-        llm_settings.install()
+        model_endpoint.install()
         self._install_user_code_limits()
 
     @staticmethod

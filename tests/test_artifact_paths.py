@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.jobs.artifacts import write_text
+from runner.jobs.artifact_paths import write_text
 
 
 @pytest.mark.parametrize(

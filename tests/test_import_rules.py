@@ -61,7 +61,10 @@ def test_a_django_import_planted_in_the_core_breaks_its_contract(tmp_path: Path)
     result = lint_imports(tmp_path, PYTHONPATH=str(tmp_path))
 
     assert result.returncode != 0
-    assert "runner.core and runner.trial import nothing of Django, Celery or Channels BROKEN" in result.stdout
+    assert (
+        "runner.core and runner.trial import nothing of Django, Celery or Channels BROKEN"
+        in result.stdout
+    )
     assert "runner.core._planted -> django" in result.stdout
 
 
@@ -72,9 +75,9 @@ def test_the_core_and_the_model_client_load_without_django() -> None:
         "import sys, runner.trial.execute, runner.llm; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1:])))"
     )
-    forbidden = contracts()["runner.core and runner.trial import nothing of Django, Celery or Channels"][
-        "forbidden_modules"
-    ]
+    forbidden = contracts()[
+        "runner.core and runner.trial import nothing of Django, Celery or Channels"
+    ]["forbidden_modules"]
 
     result = subprocess.run(
         [sys.executable, "-c", code, *forbidden],

@@ -24,8 +24,8 @@ from proctor.protocol import (
     parse_line,
     storable_event,
 )
-from runner.core.recording import MemoryRecorder, RawOutput, RedactingRecorder
 from runner.core.redaction import REDACTED, Redactor
+from runner.core.reporting import MemoryRecorder, RawOutput, RedactingRecorder
 from runner.harnesses.base import StreamReader
 
 FIELDS = [

@@ -303,7 +303,7 @@ def test_a_judges_own_model_is_used_unless_the_command_line_names_one(settings) 
 def test_a_judge_a_model_could_not_grade_by_is_refused_at_load(check, said: str) -> None:
     """Before, the first and the last two loaded (an empty rubric graded against nothing)."""
     from proctor import case, suite, variant
-    from proctor.validation import case_problems
+    from proctor.rules import case_problems
 
     judged = case("judged", validate=check)
     s = suite("s", prompt="p", cases=[judged], variants=[variant("command")])

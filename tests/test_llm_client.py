@@ -394,7 +394,7 @@ def test_nothing_configured_is_unconfigured(settings) -> None:
 
 
 def test_the_django_side_reads_the_settings_once_into_a_value(endpoint_settings) -> None:
-    from runner.jobs.llm_settings import config_from_settings
+    from runner.jobs.model_endpoint import config_from_settings
 
     read = config_from_settings()
     endpoint_settings.PROCTOR_LLM_MODEL = "changed-later"
@@ -415,9 +415,9 @@ def test_an_endpoint_the_caller_resolved_wins_over_the_installed_one(endpoint_se
 
 
 def test_without_django_the_environment_names_the_endpoint(monkeypatch) -> None:
-    from runner.llm import settings as llm_settings
+    from runner.llm import endpoints
 
-    monkeypatch.setattr(llm_settings, "_project_config", None)  # as in a plain script
+    monkeypatch.setattr(endpoints, "_project_config", None)  # as in a plain script
     monkeypatch.setenv("PROCTOR_LLM_BASE_URL", " http://env.internal/v1 ")
     monkeypatch.setenv("PROCTOR_LLM_MODEL", "env-model")
     monkeypatch.setenv("PROCTOR_LLM_TIMEOUT_S", "30")

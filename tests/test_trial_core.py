@@ -11,7 +11,7 @@ from process_state import running
 from evals_app.resolution import resolve_case
 from proctor import Verdict, case, command, files, profile, suite, variant
 from proctor.definitions import Case, Variant
-from runner.core.recording import MemoryRecorder
+from runner.core.reporting import MemoryRecorder
 from runner.harnesses import TurnRequest, create_harness
 from runner.sandboxes import create_sandbox
 from runner.trial.execute import TrialPlan, execute_trial

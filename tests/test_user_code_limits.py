@@ -12,7 +12,7 @@ from fakes.openai_server import FakeModelServer, fake_model_server_fixture  # no
 from harnesses.test_chat_harness import KEY, tool_call_reply
 
 from proctor import case, command, suite, tool, variant
-from proctor.validation import case_problems
+from proctor.rules import case_problems
 from runner.core.limits import (
     UserCodeError,
     UserCodeRaised,

@@ -24,10 +24,10 @@ from dashboard import access, query_numbers
 from dashboard.batch_filters import BadBatchFilter, BatchFilters, filtered_batches, summarize
 from evals_app.comparison import compare_batches, suite_baseline
 from evals_app.cost import CostSummary, batch_cost, summarize_costs
+from evals_app.estimators import pass_at_k, pass_hat_k
 from evals_app.flakiness import flaky_cells, flaky_list
 from evals_app.merged import TrialRow, batch_cells
 from evals_app.models import Batch
-from evals_app.statistics import pass_at_k, pass_hat_k
 
 # --- response shapes (for the schema; the bodies are built from the domain's to_dict) -----------
 

@@ -9,7 +9,7 @@ from django import template
 from django.utils.safestring import SafeString
 
 from dashboard.grid_cells import CellNote, render_grid_cell
-from evals_app.stats import GridCell
+from evals_app.pass_rates import GridCell
 
 register = template.Library()
 

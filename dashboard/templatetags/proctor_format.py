@@ -11,7 +11,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.grid_cells import describe_tally, format_duration, render_grid_cell, render_total
-from evals_app.stats import GridCell, Tally
+from evals_app.pass_rates import GridCell, Tally
 
 register = template.Library()
 

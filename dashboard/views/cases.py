@@ -16,7 +16,7 @@ from dashboard.highlighting import highlight_code
 from dashboard.trend_chart import case_trend, render_trend
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import CaseVersion, Run, Variant
-from evals_app.stats import Tally, version_variant_tallies
+from evals_app.pass_rates import Tally, version_variant_tallies
 from evals_app.version_diff import describe_changes, unified_source_diff
 
 

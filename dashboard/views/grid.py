@@ -38,7 +38,7 @@ from dashboard.views import HtmxHttpRequest, int_param
 from evals_app.flakiness import flaky_count, flaky_pairs
 from evals_app.grid_paging import column_cell_counts, grid_page
 from evals_app.models import Batch
-from evals_app.stats import BatchGrid, GridColumn
+from evals_app.pass_rates import BatchGrid, GridColumn
 
 # The batch picker offers this many recent batches (plus the one shown, if older).
 PICKER_SIZE = 50

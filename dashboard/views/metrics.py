@@ -10,7 +10,7 @@ from django.shortcuts import render
 
 from dashboard.access import batches_for, get_or_404
 from dashboard.views import HtmxHttpRequest
-from evals_app.metrics import batch_metrics
+from evals_app.assertion_metrics import batch_metrics
 
 
 @login_required

@@ -10,10 +10,10 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from dashboard.access import get_or_404, runs_for
-from dashboard.validation import CheckReport, run_check_reports
+from dashboard.check_panel import CheckReport, run_check_reports
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import Check, Run, Trial
-from evals_app.stats import trials_tally
+from evals_app.pass_rates import trials_tally
 
 
 @dataclass(frozen=True)

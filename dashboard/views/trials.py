@@ -6,13 +6,13 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import render
 
-from dashboard import artifacts
+from dashboard import artifact_files
 from dashboard.access import get_or_404, trials_for
+from dashboard.check_panel import trial_check_reports
 from dashboard.highlighting import highlight_code
 from dashboard.markdown import render_markdown
 from dashboard.mock_timeline import by_mock, place_in_transcript, trial_mock_calls
 from dashboard.transcript_paging import last_seq, last_turn, transcript_page
-from dashboard.validation import trial_check_reports
 from dashboard.views import HtmxHttpRequest, int_param
 from dashboard.views.runs import newer_version
 from evals_app.models import Trial
@@ -64,10 +64,10 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
 
     mock_calls = trial_mock_calls(trial)
     trailing_mock_calls = place_in_transcript(page, mock_calls)
-    folder = artifacts.trial_folder(trial)
-    files, file_count = artifacts.list_files(folder) if folder else ([], 0)
-    plan = artifacts.read_small_text(folder, PLAN_PATH) if folder else None
-    diff = artifacts.read_small_text(folder, DIFF_PATH) if folder else None
+    folder = artifact_files.trial_folder(trial)
+    files, file_count = artifact_files.list_files(folder) if folder else ([], 0)
+    plan = artifact_files.read_small_text(folder, PLAN_PATH) if folder else None
+    diff = artifact_files.read_small_text(folder, DIFF_PATH) if folder else None
     previous_trial, next_trial, trial_count = neighbours(trial)
     context = {
         "previous_trial": previous_trial,
@@ -84,7 +84,7 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         "file_count": file_count,
         "plan_html": render_markdown(plan) if plan is not None else None,
         "diff_html": highlight_code(diff, "diff") if diff else None,
-        "consultations": artifacts.with_files(
+        "consultations": artifact_files.with_files(
             folder, list(trial.consultations.order_by("created_at", "id"))
         ),
         # The agent's calls to the case's mocks: in the transcript by time, and the Mocks tab.
@@ -99,8 +99,8 @@ def trial_artifact(request: HtmxHttpRequest, trial_id: int, path: str) -> FileRe
     """One file of the trial's artifacts folder, always as plain text: an agent wrote it, so
     the browser must never run or sniff it as anything else."""
     trial = get_or_404(trials_for(request.user), pk=trial_id)
-    folder = artifacts.trial_folder(trial)
-    target = artifacts.resolve_inside(folder, path) if folder else None
+    folder = artifact_files.trial_folder(trial)
+    target = artifact_files.resolve_inside(folder, path) if folder else None
     if target is None:
         raise Http404("No such artifact.")
     response = FileResponse(target.open("rb"), content_type="text/plain; charset=utf-8")

@@ -20,7 +20,7 @@ COUNTS = {
     "trials_timed_out": "CASE WHEN {r}.status = 'timed_out' THEN 1 ELSE 0 END",
     "trials_errored": "CASE WHEN {r}.status = 'errored' THEN 1 ELSE 0 END",
     "trials_running": "CASE WHEN {r}.status = 'running' THEN 1 ELSE 0 END",
-    # The trials whose conversation warnings evals_app.stats.validity_warnings reads.
+    # The trials whose conversation warnings evals_app.pass_rates.validity_warnings reads.
     "trials_stopped_or_planning": (
         "CASE WHEN {r}.conversation_outcome = 'stopped' OR {r}.plan_state = 'planning' "
         "THEN 1 ELSE 0 END"

@@ -374,7 +374,7 @@ PROCTOR_PREPARE_TIMEOUT_S = _limit_s("PROCTOR_PREPARE_TIMEOUT_S", 600.0)
 PROCTOR_TOOL_TIMEOUT_S = _limit_s("PROCTOR_TOOL_TIMEOUT_S", 60.0)
 
 
-# --- caps on what a trial stores (runner/jobs/recorder.py) ----------------------------------------
+# --- caps on what a trial stores (runner/jobs/database_recorder.py) ----------------------------------------
 # Each text field of an event, the trial's raw output.log, and the events a trial keeps; past a cap
 # the value, log or event list ends with "… [truncated: N bytes]" or a note of how many were dropped.
 

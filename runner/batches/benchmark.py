@@ -8,11 +8,11 @@ from typing import Any
 
 from django.db.models import Count, Q, Sum
 
+from evals_app.estimators import mean_pass_k_curves, pass_k_curves
 from evals_app.models import Batch, Trial, Variant
-from evals_app.statistics import mean_pass_k_curves, pass_k_curves
-from evals_app.stats import validity_warnings
+from evals_app.pass_rates import validity_warnings
 from runner.conversation.planning_writes import WROTE_WHILE_PLANNING, wrote_while_planning
-from runner.jobs import artifacts
+from runner.jobs import artifact_paths
 
 FINAL = [s.value for s in Trial.FINAL_STATUSES]
 
@@ -118,14 +118,14 @@ def _count_planning_writes(batch: Batch, warnings: dict[str, dict[str, int]]) ->
     their permission-denials.json) are a validity warning of their variant."""
     planned = Trial.objects.filter(run__batch=batch).exclude(plan_state="")
     for trial_id, name in planned.values_list("id", "run__variant__name"):
-        if wrote_while_planning(artifacts.trial_dir(batch.pk, trial_id)):
+        if wrote_while_planning(artifact_paths.trial_dir(batch.pk, trial_id)):
             counts = warnings.setdefault(name, {})
             counts[WROTE_WHILE_PLANNING] = counts.get(WROTE_WHILE_PLANNING, 0) + 1
 
 
 def write_benchmark(batch: Batch) -> dict[str, Any]:
     summary = summarize(batch)
-    artifacts.write_text(
-        artifacts.batch_dir(batch.pk), "benchmark.json", json.dumps(summary, indent=2) + "\n"
+    artifact_paths.write_text(
+        artifact_paths.batch_dir(batch.pk), "benchmark.json", json.dumps(summary, indent=2) + "\n"
     )
     return summary

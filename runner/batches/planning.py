@@ -18,7 +18,7 @@ from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, UndescribableValue, resolve_case
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Case, Suite, Variant
-from proctor.validation import Problem, duplicate_problems, suite_problems
+from proctor.rules import Problem, duplicate_problems, suite_problems
 from runner.batches.creation import RunRequest, create_batch
 from runner.batches.submission import Submission
 from runner.batches.variant_options import variant_option_problems

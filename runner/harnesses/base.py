@@ -24,7 +24,7 @@ from runner.sandboxes.base import lines_taker
 
 EventSink = Callable[[AgentEvent], None]
 # Called with each raw output line of the agent process: (stream, line). The recorder's sink
-# (runner.core.recording.RawOutput) also takes a read's lines at once, with ``lines``.
+# (runner.core.reporting.RawOutput) also takes a read's lines at once, with ``lines``.
 RawSink = Callable[[str, str], None]
 
 

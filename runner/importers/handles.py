@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from proctor.validation import HANDLE_MAX
+from proctor.rules import HANDLE_MAX
 
 
 def slugify(text: str, *, fallback: str) -> str:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from proctor.validation import VARIABLE
+from proctor.rules import VARIABLE
 
 _EXPRESSION = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", re.DOTALL)
 

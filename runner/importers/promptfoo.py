@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from proctor.definitions import DEFAULT_MAX_TURNS
-from proctor.validation import MAX_TURNS_RANGE
+from proctor.rules import MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
 from runner.importers.nunjucks import fill_variables, unsupported_expressions, variables_used

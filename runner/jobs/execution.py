@@ -24,9 +24,9 @@ from evals_app.models import Batch, Run, Trial
 from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
 from runner.batches import benchmark
-from runner.core.recording import TrialOutcome
-from runner.jobs import artifacts, bundle_cache, eval_code, leases, publishing
-from runner.jobs.recorder import DatabaseRecorder
+from runner.core.reporting import TrialOutcome
+from runner.jobs import artifact_paths, bundle_cache, eval_code, leases, publishing
+from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
 from runner.trial.execute import TrialPlan, execute_trial
 from runner.trial.spec import RunCode, TrialSpec
@@ -181,7 +181,7 @@ def run_trial_by_id(trial_id: int) -> str | None:
         return None
     if trial.attempt > 1:
         # A lost run's files (a redelivered message took the trial over): start afresh.
-        shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+        shutil.rmtree(artifact_paths.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
     status = _run_claimed(trial, owner)
     if status is None:
         return None

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import connection
 
 from evals_app.models import Trial
-from runner.jobs import artifacts, leases, publishing
+from runner.jobs import artifact_paths, leases, publishing
 from runner.jobs.dispatch import enqueue
 from runner.jobs.execution import finish_batch_if_done
 from runner.sandboxes.leftovers import sweep_stale_folders
@@ -39,7 +39,7 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
     )
     for trial in requeued:
         # The lost run's files; the new run writes its own.
-        shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+        shutil.rmtree(artifact_paths.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
     for trial in requeued + ended:
         publishing.trial_changed(
             trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status

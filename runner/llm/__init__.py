@@ -14,15 +14,15 @@ from typing import Any
 
 from runner.llm.command_client import complete_command
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
-from runner.llm.http_client import complete_http
-from runner.llm.json_answers import parse_json_answer
-from runner.llm.settings import (
+from runner.llm.endpoints import (
     KIND_COMMAND,
     KIND_HTTP,
     KIND_UNCONFIGURED,
     LLMConfig,
     resolve_config,
 )
+from runner.llm.http_client import complete_http
+from runner.llm.json_answers import parse_json_answer
 
 __all__ = [
     "DISPATCH_FAILED",

@@ -15,7 +15,7 @@ import tempfile
 from typing import Any
 
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
-from runner.llm.settings import LLMConfig, scrub_key
+from runner.llm.endpoints import LLMConfig, scrub_key
 from runner.sandboxes.processes import run_process
 
 # How much of stderr a failure quotes: the end, where the error usually is.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
-from runner.llm.settings import LLMConfig, scrub_key
+from runner.llm.endpoints import LLMConfig, scrub_key
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 # Backoff before retry n (0-based) is BACKOFF_BASE_S * 2**n, capped, with jitter so many trials

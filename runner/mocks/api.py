@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 
 from proctor.mock import Mock, Response
 from runner.core.limits import UserCodeError
-from runner.mocks.calls import CallLog, redact_headers
+from runner.mocks.call_log import CallLog, redact_headers
 from runner.mocks.handlers import call_handler
 
 Send = Any

@@ -14,7 +14,7 @@ from typing import Any
 from proctor.mock import Mock, Output
 from runner.core.limits import UserCodeError
 from runner.mocks.api import read_body, send_answer
-from runner.mocks.calls import CallLog
+from runner.mocks.call_log import CallLog
 from runner.mocks.handlers import call_handler
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from proctor.mock import Mock
 from runner.core.mock_calls import MockCall, MockLog
-from runner.core.recording import RedactingRecorder, TrialRecorder
+from runner.core.reporting import RedactingRecorder, TrialRecorder
 from runner.mocks.access import McpEndpoint, MockAccess
 
 if TYPE_CHECKING:

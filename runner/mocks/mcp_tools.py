@@ -16,7 +16,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from proctor.mock import Mock
 from runner.core.limits import UserCodeError
-from runner.mocks.calls import CallLog, redact_headers
+from runner.mocks.call_log import CallLog, redact_headers
 from runner.mocks.handlers import call_handler
 
 # The path the server answers on (any path works; this is the one given to agents).

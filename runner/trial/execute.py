@@ -24,8 +24,8 @@ from proctor.mock import merged_mocks
 from runner.conversation.driver import drive_conversation
 from runner.conversation.planning_writes import changed_paths
 from runner.core.json_text import indented_json
-from runner.core.recording import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.core.redaction import Redactor, secret_values
+from runner.core.reporting import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.grading.assertions import TrialMeasures
 from runner.grading.checks import CheckContext
 from runner.grading.grade import grade

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proctor.protocol import AgentEvent
-from runner.core.recording import RawOutput, TrialRecorder
+from runner.core.reporting import RawOutput, TrialRecorder
 from runner.core.transcript import Transcript, TurnTranscript
 from runner.harnesses import Harness, TurnRequest, TurnResult
 from runner.sandboxes import Sandbox

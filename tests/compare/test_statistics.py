@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from evals_app.statistics import (
+from evals_app.estimators import (
     mcnemar_exact,
     mean_pass_k_curves,
     pass_at_k,

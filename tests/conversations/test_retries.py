@@ -9,7 +9,7 @@ import pytest
 from api.factories import make_batch, make_case, make_org, make_variant
 
 from evals_app.models import Consultation, Trial, Turn
-from runner.jobs.recorder import reset_for_retry
+from runner.jobs.database_recorder import reset_for_retry
 
 
 @pytest.mark.django_db

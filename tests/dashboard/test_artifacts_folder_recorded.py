@@ -8,8 +8,8 @@ from factories import make_batch_with_grid, make_cast
 
 from evals_app.models import Trial
 from proctor.protocol import AgentEvent
-from runner.core.recording import TrialOutcome
-from runner.jobs.recorder import DatabaseRecorder
+from runner.core.reporting import TrialOutcome
+from runner.jobs.database_recorder import DatabaseRecorder
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from factories import add_events, make_batch_with_grid, make_cast
 from dashboard.routing import websocket_urlpatterns
 from evals_app.models import MockCall, Trial, Turn
 from runner.jobs import publishing
-from runner.jobs.recorder import DatabaseRecorder
+from runner.jobs.database_recorder import DatabaseRecorder
 
 pytestmark = pytest.mark.django_db
 application = URLRouter(websocket_urlpatterns)

@@ -17,7 +17,7 @@ from factories import (
 from rest_framework.test import APIClient
 
 from evals_app.models import Batch, Trial
-from runner.llm import settings as llm_settings
+from runner.llm import endpoints
 
 pytestmark = pytest.mark.django_db
 
@@ -28,7 +28,7 @@ SENTENCE = "uses a judge, which needs a model endpoint on the server: set PROCTO
 def no_endpoint(monkeypatch):
     for name in ("BASE_URL", "API_KEY", "MODEL", "COMMAND"):
         monkeypatch.delenv(f"PROCTOR_LLM_{name}", raising=False)
-    monkeypatch.setattr(llm_settings, "_project_config", None)
+    monkeypatch.setattr(endpoints, "_project_config", None)
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_the_api_refuses_the_rerun_with_the_same_sentence(cast, judged_run, no_e
 def test_with_an_endpoint_the_rerun_goes_ahead(
     client, cast, judged_run, monkeypatch, queued, django_capture_on_commit_callbacks
 ):
-    monkeypatch.setattr(llm_settings, "_project_config", None)
+    monkeypatch.setattr(endpoints, "_project_config", None)
     monkeypatch.setenv("PROCTOR_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("PROCTOR_LLM_MODEL", "judge-model")
     client.force_login(cast.alice)

@@ -9,7 +9,7 @@ from api.factories import make_batch, make_case, make_org, make_variant
 
 from evals_app.models import Batch, Trial
 from runner.jobs import leases
-from runner.jobs.requeue import hand_back_running
+from runner.jobs.pickup import hand_back_running
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from conftest import REPO, tier_unavailable
 
 from proctor.definitions import Variant
 from proctor.protocol import AgentEvent
-from runner.core.recording import MemoryRecorder
+from runner.core.reporting import MemoryRecorder
 from runner.core.transcript import TurnTranscript
 from runner.harnesses import TurnResult, create_harness
 from runner.sandboxes import Sandbox

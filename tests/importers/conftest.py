@@ -14,7 +14,7 @@ from fakes.openai_server import FakeModelServer, fake_model_server_fixture  # no
 
 from evals_app.loading import load_file
 from proctor.definitions import Suite
-from proctor.validation import suite_problems
+from proctor.rules import suite_problems
 from runner.harnesses import HARNESSES
 from runner.sandboxes import SANDBOXES
 

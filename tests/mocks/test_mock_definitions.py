@@ -13,7 +13,7 @@ import pytest
 
 from evals_app.resolution import resolve_case
 from proctor import assertion, case, mock, suite, variant
-from proctor.validation import suite_problems
+from proctor.rules import suite_problems
 from runner.core.mock_calls import MockCall, MockLog, call_assertion_verdict
 from runner.grading.judges import judge_prompt
 from runner.mocks import mock_logs, start_mocks, stop_mocks

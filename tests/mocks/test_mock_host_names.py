@@ -14,7 +14,7 @@ from sandboxes.conftest import KINDS, open_sandbox  # noqa: F401
 
 from evals_app.resolution import resolve_case
 from proctor import assertion, case, mock, profile, suite, variant
-from proctor.validation import suite_problems
+from proctor.rules import suite_problems
 from runner.mocks import mock_logs, start_mocks, stop_mocks
 
 # The agent: reads the port from $BILLING_URL, then calls the mock by its host name.

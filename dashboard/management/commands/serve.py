@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runner.jobs import dispatch, reaper
 from runner.jobs.database import ensure_database
-from runner.jobs.requeue import hand_back_running, requeue_unfinished
+from runner.jobs.pickup import hand_back_running, requeue_unfinished
 
 # How long a stopping `serve` lets its running trials finish before it hands them back.
 STOP_GRACE_S = 10.0

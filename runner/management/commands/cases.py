@@ -10,7 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandParser
 
 from evals_app.loading import EVAL_SUFFIX
-from proctor.validation import MAX_TURNS_RANGE, handle_problem
+from proctor.rules import MAX_TURNS_RANGE, handle_problem
 from runner.importers import ImportFailed, write_new_file
 from runner.importers.handles import slugify
 from runner.importers.transcripts import (

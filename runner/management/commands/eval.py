@@ -30,7 +30,7 @@ from runner.batches.planning import (
 from runner.batches.report import batch_report, report_pass_rate
 from runner.batches.stop_signals import StopSignal, exit_status, stop_signals_interrupt
 from runner.batches.submission import SubmissionError, build_submission
-from runner.jobs import artifacts, dispatch, leases, reaper
+from runner.jobs import artifact_paths, dispatch, leases, reaper
 from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished, finish_batch_if_done
 
@@ -152,7 +152,7 @@ class Command(EvalOptions):
         if interrupted is not None:
             self._interrupted(err, batch, interrupted)
         batch.refresh_from_db()
-        footer = f"Artifacts: {artifacts.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
+        footer = f"Artifacts: {artifact_paths.batch_dir(batch.pk)}  ·  browse with `proctor serve`"
         comparisons = None
         if options["baseline"]:
             comparisons = self._compare(err, batch, baseline)

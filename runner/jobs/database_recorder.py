@@ -52,9 +52,9 @@ from evals_app.cost import trial_cost_usd
 from evals_app.models import Check, Consultation, Event, MockCall, Trial, Turn
 from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
 from runner.core.json_text import compact_json
-from runner.core.recording import TrialOutcome
+from runner.core.reporting import TrialOutcome
 from runner.grading.checks import CheckResult
-from runner.jobs import artifacts, publishing
+from runner.jobs import artifact_paths, publishing
 from runner.jobs.mock_call_rows import (
     is_mock_log,
     mock_call_row,
@@ -91,7 +91,7 @@ class DatabaseRecorder:
         self.lost = threading.Event()
         self.run_id = trial.run_id
         self.batch_id = trial.run.batch_id
-        self.folder: Path = artifacts.trial_dir(self.batch_id, trial.pk)
+        self.folder: Path = artifact_paths.trial_dir(self.batch_id, trial.pk)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._events_file = open(self.folder / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
         # A large buffer: each write that reaches the disk lets the flusher thread take the
@@ -287,7 +287,7 @@ class DatabaseRecorder:
     def artifact(self, relative_path: str, text: str) -> None:
         if self.lost.is_set():
             return  # the folder is the new run's now
-        artifacts.write_text(self.folder, relative_path, text)
+        artifact_paths.write_text(self.folder, relative_path, text)
         if is_mock_log(relative_path):  # the dashboard reads a mock's calls from rows
             store_mock_calls(self.trial_id, text)
 
@@ -323,7 +323,7 @@ class DatabaseRecorder:
             self._rows.append(row)
             self._waiting()
         # Numbered from 1, as the dashboard shows turns and checks.
-        folder = artifacts.consultation_folder(
+        folder = artifact_paths.consultation_folder(
             record.kind, turn_index=record.turn_index, check_index=record.check_index
         )
         self.artifact(
@@ -753,4 +753,4 @@ def _bigint(value: object) -> int:
 def reset_for_retry(trial: Trial) -> None:
     """Forget a trial's partial record and its artifacts so it can run again from the start."""
     trial.reset()
-    shutil.rmtree(artifacts.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+    shutil.rmtree(artifact_paths.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)

@@ -1,6 +1,6 @@
 """The recorder interface: how the runner's core reports a trial without knowing the database.
 
-``runner.jobs.recorder.DatabaseRecorder`` persists and publishes in production; ``MemoryRecorder``
+``runner.jobs.database_recorder.DatabaseRecorder`` persists and publishes in production; ``MemoryRecorder``
 keeps everything in lists for tests of the core. ``RedactingRecorder`` wraps either and is the
 one place secrets are removed from what a trial reports.
 """

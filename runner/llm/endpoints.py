@@ -7,7 +7,7 @@ model last. The key travels in the config but is never part of how it describes 
 Nothing here imports Django: runner/core, which consults models through this package, must run
 from values alone (the import-linter contracts in pyproject.toml). The Django side reads the
 settings once, before any trial starts, and installs the result with ``use_project_config``
-(runner/jobs/llm_settings.py, from ``RunnerConfig.ready()``). A plain script that never set up
+(runner/jobs/model_endpoint.py, from ``RunnerConfig.ready()``). A plain script that never set up
 Django gets the same ``PROCTOR_LLM_*`` variables from the environment.
 """
 

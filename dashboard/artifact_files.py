@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evals_app.models import Consultation, Trial
-from runner.jobs import artifacts as runner_artifacts
+from runner.jobs import artifact_paths
 
 # The trial page lists at most this many files; the rest are counted, not listed.
 MAX_LISTED_FILES = 300
@@ -65,7 +65,7 @@ def read_small_text(folder: Path, relative: str) -> str | None:
 def consultation_folder(consultation: Consultation) -> str:
     """Where the runner keeps a consultation's prompt.json and verdict.json, relative to the
     trial's folder: ``responder/turn-<n>``, ``simulated-user/turn-<n>``, ``judges/check-<i>``."""
-    return runner_artifacts.consultation_folder(
+    return artifact_paths.consultation_folder(
         consultation.kind,
         turn_index=consultation.turn_index,
         check_index=consultation.check_index,

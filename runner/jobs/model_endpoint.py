@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.signals import setting_changed
 
-from runner.llm.settings import DEFAULT_TIMEOUT_S, LLMConfig, use_project_config
+from runner.llm.endpoints import DEFAULT_TIMEOUT_S, LLMConfig, use_project_config
 
 SETTING_PREFIX = "PROCTOR_LLM_"
 

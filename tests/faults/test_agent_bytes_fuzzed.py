@@ -31,8 +31,8 @@ from proctor.protocol import (
     storable_event,
     truncation_mark,
 )
-from runner.core.recording import TrialOutcome
-from runner.jobs.recorder import DatabaseRecorder
+from runner.core.reporting import TrialOutcome
+from runner.jobs.database_recorder import DatabaseRecorder
 
 NOW = 1_788_300_000_000
 FIELDS = [
