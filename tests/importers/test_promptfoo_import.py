@@ -17,7 +17,7 @@ from proctor.assertions import Assertion
 from proctor.conversations import SimulatedUser
 from runner.importers import ImportFailed
 from runner.importers.promptfoo import translate_config
-from runner.importers.promptfoo_files import load_config
+from runner.importers.promptfoo.files import load_config
 
 AGENT_PROMPT = "You are Sam, the sales assistant for Acme. Qualify leads and book demos."
 ALEX = (

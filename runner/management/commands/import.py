@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from evals_app.loading import EVAL_SUFFIX
 from runner.importers import ImportFailed, write_new_file
 from runner.importers.promptfoo import translate_config
-from runner.importers.promptfoo_files import load_config
+from runner.importers.promptfoo.files import load_config
 
 
 class Command(BaseCommand):

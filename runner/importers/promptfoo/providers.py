@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from runner.importers.handles import UniqueHandles
-from runner.importers.promptfoo_files import ConfigFiles, is_reference
+from runner.importers.promptfoo.files import ConfigFiles, is_reference
 from runner.importers.python_source import Call, call
 
 SIMULATED_USER = "promptfoo:simulated-user"

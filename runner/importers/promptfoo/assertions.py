@@ -15,7 +15,7 @@ from typing import Any
 
 from proctor.assertions import LIST_VALUE_TYPES, TEXT_TYPES, TEXT_VALUE_TYPES
 from runner.importers.nunjucks import fill_variables
-from runner.importers.promptfoo_files import ConfigFiles, is_code_reference, is_reference
+from runner.importers.promptfoo.files import ConfigFiles, is_code_reference, is_reference
 from runner.importers.python_source import Call, call
 
 # Types promptfoo and Proctor share, read the same way.

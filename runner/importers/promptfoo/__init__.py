@@ -34,14 +34,14 @@ from proctor.rules import MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
 from runner.importers.nunjucks import fill_variables, unsupported_expressions, variables_used
-from runner.importers.promptfoo_assertions import assertions_from_short_form, translate_assertions
-from runner.importers.promptfoo_files import (
+from runner.importers.promptfoo.assertions import assertions_from_short_form, translate_assertions
+from runner.importers.promptfoo.files import (
     STRUCTURED_SUFFIXES,
     ConfigFiles,
     is_code_reference,
     is_reference,
 )
-from runner.importers.promptfoo_providers import (
+from runner.importers.promptfoo.providers import (
     SIMULATED_USER,
     chat_model,
     provider_entries,
