@@ -15,7 +15,6 @@ from django.db.models import Count
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from evals_app.models import Batch, Organization, Trial
 from runner.batches.consoles import command_consoles
@@ -30,6 +29,7 @@ from runner.batches.planning import (
 from runner.batches.report import batch_report, report_pass_rate
 from runner.batches.stop_signals import StopSignal, exit_status, stop_signals_interrupt
 from runner.batches.submission import SubmissionError, build_submission
+from runner.batches.terminal_grid import grid
 from runner.jobs import artifact_paths, dispatch, leases, reaper
 from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished, finish_batch_if_done
@@ -447,26 +447,7 @@ class Command(EvalOptions):
         )
 
     def _print_table(self, out: Console, report: dict, footer: str) -> None:
-        variants = list(dict.fromkeys(run["variant"] for run in report["runs"]))
-        table = Table(title=f"Batch {report['batch']}", title_justify="left")
-        table.add_column("case")
-        for name in variants:
-            table.add_column(escape(name), justify="center")
-        rows: dict[tuple[str, str], dict[str, str]] = {}
-        for run in report["runs"]:
-            trials = run["trials"]
-            passed = sum(1 for t in trials if t["status"] == "passed")
-            marks = "".join(
-                {"timed_out": " ⏱", "errored": " ⚠"}.get(s, "")
-                for s in sorted({t["status"] for t in trials} & {"timed_out", "errored"})
-            )
-            style = "green" if passed == len(trials) else "red" if passed == 0 else "yellow"
-            rows.setdefault((run["suite"], run["case"]), {})[run["variant"]] = (
-                f"[{style}]{passed}/{len(trials)}[/]{marks}"
-            )
-        for (suite, case), cells in rows.items():
-            table.add_row(escape(f"{suite} / {case}"), *[cells.get(v, "—") for v in variants])
-        out.print(table)
+        out.print(grid(report, out))
         for variant, warnings in report["validity_warnings"].items():
             listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
