@@ -30,27 +30,13 @@ from proctor.assertions import Assertion
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.judges import Judge
 from proctor.mock import merged_mocks, mock_definition
+from proctor.prompt_templates import filled
 from proctor.tools import Tool
 
 # How a case and a variant are recorded. 2: with every value a trial runs with (paths into the
 # project by the project token, credentials as references to their variable, what a check
 # reads as digests); 1 hid a variant's env values and keys and kept what checks read as text.
 RECORD_FORMAT = 2
-
-VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
-
-
-def template_variables(template: str) -> list[str]:
-    return list(dict.fromkeys(VARIABLE.findall(template)))
-
-
-def fill_template(template: str, variables: dict[str, Any]) -> str:
-    """``{{name}}`` replaced by its value (numbers and booleans through ``str()``, the only
-    non-text values validation lets through); a name with no value is left for validation to
-    name."""
-    return VARIABLE.sub(
-        lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), template
-    )
 
 
 def source_definition(source: Source | None, root: Path | None = None) -> dict[str, Any]:
@@ -180,7 +166,7 @@ def resolve_case(
     definition: dict[str, Any] = {
         "suite": suite.id,
         "case": case.id,
-        "prompt": fill_template(suite.prompt, variables),
+        "prompt": filled(suite.prompt, variables),
         "system_prompt": suite.system_prompt,
         "source": recorded_source
         or source_definition(case.source if case.source is not None else suite.source, root),

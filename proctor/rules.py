@@ -36,6 +36,7 @@ from proctor.definitions import (
 )
 from proctor.judges import Judge
 from proctor.mock import host_problems, mock_problems
+from proctor.prompt_templates import variables_in
 
 HANDLE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 HANDLE_MAX = 100
@@ -50,9 +51,8 @@ TIMEOUT_MS_RANGE = (1_000, 3_600_000)
 EVAL_JSON_SUFFIX = ".eval.json"
 TRIALS_RANGE = (1, 1000)
 # What a prompt variable may hold: text as given, numbers and booleans through str() (what
-# evals_app.resolution.fill_template does); anything else (None, a dict, a list) is refused.
+# proctor.prompt_templates.filled does); anything else (None, a dict, a list) is refused.
 TEMPLATE_VALUE_TYPES = (str, int, float, bool)
-VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*}}")
 
 
 @dataclass(frozen=True)
@@ -465,11 +465,7 @@ def case_problems(
                 "number or True/False written with str() (pass json.dumps(...) for structured data)"
             )
     if isinstance(suite.prompt, str):
-        missing = [
-            name
-            for name in dict.fromkeys(VARIABLE.findall(suite.prompt))
-            if name not in case.variables
-        ]
+        missing = [name for name in variables_in(suite.prompt) if name not in case.variables]
         for name in missing:
             problems.append(f"prompt variable {{{{{name}}}}} has no value in variables")
     return problems

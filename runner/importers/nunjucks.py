@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from proctor.rules import VARIABLE
+from proctor.prompt_templates import VARIABLE, filled
 
 _EXPRESSION = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", re.DOTALL)
 
@@ -22,18 +22,9 @@ def unsupported_expressions(template: str) -> list[str]:
     ]
 
 
-def variables_used(template: str) -> list[str]:
-    return list(dict.fromkeys(VARIABLE.findall(template)))
-
-
 def fill_variables(template: str, variables: Mapping[str, Any]) -> str:
-    """``{{ name }}`` replaced by the variable's value where there is one; the rest stays."""
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        return as_text(variables[name]) if name in variables else match.group(0)
-
-    return VARIABLE.sub(value, template)
+    """``{{ name }}`` replaced by the variable's value as Nunjucks prints it; the rest stays."""
+    return filled(template, variables, as_text=as_text)
 
 
 def as_text(value: Any) -> str:

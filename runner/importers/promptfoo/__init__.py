@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from proctor.definitions import DEFAULT_MAX_TURNS
+from proctor.prompt_templates import variables_in
 from proctor.rules import MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
-from runner.importers.nunjucks import fill_variables, unsupported_expressions, variables_used
+from runner.importers.nunjucks import fill_variables, unsupported_expressions
 from runner.importers.promptfoo.assertions import assertions_from_short_form, translate_assertions
 from runner.importers.promptfoo.files import (
     STRUCTURED_SUFFIXES,
@@ -463,7 +464,7 @@ def _case(
     else:
         variables = dict(test.variables)
         user = None
-        for name in variables_used(prompt.user or "") if prompt else []:
+        for name in variables_in(prompt.user or "") if prompt else []:
             if name not in variables:
                 variables[name] = ""
                 t.skip(
@@ -591,7 +592,7 @@ def _suite(
     if conversational:
         # promptfoo shows the agent its prompt as the system message of every turn.
         system = "\n\n".join(p for p in (prompt.system, prompt.user) if p) if prompt else None
-        if system and variables_used(system):
+        if system and variables_in(system):
             t.skip(
                 f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
                 "(Proctor does not fill a system prompt per case)"
