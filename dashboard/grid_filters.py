@@ -13,7 +13,7 @@ costs a fixed number of queries.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from dashboard.search import matching_cells
@@ -27,6 +27,8 @@ from evals_app.pass_rates import (
     Tally,
     batch_grid,
     latest_version_number,
+    sort_rows,
+    sum_tallies,
     validity_warnings,
 )
 
@@ -70,13 +72,6 @@ class NarrowedGrid:
     matched: set[tuple[int, int]] = field(default_factory=set)
     # The batches read (this one, plus its reruns when merged).
     batch_ids: list[int] = field(default_factory=list)
-
-
-def _sum(tallies: Iterable[Tally]) -> Tally:
-    total = Tally()
-    for tally in tallies:
-        total = total + tally
-    return total
 
 
 def _row_tally(rows: Sequence[TrialRow]) -> Tally:
@@ -129,7 +124,7 @@ def merged_grid(batch: Batch, mode: str, *, suite: str = "", tag: str = "") -> B
             continue
         seen.add(key)
         row_cells: list[GridCell | None] = [grid_cells[key].get(v.pk) for v in variants]
-        all_rows.append(GridRow(version, row_cells, _sum(c.tally for c in row_cells if c)))
+        all_rows.append(GridRow(version, row_cells, sum_tallies(c.tally for c in row_cells if c)))
     suites = sorted({(row.case.suite.slug, row.case.suite.name) for row in all_rows})
     tags = sorted({t for row in all_rows for t in (row.case.tags or []) if isinstance(t, str)})
     shown = [
@@ -180,7 +175,8 @@ def narrow_grid(
     else:
         grid = merged_grid(batch, query.trials, suite=query.suite, tag=query.tag)
         batch_ids = family_ids(batch)
-        _sort_merged(grid, plain_sort(query.sort))
+        # As batch_grid sorts a plain grid.
+        sort_rows(grid.rows, plain_sort(query.sort), [c.variant for c in grid.columns])
     matched: set[tuple[int, int]] = set()
     rows = grid.rows
     needle = query.search.strip()
@@ -207,36 +203,15 @@ def narrow_grid(
     grid.columns = [
         GridColumn(
             column.variant,
-            _sum(row.cells[i].tally for row in rows if row.cells[i] is not None),  # type: ignore[union-attr]
+            sum_tallies(row.cells[i].tally for row in rows if row.cells[i] is not None),  # type: ignore[union-attr]
             column.warnings,
         )
         for i, column in enumerate(grid.columns)
     ]
-    grid.total = _sum(row.total for row in rows)
+    grid.total = sum_tallies(row.total for row in rows)
     return NarrowedGrid(grid=grid, matched=matched, batch_ids=batch_ids)
 
 
 def plain_sort(sort: str) -> str:
     """The sorts ``batch_grid`` knows; the change against the baseline is sorted later."""
     return "case" if sort.lstrip("-") == "delta" else sort
-
-
-def _sort_merged(grid: BatchGrid, sort: str) -> None:
-    """Sort a merged grid's rows as ``batch_grid`` sorts a plain one."""
-    descending = sort.startswith("-")
-    key = sort.lstrip("-")
-    if key == "rate":
-        rates = [row.total.pass_rate for row in grid.rows]
-    elif key.startswith("v") and key[1:].isdigit():
-        ids = [column.variant.pk for column in grid.columns]
-        if int(key[1:]) not in ids:
-            return
-        i = ids.index(int(key[1:]))
-        rates = [c.tally.pass_rate if (c := row.cells[i]) else None for row in grid.rows]
-    else:
-        return
-    order = sorted(
-        range(len(grid.rows)),
-        key=lambda n: (rates[n] is None, -(rates[n] or 0.0) if descending else (rates[n] or 0.0)),
-    )
-    grid.rows = [grid.rows[n] for n in order]

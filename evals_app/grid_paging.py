@@ -23,10 +23,10 @@ from evals_app.pass_rates import (
     GridColumn,
     GridRow,
     Tally,
-    _sum,
     latest_version_number,
     run_cells,
     run_tally_sums,
+    sum_tallies,
     tally_of_sums,
     validity_warnings,
 )
@@ -116,7 +116,7 @@ def grid_page(
     rows = []
     for pk in page_ids:
         row_cells = [cells.get((pk, variant.pk)) for variant in variants]
-        rows.append(GridRow(by_id[pk], row_cells, _sum(c.tally for c in row_cells if c)))
+        rows.append(GridRow(by_id[pk], row_cells, sum_tallies(c.tally for c in row_cells if c)))
 
     # One scan of the whole batch's runs per variant reads the footer's costs and the validity
     # warnings' timeouts and errors with the column totals; filtered, the totals take another.
@@ -139,7 +139,7 @@ def grid_page(
         batch=batch,
         columns=columns,
         rows=rows,
-        total=_sum(column.total for column in columns),
+        total=sum_tallies(column.total for column in columns),
         suites=suites,
         tags=tags,
         case_count=len(catalog),

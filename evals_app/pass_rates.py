@@ -284,22 +284,22 @@ def batch_grid(
     rows = []
     for version in shown:
         row_cells = [cells.get((version.pk, variant.pk)) for variant in variants]
-        rows.append(GridRow(version, row_cells, _sum(c.tally for c in row_cells if c)))
+        rows.append(GridRow(version, row_cells, sum_tallies(c.tally for c in row_cells if c)))
     warnings = validity_warnings(batch)
     columns = [
         GridColumn(
             variant,
-            _sum(row.cells[i].tally for row in rows if row.cells[i]),  # type: ignore[union-attr]
+            sum_tallies(row.cells[i].tally for row in rows if row.cells[i]),  # type: ignore[union-attr]
             warnings.get(variant.pk, {}),
         )
         for i, variant in enumerate(variants)
     ]
-    _sort_rows(rows, sort, variants)
+    sort_rows(rows, sort, variants)
     return BatchGrid(
         batch=batch,
         columns=columns,
         rows=rows,
-        total=_sum(row.total for row in rows),
+        total=sum_tallies(row.total for row in rows),
         suites=suites,
         tags=tags,
         case_count=len(versions),
@@ -309,7 +309,8 @@ def batch_grid(
 _tally_values = attrgetter(*_TALLY_FIELDS)
 
 
-def _sum(tallies: Iterable[Tally]) -> Tally:
+def sum_tallies(tallies: Iterable[Tally]) -> Tally:
+    """The tallies added up, in one pass over their fields (a row's, a column's, the grid's)."""
     columns = list(zip(*(_tally_values(tally) for tally in tallies), strict=True))
     if not columns:
         return Tally()
@@ -318,7 +319,9 @@ def _sum(tallies: Iterable[Tally]) -> Tally:
     return Tally(**totals)
 
 
-def _sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:
+def sort_rows(rows: list[GridRow], sort: str, variants: list[Variant]) -> None:
+    """Sort ``rows`` in place by ``sort``: "rate" or "v<variant id>", "-" first for
+    descending; any other sort keeps the suite-then-case order."""
     descending = sort.startswith("-")
     key = sort.lstrip("-")
     if key == "rate":
