@@ -19,7 +19,7 @@ RUNNER = Path(__file__).resolve().parent.parent / "runner"
 READ = re.compile(r"""options(?:\.get\(|\[)\s*["']([a-z_]+)["']""")
 # Readers of options that are not a variant's: management commands' argparse options, the
 # promptfoo importer's provider options, a batch's options.
-NOT_VARIANT_OPTIONS = ("management", "importers", "batches", "jobs", "core/spec.py")
+NOT_VARIANT_OPTIONS = ("management", "importers", "batches", "jobs", "trial/spec.py")
 
 
 def declared() -> set[str]:

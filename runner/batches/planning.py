@@ -25,7 +25,7 @@ from runner.batches.variant_options import variant_option_problems
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.jobs import eval_code
 from runner.llm import resolve_config
-from runner.sandboxes import SANDBOXES
+from runner.sandboxes import SANDBOX_KINDS
 from runner.trial.spec import RunCode
 
 
@@ -67,7 +67,7 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
     for path, suite in loaded:
         problems.extend(
             suite_problems(
-                suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES
+                suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOX_KINDS
             )
         )
         problems.extend(capability_problems(suite, display_path(path)))

@@ -2,39 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from proctor.definitions import Variant
 from runner.sandboxes.base import PathEscapesWorkspace, ProcessResult, Sandbox, SandboxError
 from runner.sandboxes.bwrap import BwrapSandbox
 from runner.sandboxes.docker import DockerSandbox
 from runner.sandboxes.local import LocalSandbox
 
-# The kinds by name, for what they declare (the options they read) before any is built.
+# The kinds by name: what each declares (the options it reads) is read before any is built,
+# and each is built from the variant it runs (network allowance, image, limits in options).
 SANDBOX_KINDS: dict[str, type[Sandbox]] = {
     "local": LocalSandbox,
     "bwrap": BwrapSandbox,
     "docker": DockerSandbox,
 }
-# Each kind is built from the variant it runs (network allowance, image, limits in options).
-SANDBOXES: dict[str, Callable[[Variant], Sandbox]] = {
-    "local": LocalSandbox.for_variant,
-    "bwrap": BwrapSandbox.for_variant,
-    "docker": DockerSandbox.for_variant,
-}
 
 
 def create_sandbox(variant: Variant) -> Sandbox:
     try:
-        factory = SANDBOXES[variant.sandbox]
+        kind = SANDBOX_KINDS[variant.sandbox]
     except KeyError:
-        known = ", ".join(sorted(SANDBOXES))
+        known = ", ".join(sorted(SANDBOX_KINDS))
         raise SandboxError(f"unknown sandbox {variant.sandbox!r} (known: {known})") from None
-    return factory(variant)
+    return kind.for_variant(variant)
 
 
 __all__ = [
-    "SANDBOXES",
     "SANDBOX_KINDS",
     "PathEscapesWorkspace",
     "ProcessResult",

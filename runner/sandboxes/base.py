@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from proctor.definitions import Variant
     from runner.mocks.access import MockAccess
 
 # Called for each output line as it arrives: (stream name "stdout" | "stderr", line without \n).
@@ -100,6 +101,13 @@ class Sandbox(abc.ABC):
     workspace: str
     home: str
     host_workspace: Path
+
+    @classmethod
+    @abc.abstractmethod
+    def for_variant(cls, variant: Variant) -> Sandbox:
+        """A sandbox of this kind for a trial of ``variant`` (its network allowance, and the
+        image and limits its options name)."""
+
     host_home: Path
     # The trial's mocks once started (runner.mocks): their variables and shims go into every
     # process's environment; a sandbox with the network off bridges their ports in.

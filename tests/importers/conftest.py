@@ -16,7 +16,7 @@ from evals_app.loading import load_file
 from proctor.definitions import Suite
 from proctor.rules import suite_problems
 from runner.harnesses import HARNESSES
-from runner.sandboxes import SANDBOXES
+from runner.sandboxes import SANDBOX_KINDS
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 PROJECT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,9 @@ def load_valid_suites(path: Path) -> dict[str, Suite]:
     problems = [
         str(p)
         for s in suites
-        for p in suite_problems(s, str(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOXES)
+        for p in suite_problems(
+            s, str(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOX_KINDS
+        )
     ]
     assert problems == []
     return {s.id: s for s in suites}
