@@ -7,10 +7,8 @@ process died). A trial a live `proctor eval` runs keeps a fresh lease and is lef
 
 from __future__ import annotations
 
-import shutil
-
 from evals_app.models import Trial
-from runner.jobs import artifact_paths, leases, publishing, reaper
+from runner.jobs import leases, reaper
 from runner.jobs.dispatch import enqueue
 
 
@@ -40,9 +38,6 @@ def hand_back_running() -> list[int]:
         pk__in=list(leases.held()), status=Trial.Status.RUNNING, lease_owner=owner
     ).select_related("run"):
         trial.reset()
-        shutil.rmtree(artifact_paths.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
-        publishing.trial_changed(
-            trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status
-        )
+        reaper.queued_again(trial)
         given.append(trial.pk)
     return given

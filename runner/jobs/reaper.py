@@ -38,12 +38,9 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         batch_id=batch_id,
     )
     for trial in requeued:
-        # The lost run's files; the new run writes its own.
-        shutil.rmtree(artifact_paths.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
-    for trial in requeued + ended:
-        publishing.trial_changed(
-            trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status
-        )
+        queued_again(trial)
+    for trial in ended:
+        _publish(trial)
     if requeued or ended:
         # The dead worker's sandbox folders (on this machine, when it ran here).
         sweep_stale_folders()
@@ -54,6 +51,19 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
     for batch in sorted({trial.run.batch_id for trial in ended}):
         finish_batch_if_done(batch)
     return [t.pk for t in requeued], [t.pk for t in ended]
+
+
+def queued_again(trial: Trial) -> None:
+    """After ``trial`` was queued again (its worker lost, or its process handing it back):
+    the lost run's files go, since the new run writes its own, and the pages learn of it."""
+    shutil.rmtree(artifact_paths.trial_dir(trial.run.batch_id, trial.pk), ignore_errors=True)
+    _publish(trial)
+
+
+def _publish(trial: Trial) -> None:
+    publishing.trial_changed(
+        trial_id=trial.pk, run_id=trial.run_id, batch_id=trial.run.batch_id, status=trial.status
+    )
 
 
 def start(*, batch_id: int | None = None) -> None:
