@@ -50,12 +50,31 @@ def test_the_tree_keeps_every_contract() -> None:
         assert f"{name} KEPT" in result.stdout
 
 
-def test_a_django_import_planted_in_the_core_breaks_its_contract(tmp_path: Path) -> None:
+def copy_of_the_tree(folder: Path) -> Path:
     for package in PACKAGES:
         shutil.copytree(
-            REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+            REPO / package, folder / package, ignore=shutil.ignore_patterns("__pycache__")
         )
-    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copy(REPO / "pyproject.toml", folder / "pyproject.toml")
+    return folder
+
+
+def test_an_import_pointing_back_up_in_the_runner_breaks_its_contract(tmp_path: Path) -> None:
+    tree = copy_of_the_tree(tmp_path)
+    # Inside a function, where an import hides best.
+    (tree / "runner" / "grading" / "_planted.py").write_text(
+        "def later():\n    from runner.trial import execute\n"
+    )
+
+    result = lint_imports(tree, PYTHONPATH=str(tree))
+
+    assert result.returncode != 0
+    assert "runner's packages import only those below them BROKEN" in result.stdout
+    assert "runner.grading._planted -> runner.trial.execute" in result.stdout
+
+
+def test_a_django_import_planted_in_the_core_breaks_its_contract(tmp_path: Path) -> None:
+    copy_of_the_tree(tmp_path)
     (tmp_path / "runner" / "core" / "_planted.py").write_text("import django\n")
 
     result = lint_imports(tmp_path, PYTHONPATH=str(tmp_path))

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from evals_app.cost import batch_cost
 from evals_app.models import Batch, Check, Run, Trial
-from runner.batches.benchmark import summarize
+from runner.jobs.benchmark import summarize
 
 
 def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str, Any]:

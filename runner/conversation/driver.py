@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from proctor.conversations import (
     DELIVER_WHEN_AGENT_ASKS,
@@ -28,8 +28,11 @@ from proctor.conversations import (
 from runner.conversation.planning_writes import planning_write_records
 from runner.conversation.responder import consult, reply_problem
 from runner.conversation.simulated_user import next_message
+from runner.core.reporting import TrialRecorder
+from runner.core.transcript import Transcript
+from runner.harnesses import TurnResult
 from runner.llm import LLMConfig
-from runner.trial.session import AgentSession
+from runner.sandboxes import Sandbox
 
 PLAN_APPROVAL = "The plan is approved. Implement it now."
 
@@ -92,6 +95,23 @@ class PlanFileWatch:
             if text.strip():
                 return text
         return None
+
+
+class AgentSession(Protocol):
+    """What the driver needs of the agent's session (``runner.trial.session.AgentSession``,
+    one layer up): it sends the person's messages and reads what came back."""
+
+    transcript: Transcript
+    recorder: TrialRecorder
+    sandbox: Sandbox
+    timed_out: bool
+    denials: list[dict[str, Any]]
+
+    def seed(self, messages: list[dict[str, str]]) -> None: ...
+
+    def send(
+        self, prompt: str, *, origin: dict[str, Any] | None = None, mode: str = ""
+    ) -> TurnResult: ...
 
 
 class Conversation:

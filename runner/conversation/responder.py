@@ -13,7 +13,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from runner.llm import ConsultationRecord, LLMConfig, LLMError, complete, parse_json_answer
+from runner.core.results import ConsultationRecord
+from runner.llm import LLMConfig, LLMError, complete, parse_json_answer
 
 MAX_REPLY_BYTES = 2000
 FENCED_CODE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)

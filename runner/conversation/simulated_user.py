@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 
 from proctor.conversations import STOP_MARKER, SimulatedUser
-from runner.llm import ConsultationRecord, LLMConfig, LLMError, complete
+from runner.core.results import ConsultationRecord
+from runner.llm import LLMConfig, LLMError, complete
 
 RULES = f"""\
 You are role-playing a person talking to an agent (a support, sales or booking assistant, or a \

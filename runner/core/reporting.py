@@ -13,8 +13,7 @@ from typing import Any, Protocol
 
 from proctor.protocol import AgentEvent
 from runner.core.redaction import Redactor
-from runner.grading.checks import CheckResult
-from runner.llm import ConsultationRecord
+from runner.core.results import CheckResult, ConsultationRecord
 
 
 @dataclass

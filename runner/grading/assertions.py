@@ -20,9 +20,10 @@ from proctor.judges import Judge
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.core.mock_calls import call_assertion_verdict
-from runner.grading.checks import CheckContext, CheckResult, checked_verdict, clip
+from runner.core.results import CheckResult, ConsultationRecord, clip
+from runner.grading.checks import CheckContext, checked_verdict
 from runner.grading.judges import judge_config, run_judge
-from runner.llm import ConsultationRecord, LLMConfig
+from runner.llm import LLMConfig
 
 
 @dataclass

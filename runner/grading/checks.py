@@ -10,50 +10,15 @@ from __future__ import annotations
 
 import pickle
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.definitions import Command, Verdict
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.core.mock_calls import MockLog
+from runner.core.results import CheckResult, ExecResult, clip
 from runner.core.transcript import Transcript, TurnTranscript
 from runner.sandboxes import Sandbox
-
-# Output kept per command check; long test logs are cut in the middle.
-MAX_OUTPUT_CHARS = 64_000
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    exit_code: int | None
-    output: str
-    timed_out: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
-
-
-@dataclass
-class CheckResult:
-    name: str
-    kind: str
-    passed: bool
-    message: str = ""
-    score: float | None = None
-    output: str = ""
-    source_ref: dict[str, Any] = field(default_factory=dict)
-    duration_ms: int = 0
-    weight: float | None = None  # assertions only
-    metric: str = ""
-
-
-def clip(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n… [{len(text) - limit} characters cut] …\n{text[-half:]}"
 
 
 class CheckContext:

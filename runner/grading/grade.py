@@ -13,8 +13,9 @@ from proctor.assertions import Assertion
 from proctor.definitions import Command
 from proctor.judges import Judge
 from runner.core.reporting import RedactingRecorder
+from runner.core.results import CheckResult
 from runner.grading.assertions import TrialMeasures, run_assertion, trial_passes, weighted_score
-from runner.grading.checks import CheckContext, CheckResult, run_command_check, run_validator
+from runner.grading.checks import CheckContext, run_command_check, run_validator
 from runner.grading.judges import judge_config, run_judge
 
 

@@ -12,15 +12,9 @@ import time
 from typing import Any
 
 from proctor.judges import Judge
-from runner.grading.checks import CheckContext, CheckResult, clip
-from runner.llm import (
-    ConsultationRecord,
-    LLMConfig,
-    LLMError,
-    complete,
-    parse_json_answer,
-    resolve_config,
-)
+from runner.core.results import CheckResult, ConsultationRecord, clip
+from runner.grading.checks import CheckContext
+from runner.llm import LLMConfig, LLMError, complete, parse_json_answer, resolve_config
 
 # Evidence longer than this is cut in the middle: the request and the final answer sit at the
 # ends, and those are what a rubric usually asks about.

@@ -53,7 +53,7 @@ from evals_app.models import Check, Consultation, Event, MockCall, Trial, Turn
 from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
 from runner.core.json_text import compact_json
 from runner.core.reporting import TrialOutcome
-from runner.grading.checks import CheckResult
+from runner.core.results import CheckResult
 from runner.jobs import artifact_paths, publishing
 from runner.jobs.mock_call_rows import (
     is_mock_log,

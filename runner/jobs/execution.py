@@ -23,9 +23,8 @@ from evals_app.bundle_store import MissingBundle
 from evals_app.models import Batch, Run, Trial
 from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
-from runner.batches import benchmark
 from runner.core.reporting import TrialOutcome
-from runner.jobs import artifact_paths, bundle_cache, eval_code, leases, publishing
+from runner.jobs import artifact_paths, benchmark, bundle_cache, eval_code, leases, publishing
 from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
 from runner.trial.execute import TrialPlan, execute_trial

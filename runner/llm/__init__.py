@@ -2,14 +2,12 @@
 
 One call, ``complete(config, messages)``, goes to whichever endpoint the config names (an
 OpenAI-compatible HTTP endpoint or a command) and returns a Completion or raises an LLMError
-with its cause. A ConsultationRecord is what each caller keeps of one call, for the trial's
-artifacts and the dashboard.
+with its cause. What each caller keeps of one call is a ``runner.core.results.ConsultationRecord``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from runner.llm.command_client import complete_command
@@ -31,7 +29,6 @@ __all__ = [
     "KIND_HTTP",
     "KIND_UNCONFIGURED",
     "Completion",
-    "ConsultationRecord",
     "LLMConfig",
     "LLMError",
     "complete",
@@ -70,27 +67,3 @@ def complete(
             raise LLMError(DISPATCH_FAILED, COMMAND_WITHOUT_TOOLS_MESSAGE)
         return complete_command(config, messages, json_mode=json_mode)
     raise LLMError(DISPATCH_FAILED, UNCONFIGURED_MESSAGE)
-
-
-@dataclass
-class ConsultationRecord:
-    """One call of a judge, the responder or a simulated user, as kept for auditing.
-
-    ``verdict`` is what the caller concluded (a judge's ``passed``/``failed``, the responder's
-    ``answer``/``done``/``cannot_answer``); ``cause`` names why no usable verdict came, when
-    none did. Mirrors evals_app's Consultation model.
-    """
-
-    kind: str  # judge | responder | simulated_user
-    prompt: list[dict[str, Any]]
-    answer: str
-    verdict: str
-    reason: str
-    cause: str
-    model: str
-    duration_ms: int
-    turn_index: int | None = None
-    check_index: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)

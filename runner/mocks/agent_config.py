@@ -3,7 +3,7 @@
 Claude Code and OpenCode reach the streamable HTTP endpoint; Codex and Gemini launch the stdio
 server (``mcp_stdio.py`` under the sandbox's ``python3``), the form every version of theirs
 reads. Either way the calls land in the same mock, and inside a sandbox with the network off
-the bridge carries them (runner.mocks.access).
+the bridge carries them (runner.sandboxes.mock_access).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from runner.mocks.access import McpEndpoint
+from runner.sandboxes.mock_access import McpEndpoint
 
 
 def endpoints(sandbox: Any) -> tuple[McpEndpoint, ...]:

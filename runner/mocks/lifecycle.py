@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from proctor.mock import Mock
 from runner.core.mock_calls import MockCall, MockLog
 from runner.core.reporting import RedactingRecorder, TrialRecorder
-from runner.mocks.access import McpEndpoint, MockAccess
+from runner.sandboxes.mock_access import McpEndpoint, MockAccess
 
 if TYPE_CHECKING:
     from runner.mocks.server import Listening, MockServer

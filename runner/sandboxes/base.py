@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from proctor.definitions import Variant
-    from runner.mocks.access import MockAccess
+    from runner.sandboxes.mock_access import MockAccess
 
 # Called for each output line as it arrives: (stream name "stdout" | "stderr", line without \n).
 LineSink = Callable[[str, str], None]

@@ -20,7 +20,7 @@ from typing import Any
 from proctor.definitions import Cache
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, UserCodeRaised, default_limits, run_forked
-from runner.grading.checks import ExecResult, clip
+from runner.core.results import ExecResult, clip
 from runner.sandboxes import Sandbox
 
 

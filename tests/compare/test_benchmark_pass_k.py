@@ -7,7 +7,7 @@ import pytest
 
 from compare.seeding import F, P, Seed
 from evals_app.flakiness import flaky_cells
-from runner.batches.benchmark import summarize
+from runner.jobs.benchmark import summarize
 
 pytestmark = pytest.mark.django_db
 

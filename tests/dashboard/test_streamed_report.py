@@ -23,7 +23,7 @@ from factories import (
 
 from evals_app.models import Check, Run, Trial
 from runner.batches import report
-from runner.batches.benchmark import summarize
+from runner.jobs.benchmark import summarize
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,7 @@ from factories import (
 from dashboard import fragments
 from evals_app.models import Trial
 from evals_app.pass_rates import validity_warnings
-from runner.batches.benchmark import summarize
+from runner.jobs.benchmark import summarize
 
 pytestmark = pytest.mark.django_db
 
