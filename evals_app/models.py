@@ -16,7 +16,7 @@ from django.db import DEFAULT_DB_ALIAS, models, transaction
 from django.utils import timezone
 
 from evals_app import hot_sql
-from evals_app.source_texts import SourceTextsField
+from evals_app.source_texts import SourceFile, SourceTextsField  # noqa: F401 (a model of the app)
 from proctor.rules import HANDLE_MAX, NAME_MAX
 
 
@@ -119,17 +119,6 @@ class CaseVersion(models.Model):
                 "A CaseVersion is immutable; a changed definition makes a new version."
             )
         super().save(*args, **kwargs)
-
-
-class SourceFile(models.Model):
-    """One captured source file's text, stored once however many case versions captured it."""
-
-    digest = models.CharField(max_length=64, primary_key=True)  # SHA-256 of the UTF-8 text
-    size = models.PositiveIntegerField(default=0)
-    text = models.TextField()
-
-    def __str__(self) -> str:
-        return f"source {self.digest[:12]} ({self.size} characters)"
 
 
 class Bundle(models.Model):

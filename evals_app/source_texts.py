@@ -21,14 +21,23 @@ from typing import Any
 from django.db import models
 
 
+class SourceFile(models.Model):
+    """One captured source file's text, stored once however many case versions captured it."""
+
+    digest = models.CharField(max_length=64, primary_key=True)  # SHA-256 of the UTF-8 text
+    size = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return f"source {self.digest[:12]} ({self.size} characters)"
+
+
 def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def store_texts(texts: Mapping[str, str]) -> dict[str, str]:
     """Store each text not stored yet; returns path -> digest."""
-    from evals_app.models import SourceFile
-
     digests = {path: text_digest(text) for path, text in texts.items()}
     if not digests:
         return digests
@@ -54,8 +63,6 @@ class CapturedSources(Mapping[str, str]):
 
     def _loaded(self) -> dict[str, str]:
         if self._texts is None:
-            from evals_app.models import SourceFile
-
             by_digest = dict(
                 SourceFile.objects.filter(digest__in=set(self.digests.values())).values_list(
                     "digest", "text"

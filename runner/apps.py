@@ -17,6 +17,7 @@ class RunnerConfig(AppConfig):
     def _install_user_code_limits() -> None:
         from django.conf import settings
 
+        # Imported when the app is ready, as Django wants of what an AppConfig reads.
         from runner.core.limits import UserCodeLimits, use_limits
 
         use_limits(

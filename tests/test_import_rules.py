@@ -6,6 +6,7 @@ violation runs it on a copy of the four packages, so the tree itself is never to
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -222,3 +223,62 @@ def test_the_web_side_still_loads_the_whole_stack(tmp_path):
 
     assert code == 0
     assert {"django.contrib.admin", "rest_framework", "drf_spectacular", "dashboard"} <= imported
+
+
+def test_no_module_of_the_project_imports_itself_back():
+    graph = grimp.build_graph(*PACKAGES)
+    modules = {m for m in graph.modules if m.split(".")[0] in PACKAGES}
+    cycles = [
+        (module, imported)
+        for module in sorted(modules)
+        for imported in sorted(graph.find_modules_directly_imported_by(module) & modules)
+        if graph.chain_exists(importer=imported, imported=module)
+    ]
+    assert cycles == [], "each pair imports the other, directly or through others"
+
+
+def own_imports_inside_functions(path: Path) -> list[tuple[int, list[str]]]:
+    """(line, the lines above it) of each import of the project's own modules inside a
+    function of ``path``."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.ImportFrom) and inner.module:
+                names = [inner.module]
+            elif isinstance(inner, ast.Import):
+                names = [alias.name for alias in inner.names]
+            else:
+                continue
+            if any(name.split(".")[0] in PACKAGES for name in names):
+                found.append((inner.lineno, lines[: inner.lineno]))
+    return found
+
+
+def says_why(lines: list[str]) -> bool:
+    """Whether the import on the last of ``lines`` has a comment: on its line, or above the
+    block of imports it belongs to."""
+    if "#" in lines[-1]:
+        return True
+    for line in reversed(lines[:-1]):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            return True
+        if not stripped.startswith(("from ", "import ")):
+            return False
+    return False
+
+
+def test_a_function_level_import_of_the_projects_own_modules_says_why():
+    unexplained = [
+        f"{path.relative_to(REPO)}:{line}"
+        for package in PACKAGES
+        for path in sorted((REPO / package).rglob("*.py"))
+        if "migrations" not in path.parts
+        for line, above in own_imports_inside_functions(path)
+        if not says_why(above)
+    ]
+    assert unexplained == []

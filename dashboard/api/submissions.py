@@ -417,6 +417,7 @@ def _problem_lines(errors: Any, prefix: str = "") -> list[str]:
 )
 @api_view(["GET"])
 def batch_report_view(request: Request, pk: int) -> Response:
+    # The runner brings Celery and the harnesses: load on use.
     from runner.batches.report import batch_report
 
     batch = access.get_or_404(access.batches_for(request.user), pk=pk)

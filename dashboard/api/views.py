@@ -309,7 +309,7 @@ class BatchViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyMode
         )
         if case is None or not batch.runs.filter(case_version__case=case).exists():
             raise ValidationError({"case": f"Batch {batch.pk} has no runs of case {slug!r}."})
-        from runner.batches import reruns
+        from runner.batches import reruns  # the runner brings Celery and the harnesses: load on use
 
         return _created_batch(request, reruns.rerun_case(batch, case, user=request.user))
 
@@ -356,7 +356,7 @@ class RunViewSet(RerunRefusalMixin, RerunThrottledMixin, viewsets.ReadOnlyModelV
     @action(detail=True, methods=["post"], throttle_classes=[RerunRateThrottle])
     def rerun(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
-        from runner.batches import reruns
+        from runner.batches import reruns  # the runner brings Celery and the harnesses: load on use
 
         return _created_batch(request, reruns.rerun_run(run, user=request.user))
 

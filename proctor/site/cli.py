@@ -106,6 +106,7 @@ def print_eval_help(args: list[str]) -> None:
     Parsed by the command's own parser, so what it prints (the help, or an error for a bad
     option before --help) is what Django's path prints. Returns when the arguments do not
     stop at the help after all; the caller then runs them the usual way."""
+    # Here, not at the top: the other commands load the apps first.
     from runner.batches.eval_options import EvalOptions
 
     command = EvalOptions()
@@ -152,6 +153,7 @@ def main() -> None:
         # what happened. An error of a database that answers is the command's own: raised.
         from django.core.management import CommandError
 
+        # Here, not at the top: `proctor --help` and `proctor eval --help` load no apps.
         from runner.jobs.database import require_connection
 
         try:

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from evals_app import hot_sql
 from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, Variant
+from runner.jobs.execution import finish_batch_if_done
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,4 @@ def create_batch(
 
 
 def finish_empty(batch: Batch) -> None:
-    from runner.jobs.execution import finish_batch_if_done
-
     finish_batch_if_done(batch.pk)

@@ -19,7 +19,13 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import close_old_connections, connections
 
+from runner.jobs import trial_processes
+from runner.jobs.trial_processes import WorkerPool
+
 log = logging.getLogger(__name__)
+
+# The Celery task a trial is (runner.jobs.tasks.run_trial).
+RUN_TRIAL = "proctor.run_trial"
 
 _pool: Executor | None = None
 _pool_size = 0
@@ -44,8 +50,6 @@ def configure_local_workers(size: int, *, processes: bool = False) -> None:
     """Size the embedded pool (``proctor eval -j N``); takes effect for work queued after.
     ``processes``: forked worker processes (started now) where this process can fork them,
     else threads. A pool of processes lasts until ``release_local_workers``."""
-    from runner.jobs import trial_processes
-
     global _pool, _pool_size, _pool_of_processes
     processes = processes and trial_processes.can_fork_workers()
     with _pool_lock:
@@ -70,8 +74,6 @@ def release_local_workers(*, interrupted: bool = False) -> None:
     ``interrupted`` (Ctrl-C): nothing queued starts any more; worker processes are ended at
     once with their trials (their watchdogs end the agents), and a pool of threads is let go
     with its queue cancelled (a running trial ends once it finds its lease gone)."""
-    from runner.jobs.trial_processes import WorkerPool
-
     global _pool
     with _pool_lock:
         if _pool is None or not (_pool_of_processes or interrupted):
@@ -95,6 +97,8 @@ def _local_pool() -> Executor:
 def _run_locally(trial_id: int) -> None:
     # The task's own function, without Celery's tracing around it: the task is a thin wrapper
     # (runner.jobs.tasks), and its per-call machinery cost more than a no-op trial's queries.
+    # Imported here: `proctor eval --help` reads this module (default_concurrency) before any
+    # app is loaded, and the trial's code reaches the models.
     from runner.jobs.execution import run_trial_by_id
 
     # A pool thread keeps its SQLite connection from one trial to the next (opening one costs
@@ -157,10 +161,12 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
     local pool is stopping (``stop_local_workers``) they stay queued for the next start."""
     ids = list(trial_ids)
     if not settings.EMBEDDED:
-        from runner.jobs.tasks import run_trial
+        # Celery is loaded only in the scaled mode (start-up time), and the task is sent by
+        # its name (runner.jobs.tasks.run_trial), which needs nothing of the worker's side.
+        from proctor.site.celery import app
 
         for trial_id in ids:
-            run_trial.apply_async(args=[trial_id])
+            app.send_task(RUN_TRIAL, args=[trial_id])
         return None
     with _pool_lock:
         if _stopped:

@@ -149,6 +149,7 @@ def start_mocks(
             runtime = CliMock(item, limit_s)
             _write_executable(bin_dir / item.name, _shim(item.name, base + "/"))  # 127.0.0.1
         else:
+            # The MCP SDK, imported only by a trial with an MCP mock (seconds to import).
             from runner.mocks.mcp_tools import MCP_PATH, McpMock
 
             runtime = McpMock(item, limit_s)

@@ -16,15 +16,18 @@ probes once per process), runs keep the shell wrapper: the same containment, onl
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import IO
+from typing import IO, Any
 
 try:
-    from runner.sandboxes import _clone_into_cgroup  # type: ignore[attr-defined]
+    # The optional extension, by its full name: a submodule of this package, which needs
+    # nothing of the package's __init__ (the sandbox kinds, which import this module).
+    _clone_into_cgroup: Any = importlib.import_module("runner.sandboxes._clone_into_cgroup")
 except ImportError:  # not built here: runs move into their cgroup through the shell wrapper
     _clone_into_cgroup = None
 

@@ -49,14 +49,15 @@ def scaled_backend(tmp_path: Path, fresh_postgres_url: str, redis_url: str) -> B
 
 @pytest.fixture
 def worker_log(scaled_backend: Backend, tmp_path: Path) -> Iterator[Path]:
-    """A real `celery -A proctor worker` on the test's broker and database, stopped afterwards."""
+    """A real `celery -A proctor.site worker` on the test's broker and database, stopped
+    afterwards."""
     log = tmp_path / "worker.log"
     with open(log, "w") as out:
         worker = subprocess.Popen(
             [
                 CELERY,
                 "-A",
-                "proctor",
+                "proctor.site",
                 "worker",
                 "--pool",
                 "threads",

@@ -29,6 +29,7 @@ class Command(BaseCommand):
         from daphne.endpoints import build_endpoint_description_strings
         from daphne.server import Server
 
+        # The ASGI application, once the command has set Django up.
         from proctor.site.asgi import application
 
         host, _, port = options["addrport"].rpartition(":")

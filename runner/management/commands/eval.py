@@ -69,6 +69,7 @@ class Command(EvalOptions):
         if options["jobs"] < 1:
             self._invalid(err, ["-j must be 1 or more"])
         if options["junit"]:
+            # Loaded where its option asks for it (see the imports above).
             from runner.batches.junit import junit_path_problem
 
             if problem := junit_path_problem(options["junit"]):
@@ -194,6 +195,7 @@ class Command(EvalOptions):
         """Upload the bundles the server lacks, record the batch there, follow its workers'
         progress and print its report like a local run's. Any refusal exits 2 in one line (or
         the server's problems, one per line) with no batch recorded."""
+        # Loaded where its option asks for it (see the imports above).
         from runner.batches.remote import FINAL_STATUSES, ProctorServer, RemoteError, bundle_names
 
         if not options["token"]:
@@ -272,6 +274,7 @@ class Command(EvalOptions):
         """Print the results (a table, or --json), write --junit, and exit by --fail-under and
         --fail-on-regression: the same for a batch run here and one run by a server."""
         if options["junit"]:
+            # Loaded where its option asks for it (see the imports above).
             from runner.batches.junit import write_junit
 
             try:
@@ -281,6 +284,7 @@ class Command(EvalOptions):
             if not options["json"]:
                 err.print(f"JUnit report: {written}", markup=False)
         if comparisons is not None:
+            # Loaded where its option asks for it (see the imports above).
             from runner.batches.comparison_output import comparison_url, print_comparison
         if options["json"]:
             if comparisons is not None:
@@ -332,6 +336,7 @@ class Command(EvalOptions):
     def _compare(self, err: Console, batch: Batch, baseline: Batch | None) -> list[Comparison]:
         """The comparisons --baseline asks for; a suite with no baseline is said, not failed
         (the first run of a pipeline has nothing to compare with)."""
+        # Loaded where its option asks for it (see the imports above).
         from evals_app.comparison import baseline_comparisons, compare_batches
 
         if baseline is not None:

@@ -35,6 +35,7 @@ class Command(BaseCommand):
         # A database nothing answers at is said now, not by every trial the worker takes.
         require_connection()
         connection.close()  # each of the pool's threads opens its own
+        # Celery is loaded once the worker is known to have what it needs (start-up time).
         from proctor.site.celery import app
 
         # Threads, not forks: a trial is mostly waiting on its agent's process, and threads keep
