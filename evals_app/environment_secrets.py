@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-# Variables whose name says they hold a credential.
+# Names that say they hold a credential: an environment variable's, or a variant option's.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 # Shorter values ("1", "yes") turn up in too many places to stand for one variable.
 MIN_SECRET_CHARS = 6

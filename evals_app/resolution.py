@@ -19,7 +19,7 @@ from typing import Any
 
 from evals_app import project_paths
 from evals_app.bundle_archive import folder_files, pack_tree
-from evals_app.environment_secrets import as_references, secret_variables
+from evals_app.environment_secrets import SECRET_NAME, as_references, secret_variables
 from evals_app.source_capture import (
     capture_callable,
     project_root,
@@ -411,7 +411,7 @@ def variant_spec(
         }
     options = {}
     for key, value in sorted(variant.options.items()):
-        if SECRET_OPTION.search(key) and isinstance(value, str):
+        if SECRET_NAME.search(key) and isinstance(value, str):
             value = as_references(value, secrets)
         options[key] = kept(describe_option(value))
     return {
@@ -423,10 +423,6 @@ def variant_spec(
         "profile": profile_spec,
         "options": options,
     }
-
-
-# Options that may hold a key: one read from the environment is recorded as a reference to it.
-SECRET_OPTION = re.compile(r"key|token|secret|password", re.IGNORECASE)
 
 
 def describe_option(value: Any) -> Any:

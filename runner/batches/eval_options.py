@@ -12,7 +12,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runner.jobs.dispatch import default_concurrency
+from runner.jobs.pool_size import default_concurrency
 
 
 def pass_rate(value: str) -> float:

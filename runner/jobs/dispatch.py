@@ -20,7 +20,9 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from runner.jobs import trial_processes
-from runner.jobs.trial_processes import WorkerPool
+from runner.jobs.execution import run_trial_by_id
+from runner.jobs.pool_size import default_concurrency
+from runner.jobs.trial_processes import WorkerPool, in_worker
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +42,6 @@ _ended = threading.Condition(_pool_lock)
 _ended_count = 0
 # The count at which the waiter (`proctor eval`) wants to wake; None: nobody waits on a count.
 _wake_at: int | None = None
-
-
-def default_concurrency() -> int:
-    return os.cpu_count() or 2
 
 
 def configure_local_workers(size: int, *, processes: bool = False) -> None:
@@ -97,16 +95,10 @@ def _local_pool() -> Executor:
 def _run_locally(trial_id: int) -> None:
     # The task's own function, without Celery's tracing around it: the task is a thin wrapper
     # (runner.jobs.tasks), and its per-call machinery cost more than a no-op trial's queries.
-    # Imported here: `proctor eval --help` reads this module (default_concurrency) before any
-    # app is loaded, and the trial's code reaches the models.
-    from runner.jobs.execution import run_trial_by_id
-
     # A pool thread keeps its SQLite connection from one trial to the next (opening one costs
     # more than a no-op trial's own queries, and it holds no lock between statements); its
     # PostgreSQL connection is closed after each task, so none outlives the pool's work. A
     # worker process keeps either: it ends with the batch, and its connections with it.
-    from runner.jobs.trial_processes import in_worker
-
     keep = in_worker() or connections["default"].vendor == "sqlite"
     if not keep:
         close_old_connections()

@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from runner.jobs import dispatch
 from runner.jobs.database import require_connection
+from runner.jobs.pool_size import default_concurrency
 
 
 class Command(BaseCommand):
@@ -20,7 +20,7 @@ class Command(BaseCommand):
             "-c",
             "--concurrency",
             type=int,
-            default=dispatch.default_concurrency(),
+            default=default_concurrency(),
             help="trials run at once (default: the CPU count)",
         )
         parser.add_argument("--loglevel", default="info")
