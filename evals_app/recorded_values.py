@@ -34,6 +34,7 @@ from proctor.definitions import (
 )
 from proctor.judges import Judge
 from proctor.mock import Mock, Output, Response, merged_mocks
+from proctor.tasks import Task
 from proctor.tools import Tool
 
 Callables = dict[str, Callable[..., Any]]
@@ -198,6 +199,9 @@ def rebuilt_case(
         threshold=definition.get("threshold"),
         # Recorded merged: the suite's with the case's on top.
         mocks=tuple(_rebuilt_mock(m, callables) for m in definition.get("mocks") or []),
+        task=Task.from_definition(project_paths.resolved(definition["task"], project))
+        if definition.get("task")
+        else None,
     )
     suite = Suite(
         id=definition["suite"],

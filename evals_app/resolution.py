@@ -31,6 +31,7 @@ from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Varia
 from proctor.judges import Judge
 from proctor.mock import merged_mocks, mock_definition
 from proctor.prompt_templates import filled
+from proctor.tasks import Task
 from proctor.tools import Tool
 
 # How a case and a variant are recorded. 2: with every value a trial runs with (paths into the
@@ -198,6 +199,8 @@ def resolve_case(
         definition["mocks"] = [mock_definition(m, captured) for m in mocks]
     if suite.diff_ignore:  # likewise
         definition["diff_ignore"] = list(suite.diff_ignore)
+    if case.task is not None:  # likewise
+        definition["task"] = task_definition(case.task, root)
     if not suite.capture_source:
         sources = {}
     return ResolvedCase(
@@ -209,6 +212,17 @@ def resolve_case(
         sources=sources,
         checks=checks,
     )
+
+
+def task_definition(task: Task, root: Path) -> dict[str, Any]:
+    """A task case's task as recorded: its folder by its path in the project (bundled with it)
+    and by the digest of its files (reads every file), so an edited test makes a new version."""
+    folder = Path(task.folder)
+    return {
+        **task.to_definition(),
+        "folder": project_paths.recorded(task.folder, root),
+        "digest": pack_tree(folder_files(folder)).digest if folder.is_dir() else None,
+    }
 
 
 class UndescribableValue(ValueError):

@@ -1,6 +1,6 @@
 """Proctor: the Django project, and the small public SDK that eval files import.
 
-``from proctor import suite, case, variant, profile, command, repo, files, Verdict``. This
+``from proctor import suite, case, variant, profile, command, repo, files, tasks, Verdict``. This
 package's top level imports nothing of Django, so eval files stay plain Python.
 """
 
@@ -35,6 +35,7 @@ from proctor.definitions import (
     variant,
 )
 from proctor.judges import Judge, judge
+from proctor.tasks import Task, tasks
 from proctor.tools import Tool, tool
 
 __all__ = [
@@ -69,4 +70,6 @@ __all__ = [
     "suite",
     "variant",
     "mock",
+    "Task",
+    "tasks",
 ]

@@ -290,6 +290,9 @@ class Case:
     threshold: float | None = None
     # The HTTP APIs, commands and MCP servers the agent talks to (proctor.mock).
     mocks: tuple[Any, ...] = ()
+    # A case read from a task folder (proctor.tasks.Task): its image, its hidden tests run as
+    # the verifier after the agent, its reward.
+    task: Any = None
 
     @property
     def label(self) -> str:
@@ -324,8 +327,10 @@ def case(
     check_timeout_ms: int | None = None,
     prepare_timeout_ms: int | None = None,
     mocks: Sequence[Any] = (),
+    task: Any = None,
 ) -> Case:
-    """One eval. ``validate`` is required; the rules are checked when the file is loaded."""
+    """One eval. ``validate`` is required (but for a task case, which its verifier grades:
+    ``proctor.tasks``); the rules are checked when the file is loaded."""
     if isinstance(cache, Mapping):
         cache = Cache(key=str(cache.get("key", "")), path=str(cache.get("path", "")))
     if isinstance(validate, list):
@@ -355,6 +360,7 @@ def case(
         check_timeout_ms=check_timeout_ms,
         prepare_timeout_ms=prepare_timeout_ms,
         mocks=_items(mocks),
+        task=task,
     )
 
 
@@ -364,6 +370,10 @@ def _items(value: Any) -> tuple[Any, ...]:
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
         return (value,)
     return tuple(value)
+
+
+# A suite's prompt when it gives none: the instruction of a task case (proctor.tasks).
+TASK_PROMPT = "{{instruction}}"
 
 
 @dataclass(frozen=True)
@@ -391,7 +401,7 @@ class Suite:
 def suite(
     id: str,
     *,
-    prompt: str,
+    prompt: str | None = None,
     cases: Sequence[Case],
     variants: Sequence[Variant],
     name: str | None = None,
@@ -402,11 +412,16 @@ def suite(
     mocks: Sequence[Any] = (),
     diff_ignore: Sequence[str] = (),
 ) -> Suite:
-    """A prompt template with its cases and the variants to run them under."""
+    """A prompt template with its cases and the variants to run them under. Left out, the
+    prompt is a task case's instruction (``{{instruction}}``) when every case is a task case;
+    otherwise it is required (the rules say so)."""
+    cases = _items(cases)
+    if prompt is None and cases and all(getattr(c, "task", None) is not None for c in cases):
+        prompt = TASK_PROMPT
     return Suite(
         id=id,
-        prompt=prompt,
-        cases=_items(cases),
+        prompt=prompt,  # type: ignore[arg-type]  # None is named by the rules
+        cases=cases,
         variants=_items(variants),
         name=name,
         system_prompt=system_prompt,

@@ -114,6 +114,8 @@ def _check_problems(
     case: Case, is_check: Callable[[object], bool], *, commands_in_lists: bool
 ) -> list[str]:
     validate = case.validate
+    if validate is None and case.task is not None:
+        return []  # graded by its task's verifier
     if validate is None:
         return [
             "validate is required: a command(), a validator, a judge, or a list of validators and judges"
@@ -600,6 +602,36 @@ def suite_problems(
             suite, case, is_check=is_check, commands_in_lists=file.endswith(EVAL_JSON_SUFFIX)
         ):
             add(message, case.id if isinstance(case.id, str) else None)
+    for message in _task_variant_problems(suite.cases, suite.variants):
+        add(message)
+    return problems
+
+
+# The sandboxes that run a task case in its own image, and the harness that runs only those.
+IMAGE_SANDBOXES = ("docker",)
+ORACLE_HARNESS = "oracle"
+
+
+def _task_variant_problems(cases: Sequence[Case], variants: Sequence[Variant]) -> list[str]:
+    """A task case runs in its image, so only under a sandbox that can hold one; the oracle
+    runs a task's solution, so only task cases. One line per variant."""
+    problems = []
+    real = [c for c in cases if isinstance(c, Case)]
+    task_cases = [c.id for c in real if c.task is not None]
+    other_cases = [c.id for c in real if c.task is None]
+    for variant in variants:
+        if not isinstance(variant, Variant):
+            continue
+        if task_cases and variant.sandbox not in IMAGE_SANDBOXES:
+            problems.append(
+                f"variant {variant.name}: task cases run in their task's image, which the "
+                f'{variant.sandbox} sandbox cannot hold; give the variant sandbox="docker"'
+            )
+        if other_cases and variant.harness == ORACLE_HARNESS:
+            problems.append(
+                f"variant {variant.name}: the oracle runs a task's solution, and case "
+                f"{other_cases[0]} is not a task case (read task cases with tasks(path))"
+            )
     return problems
 
 

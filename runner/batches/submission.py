@@ -76,6 +76,8 @@ def build_submission(
         source = case.source if case.source is not None else resolved.suite.source
         commands = [c["command"] for c in resolved.definition["checks"] if c["kind"] == "command"]
         builder.names(path, commands, f"case {case.id}")
+        if "task" in resolved.definition:  # its folder travels with the bundle
+            builder.names(path, resolved.definition["task"]["folder"], f"case {case.id}'s task")
         cases.append(
             {
                 "suite": resolved.suite.id,

@@ -1,0 +1,436 @@
+"""Cases read from task folders in the shared formats: Harbor (``task.toml``) and
+Terminal-Bench 1 (``task.yaml``).
+
+``tasks("tasks")`` gives one case per task folder under the path (or the path itself when it
+is one task). A task case carries its ``Task``: the folder, the image it runs in, its limits,
+and the verifier that grades it after the agent (the hidden ``tests/``, run in the container,
+scored by the reward file it writes). The agent sees only the instruction, in the variable
+``instruction`` (a suite whose prompt is left out uses ``{{instruction}}``).
+
+Reading a folder opens its ``task.toml`` or ``task.yaml`` and its instruction only; a folder
+that is not a valid task raises DefinitionError naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+import tomllib
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from proctor.definitions import Case, DefinitionError, case
+
+HARBOR = "harbor"
+TERMINAL_BENCH = "terminal-bench"
+# Where each format keeps its verifier entry point and its reference solution.
+HARBOR_TESTS_SCRIPT = "tests/test.sh"
+TERMINAL_BENCH_TESTS_SCRIPT = "run-tests.sh"
+# The agent's limit when the task names none (Harbor's and Terminal-Bench's own default).
+DEFAULT_AGENT_TIMEOUT_S = 600
+DEFAULT_VERIFIER_TIMEOUT_S = 600
+# The longest a case id may be (proctor.rules.HANDLE_MAX; rules imports definitions, not this).
+ID_MAX = 100
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task folder as a case runs it. Paths are absolute on the machine that read it; the
+    catalog records ``folder`` by its path in the project, so a worker finds its bundle's copy.
+    """
+
+    folder: str
+    format: str  # HARBOR | TERMINAL_BENCH
+    name: str
+    # The image: built from ``dockerfile`` (relative to the folder) with ``context`` as its
+    # build context, or ``docker_image`` used as given.
+    dockerfile: str | None = None
+    context: str = "."
+    docker_image: str | None = None
+    # FROM or docker_image name -> a local image to use instead (the tasks(images=...) map).
+    images: Mapping[str, str] = field(default_factory=dict)
+    workdir: str | None = None
+    cpus: float | None = None
+    memory_mb: int | None = None
+    allow_internet: bool = True
+    env: Mapping[str, str] = field(default_factory=dict)
+    agent_user: str | None = None
+    tests_script: str = HARBOR_TESTS_SCRIPT
+    verifier_timeout_s: float = DEFAULT_VERIFIER_TIMEOUT_S
+    verifier_env: Mapping[str, str] = field(default_factory=dict)
+    verifier_user: str | None = None
+    # How the verifier's result is read: "reward" (a reward file) or "pytest" (its output).
+    parser: str = "reward"
+    solution_script: str | None = None
+    solution_env: Mapping[str, str] = field(default_factory=dict)
+    reward_threshold: float = 1.0
+    artifacts: tuple[str, ...] = ()
+
+    def to_definition(self) -> dict[str, Any]:
+        value = asdict(self)
+        value["images"] = dict(sorted(self.images.items()))
+        value["artifacts"] = list(self.artifacts)
+        return value
+
+    @classmethod
+    def from_definition(cls, value: Mapping[str, Any]) -> Task:
+        fields = {k: value[k] for k in cls.__dataclass_fields__ if k in value}
+        fields["artifacts"] = tuple(fields.get("artifacts") or ())
+        return cls(**fields)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder)
+
+
+def tasks(
+    path: str | Path,
+    *,
+    images: Mapping[str, str] | None = None,
+    include: str | Sequence[str] | None = None,
+    reward_threshold: float | None = None,
+) -> list[Case]:
+    """The cases of every Harbor or Terminal-Bench 1 task folder under ``path`` (or of
+    ``path`` itself when it is one task), in folder order.
+
+    ``images`` maps a Dockerfile's ``FROM`` or a task's ``docker_image`` onto a local image
+    (``{"ubuntu:24.04": "proctor-base:latest"}``); ``include`` keeps the tasks whose folder
+    name or task name matches one of the names or globs; ``reward_threshold`` lowers the
+    reward every task needs (a task's own ``reward_threshold`` wins). A relative ``path`` is
+    taken relative to the calling file. Raises DefinitionError naming the file and the field
+    of the first folder that is not a valid task."""
+    base = Path(path).expanduser()
+    if not base.is_absolute():
+        caller = sys._getframe(1).f_globals.get("__file__")
+        base = (Path(caller).resolve().parent if caller else Path.cwd()) / base
+    base = base.resolve()
+    if not base.is_dir():
+        raise DefinitionError(f"tasks({str(path)!r}): {base} is not a folder")
+    image_map = _image_map(images)
+    patterns = [include] if isinstance(include, str) else list(include or [])
+    folders = [base] if _task_format(base) else _task_folders(base)
+    if not folders:
+        raise DefinitionError(
+            f"tasks({str(path)!r}): no task folder under {base} (a folder with task.toml or "
+            "task.yaml)"
+        )
+    cases: list[Case] = []
+    taken: dict[str, Path] = {}
+    for folder in folders:
+        task, variables, tags, agent_timeout_s = read_task(folder, image_map, reward_threshold)
+        if patterns and not any(
+            fnmatch.fnmatchcase(name, pattern)
+            for pattern in patterns
+            for name in (folder.name, task.name)
+        ):
+            continue
+        handle = case_id(folder.name)
+        if handle in taken:
+            raise DefinitionError(
+                f"tasks({str(path)!r}): {taken[handle]} and {folder} both make the case id "
+                f"{handle!r}; rename one folder, or leave one out with include="
+            )
+        taken[handle] = folder
+        cases.append(
+            case(
+                handle,
+                name=task.name if task.name != handle else None,
+                variables=variables,
+                tags=tags,
+                timeout_ms=int(agent_timeout_s * 1000),
+                max_turns=1,
+                task=task,
+            )
+        )
+    if patterns and not cases:
+        raise DefinitionError(
+            f"tasks({str(path)!r}): include={include!r} matches none of its "
+            f"{len(folders)} task folders"
+        )
+    return cases
+
+
+def case_id(name: str) -> str:
+    """A folder name made a case id: lowercase words joined by single hyphens."""
+    text = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:ID_MAX].rstrip("-") or "task"
+
+
+def _image_map(images: Mapping[str, str] | None) -> dict[str, str]:
+    if images is None:
+        return {}
+    if not isinstance(images, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in images.items()
+    ):
+        raise DefinitionError(
+            'tasks(images=...) maps image names to local images, like {"ubuntu:24.04": '
+            f'"proctor-base:latest"}} (got {images!r:.80})'
+        )
+    return dict(images)
+
+
+def _task_format(folder: Path) -> str | None:
+    if (folder / "task.toml").is_file():
+        return HARBOR
+    if (folder / "task.yaml").is_file():
+        return TERMINAL_BENCH
+    return None
+
+
+def _task_folders(base: Path) -> list[Path]:
+    """Task folders under ``base``, not looking inside a task (its ``steps/`` or ``tests/``)."""
+    found: list[Path] = []
+    for child in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if _task_format(child):
+            found.append(child)
+        else:
+            found.extend(_task_folders(child))
+    return found
+
+
+class _Fields:
+    """Typed reads of one task file's tables, each mistake one line naming the file and field."""
+
+    def __init__(self, file: Path, data: Mapping[str, Any]) -> None:
+        self.file = file
+        self.data = data
+
+    def fail(self, key: str, wanted: str, value: Any) -> DefinitionError:
+        return DefinitionError(f"{self.file}: {key} must be {wanted} (got {value!r:.80})")
+
+    def table(self, key: str) -> Mapping[str, Any]:
+        value: Any = self.data
+        for part in key.split("."):
+            value = value.get(part, {}) if isinstance(value, Mapping) else None
+            if not isinstance(value, Mapping):
+                raise self.fail(f"[{key}]", "a table", value)
+        return value
+
+    def get(self, key: str) -> Any:
+        table, _, name = key.rpartition(".")
+        return (self.table(table) if table else self.data).get(name)
+
+    def number(self, key: str, *, positive: bool = True) -> float | None:
+        value = self.get(key)
+        if value is None:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (positive and value <= 0)
+        ):
+            raise self.fail(key, "a positive number" if positive else "a number", value)
+        return float(value)
+
+    def text(self, key: str) -> str | None:
+        value = self.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(key, "text", value)
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.fail(key, "true or false", value)
+        return value
+
+    def env(self, key: str) -> dict[str, str]:
+        value = self.get(key) if "." in key else self.table(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            raise self.fail(key, "a table of names to text", value)
+        if not all(isinstance(v, str | int | float | bool) for v in value.values()):
+            raise self.fail(key, "a table of names to text", value)
+        return {k: str(v) for k, v in value.items()}
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self.get(key)
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(key, "a list of text", value)
+        return tuple(value)
+
+
+def read_task(
+    folder: Path, images: Mapping[str, str], reward_threshold: float | None = None
+) -> tuple[Task, dict[str, str], tuple[str, ...], float]:
+    """The task of one folder, its variables, its tags and its agent's limit in seconds.
+    Raises DefinitionError naming the file and the field."""
+    if _task_format(folder) == HARBOR:
+        return _read_harbor(folder, images, reward_threshold)
+    return _read_terminal_bench(folder, images, reward_threshold)
+
+
+def _parsed(file: Path, parse: Any) -> Mapping[str, Any]:
+    try:
+        data = parse(file.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DefinitionError(f"{file}: not valid {file.suffix[1:].upper()}: {first}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DefinitionError(f"{file}: cannot be read ({exc})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise DefinitionError(f"{file}: must hold a table of settings (got {type(data).__name__})")
+    return data
+
+
+def _tags(fields: _Fields, table: str) -> tuple[str, ...]:
+    """Difficulty, category and tags of the metadata, as case tags."""
+    prefix = f"{table}." if table else ""
+    tags: list[str] = []
+    for key in ("difficulty", "category"):
+        value = fields.get(prefix + key)
+        if value is not None:
+            if not isinstance(value, str | int | float):
+                raise fields.fail(prefix + key, "text", value)
+            tags.append(f"{key}:{value}")
+    tags.extend(fields.texts(prefix + "tags"))
+    return tuple(dict.fromkeys(tags))
+
+
+def _threshold(fields: _Fields, key: str, suite_level: float | None) -> float:
+    own = fields.number(key, positive=False)
+    value = own if own is not None else suite_level
+    if value is None:
+        return 1.0
+    if not 0 <= value <= 1:
+        raise fields.fail(key, "a number from 0 to 1", value)
+    return float(value)
+
+
+def _instruction(file: Path) -> str:
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DefinitionError(f"{file}: missing (the instruction the agent is given)") from None
+    if not text.strip():
+        raise DefinitionError(f"{file}: is empty (the instruction the agent is given)")
+    return text
+
+
+def _read_harbor(
+    folder: Path, images: Mapping[str, str], reward_threshold: float | None
+) -> tuple[Task, dict[str, str], tuple[str, ...], float]:
+    file = folder / "task.toml"
+    fields = _Fields(file, _parsed(file, tomllib.loads))
+    if fields.get("steps") is not None:
+        raise DefinitionError(
+            f"{file}: [[steps]]: multi-step tasks are not supported yet; run each step as its "
+            "own task"
+        )
+    instruction = _instruction(folder / "instruction.md")
+    docker_image = fields.text("environment.docker_image")
+    dockerfile = "environment/Dockerfile"
+    if docker_image is None and not (folder / dockerfile).is_file():
+        raise DefinitionError(
+            f"{file}: [environment] docker_image is not set and {folder / dockerfile} is "
+            "missing: the task has no image"
+        )
+    if not (folder / HARBOR_TESTS_SCRIPT).is_file():
+        raise DefinitionError(f"{folder / HARBOR_TESTS_SCRIPT}: missing (the task's verifier)")
+    memory = fields.number("environment.memory_mb")
+    if memory is None and fields.get("environment.memory") is not None:
+        memory = _older_size(fields, "environment.memory")
+    name = fields.text("task.name") or folder.name
+    solution = folder / "solution" / "solve.sh"
+    task = Task(
+        folder=str(folder),
+        format=HARBOR,
+        name=name,
+        dockerfile=None if docker_image else dockerfile,
+        context="environment",
+        docker_image=docker_image,
+        images=dict(images),
+        workdir=fields.text("environment.workdir"),
+        cpus=fields.number("environment.cpus"),
+        memory_mb=int(memory) if memory else None,
+        allow_internet=fields.flag("environment.allow_internet", True),
+        env=fields.env("environment.env"),
+        agent_user=_user(fields, "agent.user"),
+        tests_script=HARBOR_TESTS_SCRIPT,
+        verifier_timeout_s=fields.number("verifier.timeout_sec") or DEFAULT_VERIFIER_TIMEOUT_S,
+        verifier_env=fields.env("verifier.env"),
+        verifier_user=_user(fields, "verifier.user"),
+        parser="reward",
+        solution_script="solution/solve.sh" if solution.is_file() else None,
+        solution_env=fields.env("solution.env"),
+        reward_threshold=_threshold(fields, "verifier.reward_threshold", reward_threshold),
+        artifacts=fields.texts("artifacts"),
+    )
+    agent_timeout = fields.number("agent.timeout_sec") or DEFAULT_AGENT_TIMEOUT_S
+    return task, {"instruction": instruction}, _tags(fields, "metadata"), agent_timeout
+
+
+def _older_size(fields: _Fields, key: str) -> float:
+    """``memory = "2G"`` of older task files, in megabytes."""
+    value = fields.get(key)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)[bB]?\s*", str(value))
+    if not match:
+        raise fields.fail(key, 'a size like "2G" or "512M"', value)
+    scale = {"": 1 / (1 << 20), "k": 1 / 1024, "m": 1, "g": 1024}[match.group(2).lower()]
+    return float(match.group(1)) * scale
+
+
+def _user(fields: _Fields, key: str) -> str | None:
+    value = fields.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)?", value):
+        raise fields.fail(key, "a user name or id", value)
+    return value
+
+
+def _read_terminal_bench(
+    folder: Path, images: Mapping[str, str], reward_threshold: float | None
+) -> tuple[Task, dict[str, str], tuple[str, ...], float]:
+    file = folder / "task.yaml"
+    fields = _Fields(file, _parsed(file, yaml.safe_load))
+    instruction = fields.text("instruction")
+    if not instruction or not instruction.strip():
+        raise DefinitionError(f"{file}: instruction is required (the text the agent is given)")
+    if not (folder / "Dockerfile").is_file():
+        if (folder / "docker-compose.yaml").is_file():
+            raise DefinitionError(
+                f"{folder / 'docker-compose.yaml'}: compose tasks are not supported yet (give "
+                "the task a Dockerfile)"
+            )
+        raise DefinitionError(f"{folder / 'Dockerfile'}: missing (the task's image)")
+    if not (folder / TERMINAL_BENCH_TESTS_SCRIPT).is_file():
+        raise DefinitionError(
+            f"{folder / TERMINAL_BENCH_TESTS_SCRIPT}: missing (the task's verifier)"
+        )
+    parser = fields.text("parser_name") or "pytest"
+    if parser != "pytest":
+        raise fields.fail("parser_name", '"pytest" (the only parser Proctor reads)', parser)
+    task = Task(
+        folder=str(folder),
+        format=TERMINAL_BENCH,
+        name=folder.name,
+        dockerfile="Dockerfile",
+        context=".",
+        images=dict(images),
+        tests_script=TERMINAL_BENCH_TESTS_SCRIPT,
+        verifier_timeout_s=fields.number("max_test_timeout_sec") or DEFAULT_VERIFIER_TIMEOUT_S,
+        parser="pytest",
+        solution_script="solution.sh" if (folder / "solution.sh").is_file() else None,
+        reward_threshold=_threshold(fields, "reward_threshold", reward_threshold),
+    )
+    agent_timeout = fields.number("max_agent_timeout_sec") or DEFAULT_AGENT_TIMEOUT_S
+    return task, {"instruction": instruction}, _tags(fields, ""), agent_timeout

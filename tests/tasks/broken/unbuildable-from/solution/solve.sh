@@ -1,0 +1,2 @@
+#!/bin/bash
+touch done.txt

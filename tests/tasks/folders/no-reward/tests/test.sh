@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "checked, but I forgot the reward"

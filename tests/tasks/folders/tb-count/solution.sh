@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /app/words.txt | tr -d ' ' > /app/count.txt

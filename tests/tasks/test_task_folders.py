@@ -1,0 +1,275 @@
+"""Reading task folders (issue 30): ``tasks(path)`` makes a case of every Harbor or
+Terminal-Bench 1 folder, a bad folder is one line naming the file and the field, task cases are
+refused under a sandbox that cannot hold their image, and the folders travel with the bundle."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evals_app.loading import load_file
+from evals_app.resolution import resolve_case
+from proctor import case, command, suite, tasks, variant
+from proctor.definitions import DefinitionError
+from proctor.rules import suite_problems
+from proctor.tasks import HARBOR, TERMINAL_BENCH
+from runner.batches.planning import Planned
+from runner.batches.submission import build_submission
+
+FOLDERS = Path(__file__).resolve().parent / "folders"
+BROKEN = Path(__file__).resolve().parent / "broken"
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return folder
+
+
+def harbor(folder: Path, toml: str = "", instruction: str = "Do it.\n") -> Path:
+    return write(
+        folder,
+        {
+            "task.toml": toml,
+            "instruction.md": instruction,
+            "environment/Dockerfile": "FROM ubuntu:24.04\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+        },
+    )
+
+
+def test_it_reads_harbor_and_terminal_bench_folders() -> None:
+    cases = {c.id: c for c in tasks(FOLDERS)}
+
+    assert sorted(cases) == [
+        "hidden-tests",
+        "no-reward",
+        "slow-verifier",
+        "tb-count",
+        "two-rewards",
+    ]
+    two = cases["two-rewards"]
+    assert two.task.format == HARBOR
+    assert two.name == "proctor/two-rewards"
+    assert two.variables["instruction"].startswith("Write the value of the GREETING")
+    assert two.tags == ("difficulty:easy", "category:files", "smoke", "rewards")
+    assert two.timeout_ms == 60_000
+    assert two.task.env == {"GREETING": "hello from the task"}
+    assert two.task.verifier_env == {"EXPECTED": "hello from the task"}
+    assert (two.task.cpus, two.task.memory_mb, two.task.allow_internet) == (1.0, 512, False)
+    assert two.task.solution_script == "solution/solve.sh"
+
+    tb = cases["tb-count"]
+    assert tb.task.format == TERMINAL_BENCH
+    assert tb.variables["instruction"].startswith("Count the lines")
+    assert tb.tags == ("difficulty:medium", "category:text", "counting")
+    assert tb.timeout_ms == 60_000
+    assert (tb.task.tests_script, tb.task.solution_script) == ("run-tests.sh", "solution.sh")
+    assert tb.task.parser == "pytest"
+
+
+def test_a_suite_without_a_prompt_gives_the_instruction() -> None:
+    cases = tasks(FOLDERS, include="two-*")
+    the_suite = suite("t", cases=cases, variants=[variant("oracle", sandbox="docker")])
+
+    assert the_suite.prompt == "{{instruction}}"
+    assert suite_problems(the_suite, "t.eval.py") == []
+    definition = resolve_case(the_suite, cases[0], Path(__file__)).definition
+    assert definition["prompt"].startswith("Write the value of the GREETING")
+
+
+def test_a_suite_of_ordinary_cases_still_needs_a_prompt() -> None:
+    the_suite = suite("t", cases=[case("c", validate=command("true"))], variants=[variant("x")])
+
+    messages = [p.message for p in suite_problems(the_suite, "t.eval.py")]
+    assert any(m.startswith("prompt is required") for m in messages)
+
+
+def test_include_keeps_tasks_by_name_or_glob() -> None:
+    assert [c.id for c in tasks(FOLDERS, include=["tb-*", "proctor/two-rewards"])] == [
+        "tb-count",
+        "two-rewards",
+    ]
+    with pytest.raises(DefinitionError, match="matches none of its 5 task folders"):
+        tasks(FOLDERS, include="nothing-*")
+
+
+def test_a_task_folder_itself_is_one_case() -> None:
+    assert [c.id for c in tasks(FOLDERS / "tb-count")] == ["tb-count"]
+
+
+def test_a_relative_path_is_taken_from_the_calling_file() -> None:
+    assert len(tasks("folders")) == 5
+
+
+def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> None:
+    harbor(tmp_path / "Fix_The Bug")
+    assert [c.id for c in tasks(tmp_path)] == ["fix-the-bug"]
+
+    harbor(tmp_path / "fix-the-bug")
+    with pytest.raises(DefinitionError) as caught:
+        tasks(tmp_path)
+    message = str(caught.value)
+    assert "Fix_The Bug and " in message and "fix-the-bug both make the case id" in message
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (
+            {"task.toml": "[agent]\ntimeout_sec = 'soon'\n"},
+            "task.toml: agent.timeout_sec must be a positive number (got 'soon')",
+        ),
+        ({"task.toml": "[agent\n"}, "task.toml: not valid TOML"),
+        ({"task.toml": "agent = 3\n"}, "task.toml: [agent] must be a table (got 3)"),
+        (
+            {"task.toml": "[environment]\nallow_internet = 'no'\n"},
+            "environment.allow_internet must be true or false",
+        ),
+        (
+            {"task.toml": "[environment.env]\nA = [1]\n"},
+            "environment.env must be a table of names to text",
+        ),
+        (
+            {"task.toml": "[metadata]\ntags = 'a'\n[verifier]\nreward_threshold = 2\n"},
+            "verifier.reward_threshold must be a number from 0 to 1",
+        ),
+        ({"instruction.md": ""}, "instruction.md: is empty"),
+        (
+            {"task.toml": "[[steps]]\nname = 'a'\n"},
+            "[[steps]]: multi-step tasks are not supported yet",
+        ),
+    ],
+)
+def test_an_invalid_folder_is_one_line_naming_the_file_and_field(
+    tmp_path: Path, files: dict[str, str], expected: str
+) -> None:
+    folder = harbor(tmp_path / "bad")
+    write(folder, files)
+
+    with pytest.raises(DefinitionError) as caught:
+        tasks(tmp_path)
+    message = str(caught.value)
+    assert expected in message
+    assert "\n" not in message
+    assert str(folder) in message
+
+
+def test_a_folder_without_its_verifier_or_image_is_named(tmp_path: Path) -> None:
+    folder = harbor(tmp_path / "bad")
+    (folder / "tests" / "test.sh").unlink()
+    with pytest.raises(
+        DefinitionError, match=r"bad/tests/test.sh: missing \(the task's verifier\)"
+    ):
+        tasks(tmp_path)
+
+    folder = harbor(tmp_path / "bad")
+    (folder / "environment" / "Dockerfile").unlink()
+    with pytest.raises(DefinitionError, match=r"docker_image is not set and .* is missing"):
+        tasks(tmp_path)
+
+
+def test_the_shipped_malformed_task_is_refused() -> None:
+    with pytest.raises(DefinitionError, match=r"malformed/task.toml: verifier.timeout_sec"):
+        tasks(BROKEN / "malformed")
+
+
+def test_a_terminal_bench_folder_is_checked_too(tmp_path: Path) -> None:
+    write(tmp_path / "tb", {"task.yaml": "max_agent_timeout_sec: 5\n", "Dockerfile": "FROM x\n"})
+    with pytest.raises(DefinitionError, match=r"tb/task.yaml: instruction is required"):
+        tasks(tmp_path)
+    write(
+        tmp_path / "tb",
+        {"task.yaml": "instruction: go\nparser_name: swebench\n", "run-tests.sh": ""},
+    )
+    with pytest.raises(DefinitionError, match=r'parser_name must be "pytest"'):
+        tasks(tmp_path)
+
+
+def test_task_cases_are_refused_under_a_sandbox_without_images() -> None:
+    cases = tasks(FOLDERS)
+    the_suite = suite(
+        "t",
+        cases=cases,
+        variants=[variant("oracle"), variant("oracle", name="in-docker", sandbox="docker")],
+    )
+
+    messages = [p.message for p in suite_problems(the_suite, "t.eval.py")]
+    assert messages == [
+        "variant oracle: task cases run in their task's image, which the local sandbox cannot "
+        'hold; give the variant sandbox="docker"'
+    ]
+
+
+def test_the_oracle_is_refused_for_an_ordinary_case() -> None:
+    the_suite = suite(
+        "t",
+        prompt="p",
+        cases=[case("plain", validate=command("true"))],
+        variants=[variant("oracle", sandbox="docker")],
+    )
+    messages = [p.message for p in suite_problems(the_suite, "t.eval.py")]
+    assert any("case plain is not a task case" in m for m in messages)
+
+
+def test_an_edited_test_makes_a_new_case_version(tmp_path: Path) -> None:
+    folder = harbor(tmp_path / "task")
+    (tmp_path / "t.eval.py").write_text("")
+    the_suite = suite("t", cases=tasks(folder), variants=[variant("oracle", sandbox="docker")])
+    before = resolve_case(the_suite, the_suite.cases[0], tmp_path / "t.eval.py")
+    (folder / "tests" / "test.sh").write_text("echo 0 > /logs/verifier/reward.txt\n")
+    after = resolve_case(the_suite, the_suite.cases[0], tmp_path / "t.eval.py")
+
+    assert before.definition_hash != after.definition_hash
+    assert before.definition["task"]["folder"] == "${PROCTOR_PROJECT}/task"
+
+
+def test_the_task_folders_travel_with_the_bundle(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "pyproject.toml").parent.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("")
+    shutil.copytree(FOLDERS / "two-rewards", project / "benchmark" / "two-rewards")
+    eval_file = (
+        write(
+            project / "evals",
+            {
+                "bench.eval.py": """
+            from proctor import suite, tasks, variant
+
+            bench = suite("bench", cases=tasks("../benchmark"), variants=[variant("oracle", sandbox="docker")])
+            """
+            },
+        )
+        / "bench.eval.py"
+    )
+    loaded = load_file(eval_file)
+    the_suite = loaded.suites[0]
+    planned = [
+        Planned(
+            resolved=resolve_case(the_suite, c, eval_file),
+            variants=list(the_suite.variants),
+            trials=1,
+        )
+        for c in the_suite.cases
+    ]
+
+    submission = build_submission(planned, {}, max_bytes=10 << 20)
+
+    digest = submission.value["cases"][0]["bundle"]
+    with tarfile.open(fileobj=io.BytesIO(submission.bundles[digest].data)) as archive:
+        names = set(archive.getnames())
+    for name in (
+        "benchmark/two-rewards/task.toml",
+        "benchmark/two-rewards/tests/test.sh",
+        "benchmark/two-rewards/solution/solve.sh",
+        "benchmark/two-rewards/environment/Dockerfile",
+        "benchmark/two-rewards/environment/notes.txt",
+    ):
+        assert name in names
