@@ -309,9 +309,7 @@ class DockerSandbox(LocalSandbox):
             *((os.path.abspath(p), os.path.abspath(p), True) for p in expose),
         ]
         # A create, never a pull: a missing image is an error, not a download.
-        created = self.engine.call(
-            "POST",
-            "/containers/create",
+        config = self._container_config(
             {
                 "Image": self.image,
                 "Cmd": self.steps.container_command(KEEPALIVE_S),
@@ -335,8 +333,9 @@ class DockerSandbox(LocalSandbox):
                     "MemorySwap": memory_bytes,
                     "PidsLimit": pids_limit,
                 },
-            },
+            }
         )
+        created = self.engine.call("POST", "/containers/create", config)
         container_id = str(created["Id"])
         self.container_id = container_id
         if self.engine.socket_path:
@@ -358,6 +357,10 @@ class DockerSandbox(LocalSandbox):
                     self.steps.serve(others.pop())
         return container_id
 
+    def _container_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The container's create request; a kind built on this one changes it here."""
+        return config
+
     def base_env(self) -> dict[str, str]:
         env = {
             "PATH": f"{self.home}/.local/bin:{SYSTEM_PATH}",
@@ -373,7 +376,11 @@ class DockerSandbox(LocalSandbox):
         return self.mocks.apply_env(env) if self.mocks else env
 
     def _create_exec(
-        self, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | None = None
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        user: str | None = None,
     ) -> str:
         body: dict[str, Any] = {
             "Cmd": list(argv),
@@ -381,7 +388,7 @@ class DockerSandbox(LocalSandbox):
             "AttachStdout": True,
             "AttachStderr": True,
             "Tty": False,
-            "User": self.user,
+            "User": user or self.user,
         }
         if env is not None:
             body["Env"] = [f"{name}={value}" for name, value in env.items()]
@@ -422,7 +429,10 @@ class DockerSandbox(LocalSandbox):
         cwd: str | None = None,
         timeout_s: float | None = None,
         on_line: LineSink | None = None,
+        user: str | None = None,
     ) -> ProcessResult:
+        """As every sandbox's; ``user``: run as that user of the container (an exec) instead
+        of the container's own."""
         if self.container_id is None:
             raise SandboxError("the docker sandbox was already destroyed")
         started = time.monotonic()
@@ -434,10 +444,14 @@ class DockerSandbox(LocalSandbox):
         out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)
         step: ServerStep | ExecStep
         try:
-            if self.steps is not None and self.steps.can_run(command, full_env, folder):
+            if (
+                user is None
+                and self.steps is not None
+                and self.steps.can_run(command, full_env, folder)
+            ):
                 step = self.steps.start(command, full_env, folder, (out, err))
             else:
-                step = ExecStep(self, command, full_env, folder, (out, err))
+                step = ExecStep(self, command, full_env, folder, (out, err), user)
         except (EngineError, OSError) as exc:
             why = exc.explanation if isinstance(exc, EngineError) else str(exc)
             raise SandboxError(f"the docker sandbox could not run {argv[0]}: {why}") from exc
@@ -498,9 +512,10 @@ class ExecStep:
         env: Mapping[str, str],
         cwd: str,
         streams: tuple[LineSplitter, LineSplitter],
+        user: str | None = None,
     ) -> None:
         self.box = box
-        self.exec_id = box._create_exec(command, env, cwd)
+        self.exec_id = box._create_exec(command, env, cwd, user)
         self.stream = box.engine.start_exec(self.exec_id)
         self.out, self.err = streams
         self.exit_code: int | None = None

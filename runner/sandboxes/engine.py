@@ -150,6 +150,34 @@ class Engine:
         except ValueError:
             return data.decode("utf-8", errors="replace")
 
+    def raw(
+        self,
+        method: str,
+        path: str,
+        data: bytes | None = None,
+        *,
+        content_type: str = "application/x-tar",
+        timeout: float | None = None,
+    ) -> bytes:
+        """One request with a raw body (a tar archive: a build context, files put into a
+        container) whose raw answer is returned; EngineError as for ``call``."""
+        connection = self._connect(self.timeout if timeout is None else timeout)
+        try:
+            headers = {"Host": "docker"}
+            if data is not None:
+                headers["Content-Type"] = content_type
+            connection.request(method, self.api + path, body=data, headers=headers)
+            response = connection.getresponse()
+            answer = response.read()
+            status = response.status
+        except (OSError, http.client.HTTPException) as exc:
+            raise EngineError(0, f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            connection.close()
+        if status >= 400:
+            raise EngineError(status, _explanation(answer) or f"HTTP {status}")
+        return answer
+
     def start_exec(self, exec_id: str) -> ExecStream:
         """Start the exec ``exec_id`` attached: its output arrives on the returned stream."""
         body = json.dumps({"Detach": False, "Tty": False}).encode()
