@@ -29,6 +29,7 @@ from runner.core.reporting import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.grading.assertions import TrialMeasures
 from runner.grading.checks import CheckContext
 from runner.grading.grade import grade
+from runner.grading.verifier import verify
 from runner.harnesses import HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
 from runner.llm import resolve_config
@@ -42,6 +43,7 @@ from runner.sandboxes.audit import (
     concurrent_trials,
     watch_before_agent,
 )
+from runner.sandboxes.task_container import TaskSandbox
 from runner.trial.session import AgentSession
 from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
 from runner.workspace.prepare import PrepareError, run_prepare
@@ -145,7 +147,7 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
     sandbox: Sandbox | None = None
     try:
         with concurrent_trials.running(lambda: guarded.redactor.secrets) as token:
-            sandbox = create_sandbox(plan.variant)
+            sandbox = create_sandbox(plan.variant, plan.resolved.case.task, guarded.log)
             outcome = _run_in(sandbox, plan, guarded, token)
     except (InfrastructureError, SandboxError, SourceError, HarnessError, PrepareError) as exc:
         outcome = TrialOutcome(status="errored", finish_reason="infrastructure", error=str(exc))
@@ -294,6 +296,29 @@ def _run_in(
         plan_signal=conversation.plan_signal,
         usage=usage,
     )
+    if case.task is not None and isinstance(sandbox, TaskSandbox):
+        # A task case: its verifier, after the agent finished or ran out of time.
+        verification = verify(sandbox, case.task, artifact=recorder.artifact)
+        for index, check in enumerate(verification.checks):
+            recorder.check(index, check)
+        common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
+        if session.timed_out:
+            return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
+        if verification.error:
+            return TrialOutcome(
+                status="errored",
+                finish_reason="verifier error",
+                error=verification.error,
+                score=verification.score,
+                **common,
+            )
+        return TrialOutcome(
+            status="passed" if verification.passed else "failed",
+            finish_reason=last.finish_reason if last else "",
+            score=verification.score,
+            threshold=verification.threshold,
+            **common,
+        )
     if session.timed_out:
         common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
         # A trial that ran out of time never passes or fails: its checks are not run.

@@ -1,0 +1,233 @@
+"""A task case's verifier: its hidden tests, run in its container after the agent.
+
+The task's ``tests/`` goes into the container at ``/tests`` only now (a Terminal-Bench task's
+``run-tests.sh`` with it), ``/logs/verifier`` is emptied of anything the agent left there, and
+the entry point (``tests/test.sh``; Terminal-Bench: ``run-tests.sh``) runs from the workspace
+with the verifier's own time limit, user and env. What it leaves decides the trial:
+
+- Harbor: ``/logs/verifier/reward.txt`` (one number, the check ``reward``) or ``reward.json``
+  (each named number a check of its own, with its score); per-test results from
+  ``/logs/verifier/ctrf.json`` become checks of kind ``test``, each with its message.
+- Terminal-Bench: the pytest result lines of its output, each a ``test`` check; the reward is
+  1 when every test passed, else 0.
+
+The trial passes when every reward is at least the task's threshold (1.0 unless lowered). No
+reward, an unreadable one, or a verifier past its limit is a verifier error: the trial errors
+with that sentence, never fails silently. The verifier's logs are kept as artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from proctor.tasks import HARBOR, Task
+from runner.core.results import CheckResult, clip
+from runner.sandboxes.task_container import VERIFIER_LOGS, TaskSandbox
+
+TESTS_FOLDER = "/tests"
+REWARD_KIND = "reward"
+TEST_KIND = "test"
+# The per-test results a verifier writes, in the CTRF format (pytest --ctrf).
+CTRF_FILE = "ctrf.json"
+# A pytest result line: the -rA summary ("PASSED tests/test_x.py::test_y") or the verbose one
+# ("tests/test_x.py::test_y PASSED").
+_SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+::\S+)(?:\s+-\s+(.*))?$")
+_VERBOSE = re.compile(r"^(\S+::\S+)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_GOOD = {"PASSED", "SKIPPED", "XFAIL", "XPASS", "passed", "skipped", "pending"}
+# The largest verifier log file kept as an artifact.
+MAX_ARTIFACT_BYTES = 1 << 20
+
+
+@dataclass
+class Verification:
+    checks: list[CheckResult] = field(default_factory=list)
+    rewards: dict[str, float] = field(default_factory=dict)
+    error: str = ""  # the verifier error, when there is one
+    threshold: float = 1.0
+
+    @property
+    def passed(self) -> bool:
+        return (
+            not self.error
+            and bool(self.rewards)
+            and all(value >= self.threshold for value in self.rewards.values())
+        )
+
+    @property
+    def score(self) -> float | None:
+        return min(self.rewards.values()) if self.rewards else None
+
+
+def verify(
+    sandbox: TaskSandbox, task: Task, *, artifact: Callable[[str, str], None]
+) -> Verification:
+    """Run the task's verifier in ``sandbox`` and read its result (a few engine requests and
+    one process in the container)."""
+    result = Verification(threshold=task.reward_threshold)
+    entry = Path(task.tests_script).name
+    also = {} if task.format == HARBOR else {entry: task.path / task.tests_script}
+    sandbox.put_folder(task.path / "tests", TESTS_FOLDER, also=also)
+    # The agent may have written there; only the verifier's own files count.
+    sandbox.run(
+        [
+            "sh",
+            "-c",
+            f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
+        ],
+        user="0",
+        timeout_s=60,
+    )
+    env = {"TEST_DIR": TESTS_FOLDER, **task.verifier_env}
+    lines: list[str] = []
+    run = sandbox.run(
+        ["bash", f"{TESTS_FOLDER}/{entry}"],
+        env=env,
+        cwd=sandbox.workspace,
+        timeout_s=task.verifier_timeout_s,
+        on_line=lambda _stream, line: lines.append(line),
+        user=task.verifier_user,
+    )
+    output = "\n".join(lines)
+    artifact("verifier/output.log", output + "\n" if output else "")
+    with tempfile.TemporaryDirectory(prefix="proctor-verifier-") as folder:
+        logs = Path(folder)
+        sandbox.copy_out(VERIFIER_LOGS, logs)
+        _keep_logs(logs, artifact)
+        if run.timed_out:
+            result.error = (
+                f"verifier error: {task.tests_script} ran past its {task.verifier_timeout_s:g} s "
+                "limit"
+            )
+            return result
+        if task.format == HARBOR:
+            _read_rewards(logs, task, result, output)
+            _read_ctrf(logs / CTRF_FILE, result)
+        else:
+            _read_pytest(output, task, result, run.exit_code)
+    result.checks[:0] = _reward_checks(result)
+    return result
+
+
+def _keep_logs(logs: Path, artifact: Callable[[str, str], None]) -> None:
+    for path in sorted(logs.rglob("*")):
+        if path.is_file() and path.stat().st_size <= MAX_ARTIFACT_BYTES:
+            text = path.read_bytes().decode("utf-8", "replace")
+            artifact(f"logs/verifier/{path.relative_to(logs).as_posix()}", text)
+
+
+def _tail(output: str) -> str:
+    last = [line for line in output.splitlines() if line.strip()][-3:]
+    return f"; its output ends: {' | '.join(last)}" if last else "; it printed nothing"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _read_rewards(logs: Path, task: Task, result: Verification, output: str) -> None:
+    text_file, json_file = logs / "reward.txt", logs / "reward.json"
+    where = f"{task.tests_script}"
+    if json_file.is_file():
+        try:
+            value = json.loads(json_file.read_text(encoding="utf-8", errors="replace"))
+        except ValueError as exc:
+            result.error = f"verifier error: {where} wrote a reward.json that is not JSON ({exc})"
+            return
+        if not isinstance(value, dict) or not value:
+            result.error = f"verifier error: {where} wrote a reward.json that is not an object of named numbers"
+            return
+        for name, number in value.items():
+            reward = _number(number)
+            if reward is None:
+                result.error = (
+                    f"verifier error: {where} wrote reward {name!r} = {number!r}, not a number"
+                )
+                return
+            result.rewards[str(name)] = reward
+    elif text_file.is_file():
+        text = text_file.read_text(encoding="utf-8", errors="replace").strip()
+        try:
+            reward = float(text)
+        except ValueError:
+            reward = math.nan
+        if not math.isfinite(reward):
+            result.error = f"verifier error: {where} wrote reward.txt {text[:40]!r}, not a number"
+            return
+        result.rewards["reward"] = reward
+    else:
+        result.error = (
+            f"verifier error: {where} wrote no reward ({VERIFIER_LOGS}/reward.txt or "
+            f"reward.json){_tail(output)}"
+        )
+
+
+def _reward_checks(result: Verification) -> list[CheckResult]:
+    return [
+        CheckResult(
+            name=name,
+            kind=REWARD_KIND,
+            passed=value >= result.threshold,
+            score=value,
+            message=f"reward {value:g}"
+            + ("" if value >= result.threshold else f" < {result.threshold:g}"),
+        )
+        for name, value in result.rewards.items()
+    ]
+
+
+def _read_ctrf(file: Path, result: Verification) -> None:
+    """Per-test checks from a CTRF report; a report that cannot be read adds none."""
+    if not file.is_file():
+        return
+    try:
+        tests = json.loads(file.read_text(encoding="utf-8", errors="replace"))["results"]["tests"]
+    except (ValueError, KeyError, TypeError):
+        return
+    for test in tests if isinstance(tests, list) else []:
+        if not isinstance(test, dict) or not isinstance(test.get("name"), str):
+            continue
+        status = str(test.get("status", ""))
+        message = test.get("message") or test.get("trace") or status
+        result.checks.append(
+            CheckResult(
+                name=test["name"],
+                kind=TEST_KIND,
+                passed=status in _GOOD,
+                message=clip(str(message), 2_000),
+                duration_ms=int(test["duration"]) if isinstance(test.get("duration"), int) else 0,
+            )
+        )
+
+
+def _read_pytest(output: str, task: Task, result: Verification, exit_code: int | None) -> None:
+    """Terminal-Bench's pytest parser: one check per result line; reward 1 when all passed."""
+    seen: dict[str, CheckResult] = {}
+    for line in output.splitlines():
+        line = line.strip()
+        match = _SUMMARY.match(line)
+        if match:
+            status, name, message = match.group(1), match.group(2), match.group(3) or ""
+        elif match := _VERBOSE.match(line):
+            name, status, message = match.group(1), match.group(2), ""
+        else:
+            continue
+        seen[name] = CheckResult(
+            name=name, kind=TEST_KIND, passed=status in _GOOD, message=message or status.lower()
+        )
+    if not seen:
+        result.error = (
+            f"verifier error: {task.tests_script} printed no pytest results (run pytest with "
+            f"-rA){_tail(output)}"
+        )
+        return
+    result.checks.extend(seen.values())
+    result.rewards["tests"] = 1.0 if all(c.passed for c in seen.values()) else 0.0
