@@ -19,6 +19,7 @@ from runner.harnesses.codex.harness import CodexHarness
 from runner.harnesses.command.harness import CommandHarness
 from runner.harnesses.gemini.harness import GeminiHarness
 from runner.harnesses.opencode.harness import OpenCodeHarness
+from runner.harnesses.oracle.harness import OracleHarness
 
 HARNESSES: dict[str, type[Harness]] = {
     "command": CommandHarness,
@@ -28,6 +29,7 @@ HARNESSES: dict[str, type[Harness]] = {
     "opencode": OpenCodeHarness,
     "aider": AiderHarness,
     "chat": ChatHarness,
+    "oracle": OracleHarness,
 }
 
 
