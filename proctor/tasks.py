@@ -333,6 +333,12 @@ def _read_harbor(
             f"{file}: [[steps]]: multi-step tasks are not supported yet; run each step as its "
             "own task"
         )
+    compose = folder / "environment" / "docker-compose.yaml"
+    if compose.is_file():
+        raise DefinitionError(
+            f"{compose}: compose tasks (services beside the agent's container) are not "
+            "supported yet"
+        )
     instruction = _instruction(folder / "instruction.md")
     docker_image = fields.text("environment.docker_image")
     dockerfile = "environment/Dockerfile"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from evals_app.loading import load_file
+from evals_app.recorded_values import rebuilt_case
 from evals_app.resolution import resolve_case
 from proctor import case, command, suite, tasks, variant
 from proctor.definitions import DefinitionError
@@ -146,6 +147,10 @@ def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> 
             {"task.toml": "[[steps]]\nname = 'a'\n"},
             "[[steps]]: multi-step tasks are not supported yet",
         ),
+        (
+            {"environment/docker-compose.yaml": "services: {}\n"},
+            "docker-compose.yaml: compose tasks",
+        ),
     ],
 )
 def test_an_invalid_folder_is_one_line_naming_the_file_and_field(
@@ -273,3 +278,23 @@ def test_the_task_folders_travel_with_the_bundle(tmp_path: Path) -> None:
         "benchmark/two-rewards/environment/notes.txt",
     ):
         assert name in names
+
+
+def test_a_worker_finds_the_task_in_its_copy_of_the_project(tmp_path: Path) -> None:
+    harbor(tmp_path / "task", "[verifier]\ntimeout_sec = 9\n")
+    (tmp_path / "t.eval.py").write_text("")
+    the_suite = suite("t", cases=tasks(tmp_path), variants=[variant("oracle", sandbox="docker")])
+    recorded = resolve_case(the_suite, the_suite.cases[0], tmp_path / "t.eval.py")
+    elsewhere = tmp_path / "worker-copy"
+
+    rebuilt = rebuilt_case(
+        recorded.definition,
+        recorded.definition_hash,
+        {},
+        module_path=elsewhere / "t.eval.py",
+        project=elsewhere,
+    )
+
+    assert rebuilt.case.task.folder == str(elsewhere / "task")
+    assert rebuilt.case.task.verifier_timeout_s == 9
+    assert rebuilt.case.validate == ()

@@ -1,0 +1,2 @@
+#!/bin/bash
+sort -u /app/words.txt | wc -l > /app/distinct.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+sed -i 's/return "Hello, world!"/return f"Hello, {name}!"/' greet.py
