@@ -40,6 +40,36 @@ ID_MAX = 100
 
 
 @dataclass(frozen=True)
+class Healthcheck:
+    """A command that must succeed before a step's agent starts, tried ``retries`` more times
+    ``interval_s`` apart."""
+
+    command: str
+    interval_s: float = 1.0
+    timeout_s: float = 30.0
+    retries: int = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a multi-step task (``[[steps]]``), its files under ``steps/<name>/``."""
+
+    name: str
+    instruction: str
+    agent_timeout_s: float = DEFAULT_AGENT_TIMEOUT_S
+    verifier_timeout_s: float | None = None
+    verifier_env: Mapping[str, str] = field(default_factory=dict)
+    # Below it the task stops after this step.
+    min_reward: float | None = None
+    healthcheck: Healthcheck | None = None
+    artifacts: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> str:
+        return f"steps/{self.name}"
+
+
+@dataclass(frozen=True)
 class Task:
     """A task folder as a case runs it. Paths are absolute on the machine that read it; the
     catalog records ``folder`` by its path in the project, so a worker finds its bundle's copy.
@@ -71,17 +101,37 @@ class Task:
     solution_env: Mapping[str, str] = field(default_factory=dict)
     reward_threshold: float = 1.0
     artifacts: tuple[str, ...] = ()
+    # A multi-step task's steps, in order, run in the same container as turns of one
+    # conversation, each verified before the next.
+    steps: tuple[Step, ...] = ()
 
     def to_definition(self) -> dict[str, Any]:
         value = asdict(self)
         value["images"] = dict(sorted(self.images.items()))
         value["artifacts"] = list(self.artifacts)
+        value["steps"] = [
+            {**asdict(step), "artifacts": list(step.artifacts)} for step in self.steps
+        ]
+        if not self.steps:
+            del value["steps"]  # so a task without steps keeps its version
         return value
 
     @classmethod
     def from_definition(cls, value: Mapping[str, Any]) -> Task:
         fields = {k: value[k] for k in cls.__dataclass_fields__ if k in value}
         fields["artifacts"] = tuple(fields.get("artifacts") or ())
+        fields["steps"] = tuple(
+            Step(
+                **{
+                    **step,
+                    "artifacts": tuple(step.get("artifacts") or ()),
+                    "healthcheck": Healthcheck(**step["healthcheck"])
+                    if step.get("healthcheck")
+                    else None,
+                }
+            )
+            for step in fields.get("steps") or ()
+        )
         return cls(**fields)
 
     @property
@@ -328,18 +378,14 @@ def _read_harbor(
 ) -> tuple[Task, dict[str, str], tuple[str, ...], float]:
     file = folder / "task.toml"
     fields = _Fields(file, _parsed(file, tomllib.loads))
-    if fields.get("steps") is not None:
-        raise DefinitionError(
-            f"{file}: [[steps]]: multi-step tasks are not supported yet; run each step as its "
-            "own task"
-        )
+    steps = _steps(folder, fields)
     compose = folder / "environment" / "docker-compose.yaml"
     if compose.is_file():
         raise DefinitionError(
             f"{compose}: compose tasks (services beside the agent's container) are not "
             "supported yet"
         )
-    instruction = _instruction(folder / "instruction.md")
+    instruction = steps[0].instruction if steps else _instruction(folder / "instruction.md")
     docker_image = fields.text("environment.docker_image")
     dockerfile = "environment/Dockerfile"
     if docker_image is None and not (folder / dockerfile).is_file():
@@ -347,8 +393,13 @@ def _read_harbor(
             f"{file}: [environment] docker_image is not set and {folder / dockerfile} is "
             "missing: the task has no image"
         )
-    if not (folder / HARBOR_TESTS_SCRIPT).is_file():
-        raise DefinitionError(f"{folder / HARBOR_TESTS_SCRIPT}: missing (the task's verifier)")
+    for step in steps or (None,):
+        where = folder / step.folder if step else folder
+        if (
+            not (where / HARBOR_TESTS_SCRIPT).is_file()
+            and not (folder / HARBOR_TESTS_SCRIPT).is_file()
+        ):
+            raise DefinitionError(f"{where / HARBOR_TESTS_SCRIPT}: missing (the task's verifier)")
     memory = fields.number("environment.memory_mb")
     if memory is None and fields.get("environment.memory") is not None:
         memory = _older_size(fields, "environment.memory")
@@ -377,9 +428,56 @@ def _read_harbor(
         solution_env=fields.env("solution.env"),
         reward_threshold=_threshold(fields, "verifier.reward_threshold", reward_threshold),
         artifacts=fields.texts("artifacts"),
+        steps=steps,
     )
     agent_timeout = fields.number("agent.timeout_sec") or DEFAULT_AGENT_TIMEOUT_S
+    if steps:  # the trial's agent budget holds every step's own limit
+        agent_timeout = sum(step.agent_timeout_s for step in steps)
     return task, {"instruction": instruction}, _tags(fields, "metadata"), agent_timeout
+
+
+def _steps(folder: Path, fields: _Fields) -> tuple[Step, ...]:
+    """The ``[[steps]]`` of a task file, each with its folder's instruction."""
+    listed = fields.get("steps")
+    if listed is None:
+        return ()
+    if not isinstance(listed, list) or not listed or not all(isinstance(s, dict) for s in listed):
+        raise fields.fail("[[steps]]", "a list of tables, each with a name", listed)
+    steps: list[Step] = []
+    for position, table in enumerate(listed, start=1):
+        own = _Fields(fields.file, table)
+        name = own.text("name")
+        where = f"[[steps]] {position}"
+        if not name or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+            raise fields.fail(f"{where} name", "a folder name under steps/", name)
+        if any(step.name == name for step in steps):
+            raise fields.fail(f"{where} name", "a name no other step has", name)
+        check = None
+        if own.get("healthcheck") is not None:
+            command = own.text("healthcheck.command")
+            if not command:
+                raise fields.fail(f"{where} healthcheck.command", "a shell command", command)
+            retries = own.number("healthcheck.retries", positive=False)
+            check = Healthcheck(
+                command=command,
+                interval_s=own.number("healthcheck.interval_sec") or 1.0,
+                timeout_s=own.number("healthcheck.timeout_sec") or 30.0,
+                retries=int(retries) if retries is not None else 3,
+            )
+        min_reward = own.number("min_reward", positive=False)
+        steps.append(
+            Step(
+                name=name,
+                instruction=_instruction(folder / "steps" / name / "instruction.md"),
+                agent_timeout_s=own.number("agent.timeout_sec") or DEFAULT_AGENT_TIMEOUT_S,
+                verifier_timeout_s=own.number("verifier.timeout_sec"),
+                verifier_env=own.env("verifier.env"),
+                min_reward=min_reward,
+                healthcheck=check,
+                artifacts=own.texts("artifacts"),
+            )
+        )
+    return tuple(steps)
 
 
 def _older_size(fields: _Fields, key: str) -> float:

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from proctor.tasks import HARBOR, Task
+from proctor.tasks import HARBOR, Step, Task
 from runner.core.results import CheckResult, clip
-from runner.sandboxes.task_container import VERIFIER_LOGS, TaskSandbox
+from runner.sandboxes.task_container import LOGS, VERIFIER_LOGS, TaskSandbox
 
 TESTS_FOLDER = "/tests"
 REWARD_KIND = "reward"
@@ -41,6 +41,14 @@ CTRF_FILE = "ctrf.json"
 _SUMMARY = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\s+(\S+::\S+)(?:\s+-\s+(.*))?$")
 _VERBOSE = re.compile(r"^(\S+::\S+)\s+(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
 _GOOD = {"PASSED", "SKIPPED", "XFAIL", "XPASS", "passed", "skipped", "pending"}
+# Run as root before each verifier: what the agent (or an earlier step) left in /tests and
+# /logs/verifier is gone, moved aside where the agent made it undeletable.
+CLEAR_SCRIPT = f"""
+rm -rf {TESTS_FOLDER} {VERIFIER_LOGS} 2>/dev/null
+[ -e {VERIFIER_LOGS} ] && mv {VERIFIER_LOGS} {LOGS}/.left-before-verifier-$$
+mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS} && [ ! -e {TESTS_FOLDER} ] \\
+  && [ -z "$(ls -A {VERIFIER_LOGS})" ]
+"""
 # The largest verifier log file kept as an artifact.
 MAX_ARTIFACT_BYTES = 1 << 20
 
@@ -66,60 +74,77 @@ class Verification:
 
 
 def verify(
-    sandbox: TaskSandbox, task: Task, *, artifact: Callable[[str, str], None]
+    sandbox: TaskSandbox,
+    task: Task,
+    *,
+    artifact: Callable[[str, str], None],
+    step: Step | None = None,
 ) -> Verification:
-    """Run the task's verifier in ``sandbox`` and read its result (a few engine requests and
-    one process in the container)."""
+    """Run the task's verifier (a step's, with the task's tests under the step's own) in
+    ``sandbox`` and read its result (a few engine requests and two processes in the
+    container). A step's checks are named after it ("scaffold: reward"), its artifacts kept
+    under ``steps/<name>/``."""
     result = Verification(threshold=task.reward_threshold)
     entry = Path(task.tests_script).name
+    script = task.tests_script
+    limit = task.verifier_timeout_s
+    env = {"TEST_DIR": TESTS_FOLDER, **task.verifier_env}
+    prefix = ""
+    if step is not None:
+        if (task.path / step.folder / task.tests_script).is_file():
+            script = f"{step.folder}/{task.tests_script}"
+        limit = step.verifier_timeout_s or limit
+        env.update(step.verifier_env)
+        prefix = f"steps/{step.name}/"
+    # Only the verifier's own files count: the agent may have written to /logs/verifier, and
+    # an earlier step's tests are not this one's.
+    cleared = sandbox.run(["sh", "-c", CLEAR_SCRIPT], user="0", timeout_s=60)
+    if cleared.exit_code != 0:
+        result.error = (
+            f"verifier error: {TESTS_FOLDER} and {VERIFIER_LOGS} could not be cleared before "
+            f"the verifier ran: {cleared.output.strip()[:200]}"
+        )
+        return result
     also = {} if task.format == HARBOR else {entry: task.path / task.tests_script}
     sandbox.put_folder(task.path / "tests", TESTS_FOLDER, also=also)
-    # The agent may have written there; only the verifier's own files count.
-    sandbox.run(
-        [
-            "sh",
-            "-c",
-            f"rm -rf {VERIFIER_LOGS} && mkdir -p {VERIFIER_LOGS} && chmod 777 {VERIFIER_LOGS}",
-        ],
-        user="0",
-        timeout_s=60,
-    )
-    env = {"TEST_DIR": TESTS_FOLDER, **task.verifier_env}
+    if step is not None and (task.path / step.folder / "tests").is_dir():
+        sandbox.put_folder(task.path / step.folder / "tests", TESTS_FOLDER)
     lines: list[str] = []
     run = sandbox.run(
         ["bash", f"{TESTS_FOLDER}/{entry}"],
         env=env,
         cwd=sandbox.workspace,
-        timeout_s=task.verifier_timeout_s,
+        timeout_s=limit,
         on_line=lambda _stream, line: lines.append(line),
         user=task.verifier_user,
     )
     output = "\n".join(lines)
-    artifact("verifier/output.log", output + "\n" if output else "")
+    artifact(f"{prefix}verifier/output.log", output + "\n" if output else "")
     with tempfile.TemporaryDirectory(prefix="proctor-verifier-") as folder:
         logs = Path(folder)
         sandbox.copy_out(VERIFIER_LOGS, logs)
-        _keep_logs(logs, artifact)
+        _keep_logs(logs, artifact, prefix)
         if run.timed_out:
-            result.error = (
-                f"verifier error: {task.tests_script} ran past its {task.verifier_timeout_s:g} s "
-                "limit"
-            )
-            return result
-        if task.format == HARBOR:
-            _read_rewards(logs, task, result, output)
+            result.error = f"verifier error: {script} ran past its {limit:g} s limit"
+        elif task.format == HARBOR:
+            _read_rewards(logs, script, result, output)
             _read_ctrf(logs / CTRF_FILE, result)
         else:
-            _read_pytest(output, task, result, run.exit_code)
+            _read_pytest(output, script, result)
     result.checks[:0] = _reward_checks(result)
+    if step is not None:
+        for check in result.checks:
+            check.name = f"{step.name}: {check.name}"
+        if result.error:
+            result.error = f"{result.error} (step {step.name})"
     return result
 
 
-def _keep_logs(logs: Path, artifact: Callable[[str, str], None]) -> None:
+def _keep_logs(logs: Path, artifact: Callable[[str, str], None], prefix: str = "") -> None:
     for path in sorted(logs.rglob("*")):
         if path.is_file() and path.stat().st_size <= MAX_ARTIFACT_BYTES:
             text = path.read_bytes().decode("utf-8", "replace")
-            artifact(f"logs/verifier/{path.relative_to(logs).as_posix()}", text)
+            artifact(f"{prefix}logs/verifier/{path.relative_to(logs).as_posix()}", text)
 
 
 def _tail(output: str) -> str:
@@ -133,9 +158,8 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _read_rewards(logs: Path, task: Task, result: Verification, output: str) -> None:
+def _read_rewards(logs: Path, where: str, result: Verification, output: str) -> None:
     text_file, json_file = logs / "reward.txt", logs / "reward.json"
-    where = f"{task.tests_script}"
     if json_file.is_file():
         try:
             value = json.loads(json_file.read_text(encoding="utf-8", errors="replace"))
@@ -208,7 +232,7 @@ def _read_ctrf(file: Path, result: Verification) -> None:
         )
 
 
-def _read_pytest(output: str, task: Task, result: Verification, exit_code: int | None) -> None:
+def _read_pytest(output: str, script: str, result: Verification) -> None:
     """Terminal-Bench's pytest parser: one check per result line; reward 1 when all passed."""
     seen: dict[str, CheckResult] = {}
     for line in output.splitlines():
@@ -225,7 +249,7 @@ def _read_pytest(output: str, task: Task, result: Verification, exit_code: int |
         )
     if not seen:
         result.error = (
-            f"verifier error: {task.tests_script} printed no pytest results (run pytest with "
+            f"verifier error: {script} printed no pytest results (run pytest with "
             f"-rA){_tail(output)}"
         )
         return

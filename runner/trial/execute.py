@@ -45,6 +45,7 @@ from runner.sandboxes.audit import (
 )
 from runner.sandboxes.task_container import TaskSandbox
 from runner.trial.session import AgentSession
+from runner.trial.task_steps import StepsOutcome, run_steps
 from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
 from runner.workspace.prepare import PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
@@ -224,17 +225,24 @@ def _run_in(
     watch_before_agent(sandbox, ignore=audit_ignores)
     agent_started = time.time()
     # Other trials of this process running meanwhile: the audit cannot tell their writes apart.
+    steps: StepsOutcome | None = None
     with concurrent_trials.watching(token) as others_seen:
-        conversation = drive_conversation(
-            session,
-            opening_prompt=definition["prompt"],
-            user=case.user,
-            max_turns=case.max_turns,
-            plan_mode=case.plan_mode,
-            plan_file=harness.plan_file(sandbox),
-            responder_config=responder_config(plan, case.user),
-            planning_changes=lambda: changed_paths(snapshot.diff(sandbox.host_workspace)),
-        )
+        if case.task is not None and case.task.steps and isinstance(sandbox, TaskSandbox):
+            steps = run_steps(
+                session, sandbox, case.task, artifact=recorder.artifact, log=recorder.log
+            )
+            conversation = steps.conversation
+        else:
+            conversation = drive_conversation(
+                session,
+                opening_prompt=definition["prompt"],
+                user=case.user,
+                max_turns=case.max_turns,
+                plan_mode=case.plan_mode,
+                plan_file=harness.plan_file(sandbox),
+                responder_config=responder_config(plan, case.user),
+                planning_changes=lambda: changed_paths(snapshot.diff(sandbox.host_workspace)),
+            )
     others = others_seen()
     transcript = session.transcript
     # The write audit counts only what changed before the agent finished. The process's watch
@@ -297,26 +305,33 @@ def _run_in(
         usage=usage,
     )
     if case.task is not None and isinstance(sandbox, TaskSandbox):
-        # A task case: its verifier, after the agent finished or ran out of time.
-        verification = verify(sandbox, case.task, artifact=recorder.artifact)
-        for index, check in enumerate(verification.checks):
+        # A task case: its verifier, after the agent finished or ran out of time (a multi-step
+        # task's ran after each step).
+        if steps is None:
+            verification = verify(sandbox, case.task, artifact=recorder.artifact)
+            verifications, error = [verification], verification.error
+            passed, score = verification.passed, verification.score
+        else:
+            verifications, error = steps.verifications, steps.error
+            passed, score = steps.passed, steps.score
+        for index, check in enumerate(c for v in verifications for c in v.checks):
             recorder.check(index, check)
         common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
         if session.timed_out:
             return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
-        if verification.error:
+        if error:
             return TrialOutcome(
                 status="errored",
-                finish_reason="verifier error",
-                error=verification.error,
-                score=verification.score,
+                finish_reason="verifier error" if error.startswith("verifier error") else "setup",
+                error=error,
+                score=score,
                 **common,
             )
         return TrialOutcome(
-            status="passed" if verification.passed else "failed",
+            status="passed" if passed else "failed",
             finish_reason=last.finish_reason if last else "",
-            score=verification.score,
-            threshold=verification.threshold,
+            score=score,
+            threshold=case.task.reward_threshold,
             **common,
         )
     if session.timed_out:

@@ -54,6 +54,7 @@ def test_it_reads_harbor_and_terminal_bench_folders() -> None:
         "no-reward",
         "slow-verifier",
         "tb-count",
+        "three-steps",
         "two-rewards",
     ]
     two = cases["two-rewards"]
@@ -98,7 +99,7 @@ def test_include_keeps_tasks_by_name_or_glob() -> None:
         "tb-count",
         "two-rewards",
     ]
-    with pytest.raises(DefinitionError, match="matches none of its 5 task folders"):
+    with pytest.raises(DefinitionError, match="matches none of its 6 task folders"):
         tasks(FOLDERS, include="nothing-*")
 
 
@@ -107,7 +108,7 @@ def test_a_task_folder_itself_is_one_case() -> None:
 
 
 def test_a_relative_path_is_taken_from_the_calling_file() -> None:
-    assert len(tasks("folders")) == 5
+    assert len(tasks("folders")) == 6
 
 
 def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> None:
@@ -144,8 +145,12 @@ def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> 
         ),
         ({"instruction.md": ""}, "instruction.md: is empty"),
         (
+            {"task.toml": "[[steps]]\nname = 'a b'\n"},
+            "task.toml: [[steps]] 1 name must be a folder name under steps/ (got 'a b')",
+        ),
+        (
             {"task.toml": "[[steps]]\nname = 'a'\n"},
-            "[[steps]]: multi-step tasks are not supported yet",
+            "steps/a/instruction.md: missing (the instruction the agent is given)",
         ),
         (
             {"environment/docker-compose.yaml": "services: {}\n"},
@@ -298,3 +303,18 @@ def test_a_worker_finds_the_task_in_its_copy_of_the_project(tmp_path: Path) -> N
     assert rebuilt.case.task.folder == str(elsewhere / "task")
     assert rebuilt.case.task.verifier_timeout_s == 9
     assert rebuilt.case.validate == ()
+
+
+def test_a_multi_step_task_reads_its_steps() -> None:
+    (the_case,) = tasks(FOLDERS, include="three-steps")
+    steps = the_case.task.steps
+
+    assert [s.name for s in steps] == ["scaffold", "implement", "finish"]
+    assert the_case.variables["instruction"] == steps[0].instruction
+    assert [s.min_reward for s in steps] == [1.0, 1.0, None]
+    assert steps[0].healthcheck.command == "test -f /app/ready.txt"
+    assert (steps[0].healthcheck.interval_s, steps[0].healthcheck.retries) == (0.2, 5)
+    assert steps[1].verifier_env == {"WANT": "two"}
+    assert the_case.timeout_ms == (30 + 600 + 600) * 1000  # every step's own limit
+    recorded = the_case.task.to_definition()
+    assert type(the_case.task).from_definition(recorded) == the_case.task

@@ -93,7 +93,7 @@ def checks(recorder: MemoryRecorder) -> list[tuple[str, str, bool, float | None]
     return [(c.kind, c.name, c.passed, c.score) for c in recorder.checks]
 
 
-@pytest.mark.parametrize("name", ["two-rewards", "tb-count", "hidden-tests"])
+@pytest.mark.parametrize("name", ["two-rewards", "tb-count", "hidden-tests", "three-steps"])
 def test_the_oracle_passes_and_doing_nothing_fails(name: str, built_images, tmp_path: Path) -> None:
     solved = run(task_case(name), ORACLE, tmp_path)
     assert solved.outcome.status == "passed", (solved.outcome.error, solved.logs[-5:])
@@ -301,3 +301,49 @@ def test_proctor_eval_runs_a_folder_of_tasks(built_images, tmp_path: Path) -> No
     assert ("test", "tests/test_outputs.py::test_count_is_right", 1, None) in [
         tuple(row) for row in names
     ]
+
+
+def test_steps_run_in_order_and_min_reward_stops_the_task(built_images, tmp_path: Path) -> None:
+    solved = run(task_case("three-steps"), ORACLE, tmp_path)
+    assert [t["index"] for t in solved.turns] == [0, 1, 2]
+    conversation = json.loads(solved.artifacts["conversation.json"])
+    assert [t["origin"] for t in conversation["turns"]] == [
+        {"runner": "step scaffold"},
+        {"runner": "step implement"},
+        {"runner": "step finish"},
+    ]
+    assert [c.name for c in solved.checks] == [
+        "scaffold: reward",
+        "implement: reward",
+        "finish: reward",
+    ]
+    assert "steps/implement/logs/verifier/reward.txt" in solved.artifacts
+
+    idle = run(task_case("three-steps"), NOTHING, tmp_path)
+    assert idle.outcome.status == "failed"
+    assert idle.outcome.stop_cause == "stopped after step scaffold: reward 0 < 1"
+    assert checks(idle) == [("reward", "scaffold: reward", False, 0.0)]
+
+
+def test_a_step_whose_healthcheck_fails_ends_the_trial(built_images, tmp_path: Path) -> None:
+    folder = write_task(
+        tmp_path / "unhealthy",
+        {
+            "task.toml": """
+                [environment]
+                docker_image = "proctor-base:latest"
+                [[steps]]
+                name = "first"
+                [steps.healthcheck]
+                command = "test -e /nowhere"
+                interval_sec = 0.1
+                retries = 1
+            """,
+            "steps/first/instruction.md": "Wait.\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+        },
+    )
+    outcome = run(tasks(folder)[0], ORACLE, tmp_path).outcome
+
+    assert outcome.status == "errored"
+    assert outcome.error == "step first: its healthcheck `test -e /nowhere` failed 2 times"

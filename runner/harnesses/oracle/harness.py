@@ -1,15 +1,17 @@
 """The ``oracle`` harness: a task's reference solution run as the agent.
 
 ``variant("oracle", sandbox="docker")`` runs each task case's ``solution/solve.sh`` (a
-Terminal-Bench task's ``solution.sh``) in the task's container, from its workspace, with the
-solution's ``[solution] env``, as the agent would work; the task's verifier then grades it like
-any agent's work. A batch with the oracle shows which tasks are solvable and whose images build.
+Terminal-Bench task's ``solution.sh``; for each step of a multi-step task, the step's
+``steps/<name>/solution/solve.sh``) in the task's container, from its workspace, with the
+solution's ``[solution] env``, as the agent would work; the task's verifier then grades it
+like any agent's work. A batch with the oracle shows which tasks are solvable and whose images build.
 The solution is put into the container only for its run (at ``/solution``) and removed after.
 """
 
 from __future__ import annotations
 
 from proctor.protocol import AgentEvent
+from proctor.tasks import HARBOR
 from runner.harnesses.base import (
     EventSink,
     Harness,
@@ -39,17 +41,26 @@ class OracleHarness(Harness):
         if not isinstance(sandbox, TaskSandbox):
             raise HarnessError("the oracle runs only task cases (read with tasks(path))")
         task = sandbox.task
-        if task.solution_script is None:
+        if task.steps:  # a multi-step task: turn i is step i, with its own solution
+            step = task.steps[min(request.index, len(task.steps) - 1)]
+            script = task.path / step.folder / "solution" / "solve.sh"
+            if not script.is_file():
+                raise HarnessError(
+                    f"task {task.name} has no reference solution for step {step.name} "
+                    f"({step.folder}/solution/solve.sh)"
+                )
+            sandbox.put_folder(script.parent, SOLUTION_FOLDER)
+        elif task.solution_script is None:
             raise HarnessError(
                 f"task {task.name} has no reference solution "
-                f"({'solution/solve.sh' if task.format == 'harbor' else 'solution.sh'})"
+                f"({'solution/solve.sh' if task.format == HARBOR else 'solution.sh'})"
             )
-        script = task.path / task.solution_script
-        folder = script.parent if task.format == "harbor" else None
-        if folder is not None:
-            sandbox.put_folder(folder, SOLUTION_FOLDER)
         else:
-            sandbox.put_folder(None, SOLUTION_FOLDER, also={script.name: script})
+            script = task.path / task.solution_script
+            if task.format == HARBOR:
+                sandbox.put_folder(script.parent, SOLUTION_FOLDER)
+            else:
+                sandbox.put_folder(None, SOLUTION_FOLDER, also={script.name: script})
         emit(AgentEvent("Started", {"session_id": "oracle", "model": None}))
         lines: list[str] = []
 

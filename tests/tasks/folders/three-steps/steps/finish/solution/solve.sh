@@ -1,0 +1,2 @@
+#!/bin/bash
+echo done > src/done.txt

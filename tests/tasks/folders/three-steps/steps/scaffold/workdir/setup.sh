@@ -1,0 +1,2 @@
+#!/bin/bash
+echo setup-ran > /app/setup-marker.txt
