@@ -188,26 +188,29 @@ class TaskSandbox(DockerSandbox):
             files[f"{top}/{name}"] = path
         self.put_files(files, "/")
 
-    def copy_out(self, path: str, destination: Path) -> bool:
-        """The container's folder ``path`` copied into ``destination``; False when it has none."""
+    def copy_out(self, path: str, destination: Path) -> str:
+        """The container's folder ``path`` copied into ``destination`` (a file: into it under
+        its name): "folder" or "file", or "" when the container has no such path."""
         try:
             data = self.engine.raw(
                 "GET", f"/containers/{self.container_id}/archive?path={quote(path)}"
             )
         except EngineError as exc:
             if exc.status == 404:
-                return False
+                return ""
             raise SandboxError(f"could not read {path} from the container: {exc}") from exc
         destination.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data)) as archive:
             members = []
-            for member in archive.getmembers():
+            everything = archive.getmembers()
+            kind = "file" if everything and everything[0].isfile() else "folder"
+            for member in everything:
                 if not (member.isfile() or member.isdir()):
                     continue
                 _, _, rest = member.name.partition("/")
-                if not rest:
+                if not rest and kind == "folder":
                     continue
-                member.name = rest
+                member.name = rest or member.name
                 members.append(member)
             archive.extractall(destination, members=members, filter="data")
-        return True
+        return kind

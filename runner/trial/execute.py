@@ -45,6 +45,7 @@ from runner.sandboxes.audit import (
 )
 from runner.sandboxes.task_container import TaskSandbox
 from runner.trial.session import AgentSession
+from runner.trial.task_artifacts import keep_task_artifacts
 from runner.trial.task_steps import StepsOutcome, run_steps
 from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
 from runner.workspace.prepare import PrepareError, run_prepare
@@ -316,6 +317,9 @@ def _run_in(
             passed, score = steps.passed, steps.score
         for index, check in enumerate(c for v in verifications for c in v.checks):
             recorder.check(index, check)
+        keep_task_artifacts(
+            sandbox, case.task.artifacts, artifact=recorder.artifact, log=recorder.log
+        )
         common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
         if session.timed_out:
             return TrialOutcome(status="timed_out", finish_reason="timed out", **common)

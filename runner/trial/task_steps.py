@@ -20,6 +20,7 @@ from runner.conversation.driver import ConversationResult
 from runner.grading.verifier import Verification, verify
 from runner.sandboxes.task_container import ROOT_USERS, TaskSandbox
 from runner.trial.session import AgentClock, AgentSession
+from runner.trial.task_artifacts import keep_task_artifacts
 
 SETUP_FOLDER = "/proctor-step-setup"
 
@@ -70,6 +71,15 @@ def run_steps(
         outcome.agent_ms += session.clock.spent_ms
         verification = verify(sandbox, task, artifact=artifact, step=step)
         outcome.verifications.append(verification)
+        if step.artifacts:
+            keep_task_artifacts(
+                sandbox,
+                step.artifacts,
+                artifact=artifact,
+                log=log,
+                prefix=f"steps/{step.name}/",
+                agent_logs=False,
+            )
         if session.timed_out:
             outcome.conversation = ConversationResult(outcome="timed_out")
             break

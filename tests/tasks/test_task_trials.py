@@ -118,6 +118,10 @@ def test_two_named_rewards_and_ctrf_results_are_checks(built_images, tmp_path: P
         "notes_kept": 1,
     }
     assert "greeting=1 notes=1" in solved.artifacts["verifier/output.log"]
+    # The task's listed artifacts and the agent's logs are kept; a missing one is said.
+    assert solved.artifacts["artifacts/app/greeting.txt"] == "hello from the task"
+    assert solved.artifacts["logs/agent/oracle.log"] == "solved\n"
+    assert "artifact /app/absent.txt: not in the container" in solved.logs
 
     idle = run(task_case("two-rewards"), NOTHING, tmp_path)
     assert checks(idle)[:2] == [

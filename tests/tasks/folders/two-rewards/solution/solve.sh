@@ -1,2 +1,3 @@
 #!/bin/bash
 printf '%s' "$GREETING" > greeting.txt
+echo "solved" > /logs/agent/oracle.log
