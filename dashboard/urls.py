@@ -28,6 +28,7 @@ urlpatterns = [
     path("runs/<int:run_id>/", runs.run_detail, name="run"),
     path("runs/<int:run_id>/rerun/", reruns.rerun_run_view, name="rerun-run"),
     path("trials/<int:trial_id>/", trials.trial_detail, name="trial"),
+    path("trials/<int:trial_id>/trajectory.json", trials.trial_trajectory, name="trial-trajectory"),
     path("trials/<int:trial_id>/rerun/", reruns.rerun_trial_view, name="rerun-trial"),
     path(
         "trials/<int:trial_id>/artifacts/<path:path>", trials.trial_artifact, name="trial-artifact"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from dashboard import artifact_files
@@ -15,6 +15,7 @@ from dashboard.mock_timeline import by_mock, place_in_transcript, trial_mock_cal
 from dashboard.transcript_paging import last_seq, last_turn, transcript_page
 from dashboard.views import HtmxHttpRequest, int_param
 from dashboard.views.runs import newer_version
+from evals_app.atif_trajectory import trial_trajectory as trial_trajectory_of
 from evals_app.models import Trial
 
 PLAN_PATH = "outputs/plan.md"
@@ -92,6 +93,18 @@ def trial_detail(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         "mock_groups": by_mock(trial, mock_calls),
     }
     return render(request, "dashboard/trial.html", context)
+
+
+@login_required
+def trial_trajectory(request: HtmxHttpRequest, trial_id: int) -> JsonResponse:
+    """The trial's transcript as an ATIF trajectory.json (evals_app.atif_trajectory)."""
+    trial = get_or_404(
+        trials_for(request.user).select_related("run__variant", "run__case_version__case"),
+        pk=trial_id,
+    )
+    response = JsonResponse(trial_trajectory_of(trial), json_dumps_params={"indent": 2})
+    response["Content-Disposition"] = 'attachment; filename="trajectory.json"'
+    return response
 
 
 @login_required

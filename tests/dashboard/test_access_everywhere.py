@@ -25,6 +25,7 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
         f"/trials/{trial.pk}/",
         f"/trials/{trial.pk}/?after=0",
         f"/trials/{trial.pk}/artifacts/events.jsonl",
+        f"/trials/{trial.pk}/trajectory.json",
         f"/cases/{case.pk}/",
     ]
     buttons = [
