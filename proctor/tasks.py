@@ -51,6 +51,29 @@ class Healthcheck:
 
 
 @dataclass(frozen=True)
+class Service:
+    """A compose service beside the agent's container (``main``), reached by its name on the
+    trial's own network: built from ``build`` (a folder relative to ``environment/``) or run
+    from ``image``."""
+
+    name: str
+    build: str | None = None
+    dockerfile: str = "Dockerfile"
+    image: str | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    command: tuple[str, ...] | str | None = None
+    # Docker's healthcheck test (["CMD", ...] or ["CMD-SHELL", "..."]) and its timings.
+    healthcheck: tuple[str, ...] = ()
+    interval_s: float = 1.0
+    timeout_s: float = 10.0
+    retries: int = 30
+    start_period_s: float = 0.0
+    # What ``main`` waits for: "service_started" or "service_healthy" ("" when not a
+    # dependency of main).
+    main_waits_for: str = ""
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a multi-step task (``[[steps]]``), its files under ``steps/<name>/``."""
 
@@ -104,6 +127,8 @@ class Task:
     # A multi-step task's steps, in order, run in the same container as turns of one
     # conversation, each verified before the next.
     steps: tuple[Step, ...] = ()
+    # A compose task's other services, started on the trial's own network before the agent.
+    services: tuple[Service, ...] = ()
 
     def to_definition(self) -> dict[str, Any]:
         value = asdict(self)
@@ -114,6 +139,9 @@ class Task:
         ]
         if not self.steps:
             del value["steps"]  # so a task without steps keeps its version
+        value["services"] = [asdict(service) for service in self.services]
+        if not self.services:
+            del value["services"]  # likewise
         return value
 
     @classmethod
@@ -131,6 +159,18 @@ class Task:
                 }
             )
             for step in fields.get("steps") or ()
+        )
+        fields["services"] = tuple(
+            Service(
+                **{
+                    **service,
+                    "healthcheck": tuple(service.get("healthcheck") or ()),
+                    "command": tuple(service["command"])
+                    if isinstance(service.get("command"), list)
+                    else service.get("command"),
+                }
+            )
+            for service in fields.get("services") or ()
         )
         return cls(**fields)
 
@@ -379,12 +419,7 @@ def _read_harbor(
     file = folder / "task.toml"
     fields = _Fields(file, _parsed(file, tomllib.loads))
     steps = _steps(folder, fields)
-    compose = folder / "environment" / "docker-compose.yaml"
-    if compose.is_file():
-        raise DefinitionError(
-            f"{compose}: compose tasks (services beside the agent's container) are not "
-            "supported yet"
-        )
+    services, main_env = _services(folder / "environment")
     instruction = steps[0].instruction if steps else _instruction(folder / "instruction.md")
     docker_image = fields.text("environment.docker_image")
     dockerfile = "environment/Dockerfile"
@@ -417,7 +452,7 @@ def _read_harbor(
         cpus=fields.number("environment.cpus"),
         memory_mb=int(memory) if memory else None,
         allow_internet=fields.flag("environment.allow_internet", True),
-        env=fields.env("environment.env"),
+        env={**main_env, **fields.env("environment.env")},
         agent_user=_user(fields, "agent.user"),
         tests_script=HARBOR_TESTS_SCRIPT,
         verifier_timeout_s=fields.number("verifier.timeout_sec") or DEFAULT_VERIFIER_TIMEOUT_S,
@@ -429,11 +464,130 @@ def _read_harbor(
         reward_threshold=_threshold(fields, "verifier.reward_threshold", reward_threshold),
         artifacts=fields.texts("artifacts"),
         steps=steps,
+        services=services,
     )
     agent_timeout = fields.number("agent.timeout_sec") or DEFAULT_AGENT_TIMEOUT_S
     if steps:  # the trial's agent budget holds every step's own limit
         agent_timeout = sum(step.agent_timeout_s for step in steps)
     return task, {"instruction": instruction}, _tags(fields, "metadata"), agent_timeout
+
+
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml")
+# The compose keys a service may have that Proctor applies; others are refused by name, so a
+# task never runs without something it asked for.
+SERVICE_KEYS = frozenset(
+    {"build", "image", "environment", "command", "healthcheck", "depends_on", "expose"}
+)
+MAIN_KEYS = frozenset({"build", "image", "depends_on", "environment"})
+
+
+def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
+    """The services of a Harbor task's compose file beside ``main``, and ``main``'s own
+    environment; nothing without a compose file."""
+    file = next((environment / n for n in COMPOSE_FILES if (environment / n).is_file()), None)
+    if file is None:
+        return (), {}
+    fields = _Fields(file, _parsed(file, yaml.safe_load))
+    listed = fields.get("services")
+    if not isinstance(listed, Mapping) or not listed:
+        raise fields.fail("services", "a table of services", listed)
+    main = listed.get("main") or {}
+    if not isinstance(main, Mapping):
+        raise fields.fail("services.main", "a table", main)
+    if unknown := sorted(set(main) - MAIN_KEYS):
+        raise fields.fail(
+            f"services.main.{unknown[0]}", "left out (Proctor does not apply it)", main[unknown[0]]
+        )
+    waits = main.get("depends_on") or {}
+    if isinstance(waits, list):
+        waits = {name: {"condition": "service_started"} for name in waits}
+    if not isinstance(waits, Mapping):
+        raise fields.fail("services.main.depends_on", "a list or table of services", waits)
+    services = []
+    for name, spec in listed.items():
+        if name == "main":
+            continue
+        where = f"services.{name}"
+        if not isinstance(spec, Mapping):
+            raise fields.fail(where, "a table", spec)
+        if unknown := sorted(set(spec) - SERVICE_KEYS):
+            raise fields.fail(
+                f"{where}.{unknown[0]}", "left out (Proctor does not apply it)", spec[unknown[0]]
+            )
+        own = _Fields(file, spec)
+        build, dockerfile = spec.get("build"), "Dockerfile"
+        if isinstance(build, Mapping):
+            build, dockerfile = build.get("context", "."), build.get("dockerfile", "Dockerfile")
+        if build is not None and (not isinstance(build, str) or not (environment / build).is_dir()):
+            raise fields.fail(f"{where}.build", "a folder beside the compose file", build)
+        image = own.text("image")
+        if build is None and not image:
+            raise fields.fail(where, "a service with build or image", dict(spec))
+        env = spec.get("environment") or {}
+        if isinstance(env, list):
+            env = dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
+        command = spec.get("command")
+        if command is not None and not (
+            isinstance(command, str)
+            or (isinstance(command, list) and all(isinstance(c, str) for c in command))
+        ):
+            raise fields.fail(f"{where}.command", "text or a list of text", command)
+        check = spec.get("healthcheck") or {}
+        test = check.get("test", ()) if isinstance(check, Mapping) else None
+        if isinstance(test, str):
+            test = ["CMD-SHELL", test]
+        if test is None or not all(isinstance(t, str) for t in test):
+            raise fields.fail(f"{where}.healthcheck.test", "a command", test)
+        condition = waits.get(name, {})
+        condition = (
+            condition.get("condition", "service_started")
+            if isinstance(condition, Mapping)
+            else None
+        )
+        if name in waits and condition not in ("service_started", "service_healthy"):
+            raise fields.fail(
+                f"services.main.depends_on.{name}.condition",
+                "service_started or service_healthy",
+                condition,
+            )
+        if condition == "service_healthy" and not test:
+            raise fields.fail(
+                f"{where}.healthcheck", "set, as main waits for it to be healthy", None
+            )
+        services.append(
+            Service(
+                name=str(name),
+                build=build,
+                dockerfile=str(dockerfile),
+                image=image,
+                environment={str(k): str(v) for k, v in env.items()},
+                command=tuple(command) if isinstance(command, list) else command,
+                healthcheck=tuple(test),
+                interval_s=_duration(check.get("interval"), 1.0),
+                timeout_s=_duration(check.get("timeout"), 10.0),
+                retries=int(check.get("retries", 30)),
+                start_period_s=_duration(check.get("start_period"), 0.0),
+                main_waits_for=str(condition) if name in waits else "",
+            )
+        )
+    if missing := sorted(set(waits) - {s.name for s in services}):
+        raise fields.fail(f"services.main.depends_on.{missing[0]}", "a service of the file", None)
+    main_env = main.get("environment") or {}
+    if isinstance(main_env, list):
+        main_env = dict(i.split("=", 1) if "=" in i else (i, "") for i in main_env)
+    return tuple(services), {str(k): str(v) for k, v in main_env.items()}
+
+
+def _duration(value: Any, default: float) -> float:
+    """Compose's "1s", "500ms", "1m30s" or a number of seconds."""
+    if value is None:
+        return default
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    total, text = 0.0, str(value).strip()
+    for number, unit in re.findall(r"(\d+(?:\.\d+)?)(ms|us|s|m|h)", text):
+        total += float(number) * {"us": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}[unit]
+    return total or default
 
 
 def _steps(folder: Path, fields: _Fields) -> tuple[Step, ...]:
@@ -512,8 +666,8 @@ def _read_terminal_bench(
     if not (folder / "Dockerfile").is_file():
         if (folder / "docker-compose.yaml").is_file():
             raise DefinitionError(
-                f"{folder / 'docker-compose.yaml'}: compose tasks are not supported yet (give "
-                "the task a Dockerfile)"
+                f"{folder / 'docker-compose.yaml'}: a Terminal-Bench task runs from its "
+                "Dockerfile, and this one has none"
             )
         raise DefinitionError(f"{folder / 'Dockerfile'}: missing (the task's image)")
     if not (folder / TERMINAL_BENCH_TESTS_SCRIPT).is_file():

@@ -18,7 +18,7 @@ import contextlib
 import io
 import os
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -29,6 +29,7 @@ from runner.sandboxes.base import SandboxError
 from runner.sandboxes.docker import DEFAULT_CPUS, DEFAULT_MEMORY, DEFAULT_PIDS, DockerSandbox
 from runner.sandboxes.engine import Engine, EngineError
 from runner.sandboxes.task_images import TaskImage, task_image
+from runner.sandboxes.task_services import TaskServices
 
 LOGS = "/logs"
 AGENT_LOGS = "/logs/agent"
@@ -48,9 +49,12 @@ class TaskSandbox(DockerSandbox):
         cpus: Any = DEFAULT_CPUS,
         memory: Any = DEFAULT_MEMORY,
         pids: Any = DEFAULT_PIDS,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.task = task
         self.task_image = image
+        self.log = log
+        self.services: TaskServices | None = None
         super().__init__(image=image.name, network=network, cpus=cpus, memory=memory, pids=pids)
 
     @classmethod
@@ -72,6 +76,7 @@ class TaskSandbox(DockerSandbox):
             if task.memory_mb
             else options.get("memory", DEFAULT_MEMORY),
             pids=options.get("pids", DEFAULT_PIDS),
+            log=log,
         )
 
     def _start_container(self, nano_cpus: int, memory_bytes: int, pids_limit: int, expose):
@@ -80,6 +85,9 @@ class TaskSandbox(DockerSandbox):
             self.user = self.task.agent_user
         self._copy_workdir_out()
         self._open_to_the_agent()
+        if self.task.services:
+            self.services = TaskServices(self.engine, self.task)
+            self.services.start(internal=not self.network, folder=str(self.root), log=self.log)
         container_id = super()._start_container(nano_cpus, memory_bytes, pids_limit, expose)
         logs = {f"{LOGS}/{name}/": None for name in ("agent", "verifier")}
         self.put_files(logs, "/", mode=0o777)
@@ -91,7 +99,17 @@ class TaskSandbox(DockerSandbox):
         # The task's environment is its own: tools it installs, files it writes outside the
         # workspace. The agent's capabilities stay dropped.
         config["HostConfig"]["ReadonlyRootfs"] = False
+        if self.services is not None:  # main joins the trial's network, under its name
+            network = self.services.network
+            config["HostConfig"]["NetworkMode"] = network
+            config["NetworkingConfig"] = {"EndpointsConfig": {network: {"Aliases": ["main"]}}}
         return config
+
+    def destroy(self) -> None:
+        main = self.container_id
+        super().destroy()
+        if self.services is not None:
+            self.services.stop(main)
 
     def base_env(self) -> dict[str, str]:
         env = super().base_env()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from proctor.tasks import TERMINAL_BENCH, Task
+from proctor.tasks import TERMINAL_BENCH, Service, Task
 from runner.sandboxes.base import SandboxError
 from runner.sandboxes.engine import Engine, EngineError
 
@@ -114,7 +114,34 @@ def task_image(task: Task, engine: Engine, log: Any = None) -> TaskImage:
                 f"never pulled; {_fix_hint(task.docker_image)}"
             )
         return _described(name, config, task)
-    context = _build_context(task, mapped, engine)
+    folder = Path(task.folder)
+    context = _build_context(
+        task, mapped, engine, folder / task.context, folder / (task.dockerfile or "Dockerfile")
+    )
+    tag, config = _built(engine, task, context, log)
+    return _described(tag, config, task)
+
+
+def service_image(task: Task, service: Service, engine: Engine, log: Any = None) -> str:
+    """The image a compose service of the task runs: built from its folder (once per digest,
+    like the task's) or its mapped ``image``. Raises SandboxError naming what is missing."""
+    mapped = image_map(task)
+    if service.build is None:
+        assert service.image is not None  # proctor.tasks reads one or the other
+        name = mapped.get(service.image, service.image)
+        if _inspect(engine, name) is None:
+            raise SandboxError(
+                f"task {task.name}: service {service.name}'s image {name} is not on this engine "
+                f"and is never pulled; {_fix_hint(service.image)}"
+            )
+        return name
+    folder = Path(task.folder) / "environment" / service.build
+    context = _build_context(task, mapped, engine, folder, folder / service.dockerfile)
+    return _built(engine, task, context, log)[0]
+
+
+def _built(engine: Engine, task: Task, context: bytes, log: Any) -> tuple[str, dict[str, Any]]:
+    """The tag of the image ``context`` builds, built unless the engine has it, and its config."""
     digest = hashlib.sha256(context).hexdigest()[:20]
     tag = f"{TAG_PREFIX}:{digest}"
     with _building_lock:
@@ -126,7 +153,7 @@ def task_image(task: Task, engine: Engine, log: Any = None) -> TaskImage:
             config = _inspect(engine, tag)
             if config is None:
                 raise SandboxError(f"task {task.name}: its image {tag} was built but is not there")
-    return _described(tag, config, task)
+    return tag, config
 
 
 def _described(name: str, config: dict[str, Any], task: Task) -> TaskImage:
@@ -160,11 +187,11 @@ def mapped_dockerfile(text: str, mapped: dict[str, str]) -> tuple[str, list[str]
     return "\n".join(lines) + "\n", bases
 
 
-def _build_context(task: Task, mapped: dict[str, str], engine: Engine) -> bytes:
+def _build_context(
+    task: Task, mapped: dict[str, str], engine: Engine, context: Path, dockerfile: Path
+) -> bytes:
     """The build context as a tar made the same way every time (its bytes are the digest)."""
-    folder = Path(task.folder)
-    context = (folder / task.context).resolve()
-    dockerfile = folder / (task.dockerfile or "Dockerfile")
+    context = context.resolve()
     original = dockerfile.read_text(encoding="utf-8")
     text, bases = mapped_dockerfile(original, mapped)
     for base in bases:

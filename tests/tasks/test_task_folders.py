@@ -50,6 +50,7 @@ def test_it_reads_harbor_and_terminal_bench_folders() -> None:
     cases = {c.id: c for c in tasks(FOLDERS)}
 
     assert sorted(cases) == [
+        "compose-api",
         "hidden-tests",
         "no-reward",
         "slow-verifier",
@@ -57,6 +58,12 @@ def test_it_reads_harbor_and_terminal_bench_folders() -> None:
         "three-steps",
         "two-rewards",
     ]
+    compose = cases["compose-api"].task
+    (api,) = compose.services
+    assert (api.name, api.build, api.main_waits_for) == ("api", "./api", "service_healthy")
+    assert api.healthcheck == ("CMD", "test", "-f", "/tmp/ready")
+    assert (api.interval_s, api.retries) == (0.2, 50)
+    assert compose.env == {"API_URL": "http://api:8000"}  # main's environment
     two = cases["two-rewards"]
     assert two.task.format == HARBOR
     assert two.name == "proctor/two-rewards"
@@ -99,7 +106,7 @@ def test_include_keeps_tasks_by_name_or_glob() -> None:
         "tb-count",
         "two-rewards",
     ]
-    with pytest.raises(DefinitionError, match="matches none of its 6 task folders"):
+    with pytest.raises(DefinitionError, match="matches none of its 7 task folders"):
         tasks(FOLDERS, include="nothing-*")
 
 
@@ -108,7 +115,7 @@ def test_a_task_folder_itself_is_one_case() -> None:
 
 
 def test_a_relative_path_is_taken_from_the_calling_file() -> None:
-    assert len(tasks("folders")) == 6
+    assert len(tasks("folders")) == 7
 
 
 def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> None:
@@ -154,7 +161,30 @@ def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> 
         ),
         (
             {"environment/docker-compose.yaml": "services: {}\n"},
-            "docker-compose.yaml: compose tasks",
+            "docker-compose.yaml: services must be a table of services",
+        ),
+        (
+            {
+                "environment/docker-compose.yaml": "services:\n  db:\n    image: x\n    ports: [80]\n"
+            },
+            "docker-compose.yaml: services.db.ports must be left out (Proctor does not apply it)",
+        ),
+        (
+            {
+                "environment/docker-compose.yaml": (
+                    "services:\n  main:\n    depends_on:\n      db:\n        condition: service_healthy\n"
+                    "  db:\n    image: x\n"
+                )
+            },
+            "services.db.healthcheck must be set, as main waits for it to be healthy",
+        ),
+        (
+            {
+                "environment/docker-compose.yaml": (
+                    "services:\n  main:\n    depends_on: [cache]\n  db:\n    image: x\n"
+                )
+            },
+            "services.main.depends_on.cache must be a service of the file",
         ),
     ],
 )

@@ -93,7 +93,9 @@ def checks(recorder: MemoryRecorder) -> list[tuple[str, str, bool, float | None]
     return [(c.kind, c.name, c.passed, c.score) for c in recorder.checks]
 
 
-@pytest.mark.parametrize("name", ["two-rewards", "tb-count", "hidden-tests", "three-steps"])
+@pytest.mark.parametrize(
+    "name", ["two-rewards", "tb-count", "hidden-tests", "three-steps", "compose-api"]
+)
 def test_the_oracle_passes_and_doing_nothing_fails(name: str, built_images, tmp_path: Path) -> None:
     solved = run(task_case(name), ORACLE, tmp_path)
     assert solved.outcome.status == "passed", (solved.outcome.error, solved.logs[-5:])
@@ -351,3 +353,53 @@ def test_a_step_whose_healthcheck_fails_ends_the_trial(built_images, tmp_path: P
 
     assert outcome.status == "errored"
     assert outcome.error == "step first: its healthcheck `test -e /nowhere` failed 2 times"
+
+
+def left_behind(engine: Engine) -> tuple[list, list]:
+    """Task service containers and trial networks on the engine."""
+    containers = engine.call(
+        "GET", '/containers/json?all=1&filters={"label":["proctor.sandbox=task-service"]}'
+    )
+    networks = engine.call("GET", '/networks?filters={"label":["proctor.sandbox=task-network"]}')
+    return containers, networks
+
+
+def test_a_compose_task_waits_for_its_healthy_service_and_tears_it_down(
+    built_images, tmp_path: Path
+) -> None:
+    # The api starts slowly: the oracle fetches at once, so it passes only if main waited.
+    solved = run(task_case("compose-api"), ORACLE, tmp_path)
+    assert solved.outcome.status == "passed", solved.outcome.error
+    assert left_behind(Engine()) == ([], [])
+
+
+def test_an_unhealthy_service_errors_the_trial_in_one_line(built_images, tmp_path: Path) -> None:
+    folder = write_task(
+        tmp_path / "sick",
+        {
+            "task.toml": '[environment]\ndocker_image = "proctor-base:latest"\n',
+            "instruction.md": "Wait.\n",
+            "tests/test.sh": "echo 1 > /logs/verifier/reward.txt\n",
+            "environment/docker-compose.yaml": """
+                services:
+                  main:
+                    depends_on:
+                      db:
+                        condition: service_healthy
+                  db:
+                    image: proctor-base:latest
+                    command: sleep 60
+                    healthcheck:
+                      test: ["CMD", "false"]
+                      interval: 100ms
+                      retries: 1
+            """,
+        },
+    )
+    outcome = run(tasks(folder)[0], ORACLE, tmp_path).outcome
+
+    assert outcome.status == "errored"
+    assert outcome.error == (
+        "task sick: service db is unhealthy, and main waits for it to be healthy"
+    )
+    assert left_behind(Engine()) == ([], [])
