@@ -16,14 +16,11 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
-import tomllib
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from proctor.definitions import Case, DefinitionError, case
 
@@ -364,7 +361,15 @@ def read_task(
     return _read_terminal_bench(folder, images, reward_threshold)
 
 
-def _parsed(file: Path, parse: Any) -> Mapping[str, Any]:
+def _parsed(file: Path) -> Mapping[str, Any]:
+    """The table a TOML or YAML task file holds (by its suffix)."""
+    # Imported here, not at the top: ``proctor`` is also the runner kit that agents import with
+    # a sandbox's own python3, which may lack PyYAML (or tomllib, before Python 3.11).
+    import tomllib
+
+    import yaml
+
+    parse = tomllib.loads if file.suffix == ".toml" else yaml.safe_load
     try:
         data = parse(file.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
@@ -417,7 +422,7 @@ def _read_harbor(
     folder: Path, images: Mapping[str, str], reward_threshold: float | None
 ) -> tuple[Task, dict[str, str], tuple[str, ...], float]:
     file = folder / "task.toml"
-    fields = _Fields(file, _parsed(file, tomllib.loads))
+    fields = _Fields(file, _parsed(file))
     steps = _steps(folder, fields)
     services, main_env = _services(folder / "environment")
     instruction = steps[0].instruction if steps else _instruction(folder / "instruction.md")
@@ -487,7 +492,7 @@ def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
     file = next((environment / n for n in COMPOSE_FILES if (environment / n).is_file()), None)
     if file is None:
         return (), {}
-    fields = _Fields(file, _parsed(file, yaml.safe_load))
+    fields = _Fields(file, _parsed(file))
     listed = fields.get("services")
     if not isinstance(listed, Mapping) or not listed:
         raise fields.fail("services", "a table of services", listed)
@@ -659,7 +664,7 @@ def _read_terminal_bench(
     folder: Path, images: Mapping[str, str], reward_threshold: float | None
 ) -> tuple[Task, dict[str, str], tuple[str, ...], float]:
     file = folder / "task.yaml"
-    fields = _Fields(file, _parsed(file, yaml.safe_load))
+    fields = _Fields(file, _parsed(file))
     instruction = fields.text("instruction")
     if not instruction or not instruction.strip():
         raise DefinitionError(f"{file}: instruction is required (the text the agent is given)")

@@ -14,6 +14,7 @@ OWN_COMMANDS = [
     "serve",
     "worker",
     "compare",
+    "export",
     "harness list",
     "import",
     "cases",
