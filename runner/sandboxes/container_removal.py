@@ -10,33 +10,37 @@ still has it removed; a process that exits normally waits for the removals befor
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from runner.sandboxes.containment import watch_container
-from runner.sandboxes.engine import Engine, EngineError
+from runner.sandboxes.engine import EngineError, engine_errors, unix_socket_path
 from runner.sandboxes.off_the_path import OffThePath
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
 
 log = logging.getLogger(__name__)
 
 
-def _remove(removal: tuple[Engine, str]) -> None:
-    engine, container_id = removal
+def _remove(container: Container) -> None:
     try:
-        engine.call("DELETE", f"/containers/{container_id}?force=1&v=1")
+        with engine_errors():
+            container.remove(force=True, v=True)
     except EngineError as exc:
         # 404: auto-removed already; 409: a removal already in progress.
         if exc.status not in (404, 409):
-            log.warning("could not remove docker sandbox container %s: %s", container_id[:12], exc)
+            log.warning("could not remove docker sandbox container %s: %s", container.id[:12], exc)
             return  # still listed: the watchdog tries again when this process ends
-    if engine.socket_path:
-        watch_container(engine.socket_path, container_id, done=True)
+    if socket_path := unix_socket_path(container.client):
+        watch_container(socket_path, container.id, done=True)
 
 
-_removals: OffThePath[tuple[Engine, str]] = OffThePath("proctor-container-remover", _remove)
+_removals: OffThePath[Container] = OffThePath("proctor-container-remover", _remove)
 
 
-def remove_later(engine: Engine, container_id: str) -> None:
-    """Remove the container ``container_id`` in the background (see the module's docstring)."""
-    _removals.put((engine, container_id))
+def remove_later(container: Container) -> None:
+    """Remove ``container`` in the background (see the module's docstring)."""
+    _removals.put(container)
 
 
 def wait_for_removals() -> None:
