@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 # Seconds to wait for the engine's answer to a call (create, start, inspect, remove).
 TIMEOUT_S = 60
-# Connections a client keeps for its next requests: more than the trials a process runs at once
-# (one per CPU unless told) and its remover thread, as urllib3 closes one past it with a warning.
+# The connections the client keeps per address (the SDK pools them by URL, 25 pools at most):
+# more than the trials a process runs at once (one per CPU unless told) plus its remover thread,
+# as urllib3 closes a connection handed back past it with a warning on its log.
 POOL_SIZE = 64
 # Bytes taken from an exec's stream per read.
 READ_CHUNK = 1 << 20
