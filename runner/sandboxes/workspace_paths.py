@@ -6,12 +6,21 @@ for every trial, which tells a reader nothing and makes two trials' changes look
 session stores each reported path relative to the workspace as it arrives
 (:func:`relative_to_workspace`), as the workspace diff always named them; a path outside the
 workspace (a file in the agent's home) stays absolute, as the place it names.
+
+Trials recorded before that hold the absolute paths: :func:`shown_path` makes them relative
+where they are read, recognising the workspace of a trial's folder by its name.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
+
+# A trial's folder is made as "proctor-trial-<owner>-<random>" (runner.sandboxes.trial_folders,
+# named by leftovers.owned_prefix; "proctor-trial-<random>" before owners were named) and holds
+# the "workspace" folder; every kind of sandbox shows the agent the workspace at that path.
+_IN_A_TRIALS_WORKSPACE = re.compile(r"\A/(?:[^/]+/)*?proctor-trial-[^/]+/workspace/(?=[^/])")
 
 
 def relative_to_workspace(path: str, workspaces: Iterable[str]) -> str:
@@ -25,3 +34,9 @@ def relative_to_workspace(path: str, workspaces: Iterable[str]) -> str:
         if tidy.startswith(root + "/"):
             return tidy[len(root) + 1 :]
     return path
+
+
+def shown_path(path: str) -> str:
+    """A recorded path as the pages show it: relative when it lies in a trial's workspace, as
+    recorded before paths were stored relative; any other path unchanged."""
+    return _IN_A_TRIALS_WORKSPACE.sub("", path, count=1)
