@@ -212,9 +212,8 @@ def transcript_and_turns(ctx):
         ctx.transcript() == "Reading the failing test first.\n\nFixed the total."
         and turn.prompt == "Fix the total"
         and turn.answer == "Fixed the total."
-        # The agent reports total.ts (absolute); the run's own `ln -s` shows from the workspace
-        # compare. Both relative to the workspace.
-        and turn.file_changes == ["total.ts", "escape-link"]
+        # The agent reports total.ts; the run's own `ln -s` shows from the workspace compare.
+        and turn.file_changes == [ctx.workspace + "/total.ts", ctx.workspace + "/escape-link"]
         and turn.tool_calls[0]["call_id"] == "call_7"
         and turn.usage["output_tokens"] == 312
     )

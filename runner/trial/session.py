@@ -6,9 +6,7 @@ next message (a responder, a simulated user) is not charged to the agent.
 
 After every turn the workspace is compared with its state before the turn, and what changed
 that the agent did not report itself (a shell command's ``echo bye >> hello.txt``) is added to
-the turn's file changes, as one FileChange event before the turn's Finished. Every file change
-is recorded relative to the workspace (``hello.txt``), however the agent named it
-(``runner.sandboxes.workspace_paths``).
+the turn's file changes, as one FileChange event before the turn's Finished.
 """
 
 from __future__ import annotations
@@ -22,12 +20,9 @@ from runner.core.reporting import RawOutput, TrialRecorder
 from runner.core.transcript import Transcript, TurnTranscript
 from runner.harnesses import Harness, TurnRequest, TurnResult
 from runner.sandboxes import Sandbox
-from runner.sandboxes.workspace_paths import relative_to_workspace
 from runner.workspace.diff import WorkspaceSnapshot
 
 DENIED_STATUSES = {"denied", "refused", "rejected", "blocked", "permission_denied"}
-# The kinds of event _TurnEvents handles one by one rather than as a read's batch.
-_HANDLED_ALONE = frozenset({"Finished", "FileChange"})
 
 
 @dataclass
@@ -47,32 +42,18 @@ class AgentClock:
 class _TurnEvents:
     """The ``emit`` a harness is given for one turn: each event joins the turn's transcript and
     goes to the recorder; ``many`` takes the events of one read at once. The turn's first
-    Finished is held back, to come after the changes found in the workspace (``release``). A
-    FileChange's paths are made relative to the workspace, known by its ``workspaces`` (the
-    path the agent sees and the host's)."""
+    Finished is held back, to come after the changes found in the workspace (``release``)."""
 
-    def __init__(
-        self, turn: TurnTranscript, recorder: TrialRecorder, workspaces: tuple[str, ...]
-    ) -> None:
+    def __init__(self, turn: TurnTranscript, recorder: TrialRecorder) -> None:
         self.turn = turn
         self.recorder = recorder
-        self.workspaces = workspaces
         self._held_finish: AgentEvent | None = None
 
     def __call__(self, event: AgentEvent) -> None:
         if event.kind == "Finished" and self._held_finish is None:
             self._held_finish = event
             return
-        if event.kind == "FileChange":
-            event = self._relative(event)
         self._record(event)
-
-    def _relative(self, event: AgentEvent) -> AgentEvent:
-        paths = event.data["paths"]
-        relative = [relative_to_workspace(path, self.workspaces) for path in paths]
-        if relative == paths:
-            return event
-        return AgentEvent(event.kind, {**event.data, "paths": relative}, event.at_ms, event.line)
 
     def release(self) -> None:
         """The held Finished, once the turn's other events are in (the turn's last call)."""
@@ -84,7 +65,7 @@ class _TurnEvents:
         self.recorder.event(self.turn.index, event)
 
     def many(self, events: list[AgentEvent]) -> None:
-        if any(event.kind in _HANDLED_ALONE for event in events):
+        if any(event.kind == "Finished" for event in events):
             for event in events:
                 self(event)
             return
@@ -146,9 +127,7 @@ class AgentSession:
         if self._workspace_before is None:
             self._workspace_before = WorkspaceSnapshot.take(self.sandbox.host_workspace)
         self._workspace_current = False
-        emit = _TurnEvents(
-            turn, self.recorder, (self.sandbox.workspace, str(self.sandbox.host_workspace))
-        )
+        emit = _TurnEvents(turn, self.recorder)
         request = TurnRequest(
             prompt=prompt,
             index=turn.index,
@@ -181,16 +160,21 @@ class AgentSession:
         return result
 
     def _unreported_changes(self, reported: list[str]) -> list[str]:
-        """The workspace paths changed during the turn that the agent did not report (``reported``
-        are already relative to the workspace); the next turn compares against the workspace as
-        it is now."""
+        """The workspace paths (as the agent sees them) changed during the turn that the agent
+        did not report; the next turn compares against the workspace as it is now."""
         assert self._workspace_before is not None
         changed, self._workspace_before = self._workspace_before.changes(
             self.sandbox.host_workspace
         )
         self._workspace_current = True
-        known = set(reported)
-        return [rel for rel in changed if rel not in known]
+        root = self.sandbox.workspace.rstrip("/")
+        known = {
+            path.removeprefix(root + "/")
+            if path.startswith(root + "/")
+            else path.removeprefix("./")
+            for path in reported
+        }
+        return [f"{root}/{rel}" for rel in changed if rel not in known]
 
     def _note_denials(
         self, index: int, mode: str, tool_calls: list[dict[str, Any]], refused: list[dict[str, Any]]

@@ -1,7 +1,6 @@
 """The files a trial changed, named relative to its workspace on every page that lists them
 (the trial page, its later transcript pages, the API's events): ``calc.py``, never the
-sandbox's temp folder, for a trial run now and for one recorded when absolute paths were
-stored."""
+sandbox's temp folder, though the record keeps them as the agent wrote them (absolute)."""
 
 from __future__ import annotations
 
@@ -29,11 +28,14 @@ echo '{"_tag":"Message","role":"assistant","text":"Fixed add in calc.py."}'
 """
 
 EVAL = """
+import os
+
 from proctor import Verdict, case, files, profile, suite, variant
 
 
 def lists_the_changes(ctx):
-    changed = [path for turn in ctx.turns() for path in turn.file_changes]
+    # Validators read the paths as the agent wrote them: absolute, in the trial's workspace.
+    changed = [os.path.relpath(path, ctx.workspace) for turn in ctx.turns() for path in turn.file_changes]
     return Verdict(changed == ["calc.py", "docs/usage.md"], "changed: " + ", ".join(changed))
 
 
@@ -83,7 +85,7 @@ def test_a_trial_run_now_names_the_files_it_changed_relative_to_the_workspace(
 
 
 @pytest.mark.django_db
-def test_a_trial_recorded_with_absolute_paths_shows_them_relative(client):
+def test_a_stored_absolute_path_in_the_workspace_shows_relative(client):
     cast = make_cast()
     run = make_run(
         make_batch(cast.acme, status="finished"),

@@ -345,7 +345,7 @@ def turns_hold_what_happened(ctx):
     agent_commands = [c["command"] for c in turn.commands if c["origin"] == "agent"]
     return (turn.prompt == "Fix the total" and agent_commands == ["bun test"]
             and [t["name"] for t in turn.tool_calls] == ["search"]
-            and turn.file_changes == ["total.ts"])
+            and turn.file_changes == [ctx.workspace + "/total.ts"])
 
 
 def prepared_is_none_without_prepare(ctx):

@@ -128,7 +128,7 @@ def test_it_turns_an_editing_turn_into_the_transcript(
     assert result.finish_reason == "completed" and result.exit_code == 0
     assert result.session_id is None  # Aider has none
     assert [m["text"] for m in turn.messages] == [CREATE_HELLO.strip("\n")]
-    assert turn.file_changes == ["hello.txt"]
+    assert turn.file_changes == [f"{trial.sandbox.workspace}/hello.txt"]
     assert (trial.workspace / "hello.txt").read_text() == "hi\n"
     # Suggested shell commands are declined under --yes-always: shown, refused, never run.
     assert turn.commands == []

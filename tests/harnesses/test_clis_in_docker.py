@@ -62,7 +62,7 @@ def docker_trial() -> Iterator[Callable[[Variant], CliTrial]]:
 def assert_wrote_hello(trial: CliTrial, *, ran_shell: bool = True) -> None:
     turn = trial.turn(0)
     assert (trial.workspace / "hello.txt").read_text() == "hi\n"
-    assert "hello.txt" in turn.file_changes
+    assert f"{trial.sandbox.workspace}/hello.txt" in turn.file_changes
     assert turn.answer == "Done: hello.txt holds hi."
     if ran_shell:
         assert commands(turn)[0][0] == WRITE_HELLO
@@ -167,6 +167,6 @@ def test_aider_runs_in_docker(docker_trial):
     assert result.exit_code == 0, trial.recorder.raw[-5:]
     turn = trial.turn(0)
     assert (trial.workspace / "hello.txt").read_text() == "hi\n"
-    assert turn.file_changes == ["hello.txt"]
+    assert turn.file_changes == [f"{trial.sandbox.workspace}/hello.txt"]
     assert turn.answer.startswith("Done: hello.txt holds hi.")
     assert trial.harness.version.startswith("aider")

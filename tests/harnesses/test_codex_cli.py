@@ -68,7 +68,10 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
     assert turn.commands[0]["output"] == "hi\n"
     assert "No such file or directory" in turn.commands[1]["output"]
     # Codex reports its patch; the shell's hello.txt comes from the workspace compare.
-    assert turn.file_changes == ["notes.md", "hello.txt"]
+    assert turn.file_changes == [
+        f"{codex_trial.sandbox.workspace}/notes.md",
+        f"{codex_trial.sandbox.workspace}/hello.txt",
+    ]
     assert (codex_trial.workspace / "notes.md").read_text() == "# Notes\n"
     assert turn.answer == "Done: hello.txt holds hi."
     assert turn.usage == usage_of_calls(4)

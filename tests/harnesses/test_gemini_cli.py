@@ -109,7 +109,7 @@ def test_it_turns_a_tool_using_turn_into_the_transcript(
     ]
     assert json.loads(turn.tool_calls[2]["input"]) == {"file_path": notes, "content": "# Notes\n"}
     # The write tool is reported by the CLI; the shell's hello.txt by the workspace compare.
-    assert turn.file_changes == ["notes.md", "hello.txt"]
+    assert turn.file_changes == [notes, notes.replace("notes.md", "hello.txt")]
     assert [m["text"] for m in turn.messages] == ["Writing notes.", "Done: hello.txt holds hi."]
     assert turn.usage == {
         "input_tokens": 4 * USAGE_PER_CALL["promptTokenCount"],
