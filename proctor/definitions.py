@@ -390,7 +390,8 @@ class Suite:
     # Mocks every case of the suite gets (a case's mock of the same name replaces one).
     mocks: tuple[Any, ...] = ()
     # More paths the workspace diff and the turns' file changes leave out, after the default
-    # list of generated files (runner.workspace.diff.DEFAULT_IGNORE): "build/", "*.log".
+    # list of generated files (runner.workspace.diff.DEFAULT_IGNORE), as .gitignore lines:
+    # "build/", "*.log", "!expected.log".
     diff_ignore: tuple[str, ...] = ()
 
     @property

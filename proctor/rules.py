@@ -244,7 +244,11 @@ def _files_problem(field: str, contents: object) -> str | None:
 
 
 def _diff_ignore_problem(patterns: object) -> str | None:
-    """``diff_ignore`` extends the workspace diff's ignore list with glob patterns."""
+    """``diff_ignore`` extends the workspace diff's ignore list with glob patterns, read as the
+    lines of a ``.gitignore``."""
+    # Imported here, not at the top: only a suite with diff_ignore pays its ~20 ms.
+    import pathspec
+
     if not isinstance(patterns, tuple | list):
         return "diff_ignore must be a list of glob patterns, like ['dist/', '*.log']"
     for position, pattern in enumerate(patterns, start=1):
@@ -252,6 +256,13 @@ def _diff_ignore_problem(patterns: object) -> str | None:
             return (
                 f"diff_ignore[{position}] must be a non-empty glob pattern like '*.log' "
                 f"(got {pattern!r})"
+            )
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern.strip()])
+        except ValueError:  # pathspec's GitIgnorePatternError: "!" alone, a trailing "\\"
+            return (
+                f"diff_ignore[{position}] must be a pattern git reads in a .gitignore, like "
+                f"'dist/' or '!keep.log' (got {pattern!r})"
             )
     return None
 

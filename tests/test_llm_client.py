@@ -7,13 +7,19 @@ import json
 import os
 import socket
 import time
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.openai_server import FakeModelServer, Reply, fake_model_server_fixture  # noqa: F401
+from fakes.openai_server import (  # noqa: F401
+    FakeModelServer,
+    Reply,
+    chat_completion_body,
+    fake_model_server_fixture,
+)
 
-from runner.llm import LLMConfig, LLMError, complete, parse_json_answer, resolve_config
+from runner.llm import LLMConfig, LLMError, complete, http_client, parse_json_answer, resolve_config
 from runner.llm.http_client import complete_http
 
 MESSAGES = [{"role": "user", "content": "Which option do you want?"}]
@@ -138,7 +144,10 @@ def test_it_retries_a_refused_connection_and_then_fails() -> None:
         complete_http(config, MESSAGES, sleep=slept.append)
 
     assert raised.value.cause == "dispatch_failed"
-    assert "could not reach the model endpoint" in str(raised.value)
+    assert str(raised.value) == (
+        f"could not reach the model endpoint at http://127.0.0.1:{port}/v1/chat/completions: "
+        "Connection refused (tried 3 times)"
+    )
     assert len(slept) == 2
 
 
@@ -153,6 +162,161 @@ def test_it_times_out_with_dispatch_timed_out_and_does_not_retry(
     assert raised.value.cause == "dispatch_timed_out"
     assert "did not answer within 0.3s" in str(raised.value)
     assert len(fake_model_server.requests) == 1
+
+
+def test_it_honours_retry_after_as_an_http_date_and_caps_every_form(
+    fake_model_server: FakeModelServer,
+) -> None:
+    in_twenty_seconds = formatdate(time.time() + 20, usegmt=True)
+    fake_model_server.script(
+        Reply(status=429, headers={"Retry-After": "when we feel like it"}),
+        Reply(status=429, headers={"Retry-After": in_twenty_seconds}),
+        Reply(status=503, headers={"Retry-After": "Fri, 31 Dec 2100 23:59:59 GMT"}),
+        Reply(status=429, headers={"Retry-After": "3600"}),
+        Reply(status=503, headers={"Retry-After": "Thu, 01 Jan 1970 00:00:00 GMT"}),
+        "ok",
+    )
+    slept: list[float] = []
+
+    completion = complete_http(
+        http_config(fake_model_server, max_retries=5), MESSAGES, sleep=slept.append
+    )
+
+    assert completion.text == "ok"
+    assert 0.5 <= slept[0] <= 1.0  # unreadable: the backoff decides
+    assert 10.0 <= slept[1] <= 20.0  # the date is to the second, and the clock moved on
+    assert slept[2:] == [60.0, 60.0, 0.0]  # capped both ways
+
+
+def test_it_retries_a_dropped_connection_and_says_so_when_it_keeps_dropping(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(Reply(drop=True), "after the drop", Reply(drop=True), Reply(drop=True))
+    slept: list[float] = []
+
+    answered = complete_http(http_config(fake_model_server), MESSAGES, sleep=slept.append)
+    with pytest.raises(LLMError) as raised:
+        complete_http(http_config(fake_model_server, max_retries=1), MESSAGES, sleep=slept.append)
+
+    assert answered.text == "after the drop"
+    assert raised.value.cause == "dispatch_failed"
+    assert str(raised.value) == (
+        f"the connection to the model endpoint at {fake_model_server.url}/chat/completions "
+        "broke: Server disconnected without sending a response. (tried 2 times)"
+    )
+    assert len(slept) == 2
+    assert fake_model_server.unused_replies() == 0
+
+
+def test_a_server_trickling_its_answer_cannot_outlast_the_timeout(
+    fake_model_server: FakeModelServer,
+) -> None:
+    # Each piece comes well within the timeout; the whole answer does not.
+    fake_model_server.script(Reply(text="slowly " * 20, trickle_s=0.1))
+
+    with pytest.raises(LLMError) as raised:
+        complete(http_config(fake_model_server, timeout_s=0.5, max_retries=2), MESSAGES)
+
+    assert raised.value.cause == "dispatch_timed_out"
+    assert "did not answer within 0.5s" in str(raised.value)
+    assert len(fake_model_server.requests) == 1
+    # It hung up on the answer rather than read it to the end and then complained.
+    assert fake_model_server.client_hung_up.wait(timeout=10)
+
+
+def test_a_base_url_http_cannot_send_to_fails_at_once() -> None:
+    slept: list[float] = []
+
+    with pytest.raises(LLMError) as raised:
+        complete_http(LLMConfig(base_url="localhost:8000/v1"), MESSAGES, sleep=slept.append)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert str(raised.value) == (
+        "cannot send to the model endpoint at localhost:8000/v1/chat/completions: "
+        "Request URL is missing an 'http://' or 'https://' protocol."
+    )
+    assert slept == []
+
+
+def test_it_names_where_a_redirect_points_and_does_not_follow_it(
+    fake_model_server: FakeModelServer,
+) -> None:
+    moved = "https://models.example/v1/chat/completions"
+    fake_model_server.script(Reply(status=308, headers={"Location": moved}), "never sent")
+
+    with pytest.raises(LLMError) as raised:
+        complete(http_config(fake_model_server), MESSAGES)
+
+    assert raised.value.cause == "dispatch_failed"
+    assert str(raised.value) == (
+        f"the model endpoint refused the request (HTTP 308): it redirects to {moved}; "
+        "point the base URL there"
+    )
+    assert len(fake_model_server.requests) == 1
+
+
+def test_consultations_share_one_connection_and_keep_no_cookies(
+    fake_model_server: FakeModelServer,
+) -> None:
+    fake_model_server.script(
+        Reply(text="first", headers={"Set-Cookie": "gateway=trial-1; Path=/"}), "second"
+    )
+    config = http_config(fake_model_server)
+
+    complete(config, MESSAGES)
+    complete(config, MESSAGES)
+
+    first, second = fake_model_server.requests
+    assert first.client_port == second.client_port
+    assert "cookie" not in second.headers
+
+
+def test_it_goes_through_the_proxy_the_environment_names(
+    fake_model_server: FakeModelServer, monkeypatch
+) -> None:
+    # The fake stands in for the proxy: it is asked for the whole URL of a host only it reaches.
+    endpoint = "http://models.internal.invalid/v1"
+    fake_model_server.add_route(f"{endpoint}/chat/completions", chat_completion_body)
+    fake_model_server.script("through the proxy", route=f"{endpoint}/chat/completions")
+    monkeypatch.setenv("HTTP_PROXY", fake_model_server.root_url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    # The client reads the environment when it is made, once per process.
+    monkeypatch.setattr(http_client, "_shared", None)
+
+    completion = complete(LLMConfig(base_url=endpoint, model="m"), MESSAGES)
+
+    assert completion.text == "through the proxy"
+
+
+def test_a_forked_child_opens_a_connection_of_its_own(fake_model_server: FakeModelServer) -> None:
+    # `proctor eval -j N` forks its trial workers: a child writing on the parent's pooled
+    # connection would mix the two processes' requests and answers.
+    fake_model_server.script("parent", "child", "parent again")
+    config = http_config(fake_model_server)
+    complete(config, MESSAGES)
+    reader, writer = os.pipe()
+
+    pid = os.fork()
+    if pid == 0:  # the child: answer through the pipe, whatever happens
+        os.close(reader)
+        try:
+            said = complete(config, MESSAGES).text
+        except BaseException as error:
+            said = repr(error)
+        os.write(writer, said.encode())
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        child_said = pipe.read().decode()
+    os.waitpid(pid, 0)
+    after = complete(config, MESSAGES)
+
+    assert child_said == "child"
+    assert after.text == "parent again"
+    parent, child, parent_again = (request.client_port for request in fake_model_server.requests)
+    assert child != parent
+    assert parent_again == parent
 
 
 def test_it_fails_at_once_on_a_client_error_with_the_servers_message(

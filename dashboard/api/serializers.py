@@ -6,6 +6,8 @@ a run's own counts of its trials, so a list serializes without a query per row.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -23,6 +25,7 @@ from evals_app.models import (
     Variant,
 )
 from evals_app.version_diff import describe_changes
+from runner.sandboxes.workspace_paths import shown_path
 
 TRIAL_STATUSES = tuple(Trial.Status.values)
 
@@ -283,6 +286,20 @@ class EventSerializer(serializers.ModelSerializer):
     class Meta:
         model = Event
         fields = ["seq", "turn_index", "kind", "at", "data"]
+
+    def to_representation(self, instance: Event) -> dict[str, Any]:
+        """A FileChange's paths relative to the workspace, as the trial page shows them, also
+        for a trial recorded when the sandbox's absolute paths were stored."""
+        shown = super().to_representation(instance)
+        data = shown.get("data")
+        if instance.kind == Event.Kind.FILE_CHANGE and isinstance(data, dict):
+            paths = data.get("paths")
+            if isinstance(paths, list):
+                shown["data"] = {
+                    **data,
+                    "paths": [shown_path(p) if isinstance(p, str) else p for p in paths],
+                }
+        return shown
 
 
 class RerunBatchRequestSerializer(serializers.Serializer):

@@ -1,5 +1,5 @@
 """Filters that turn the numbers of a result into what a reader scans: durations, token
-counts, pass rates, weights; and the labels of who wrote a turn."""
+counts, pass rates, weights; the labels of who wrote a turn; and workspace paths."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.grid_cells import describe_tally, format_duration, render_grid_cell, render_total
 from evals_app.pass_rates import GridCell, Tally
+from runner.sandboxes.workspace_paths import shown_path
 
 register = template.Library()
 
@@ -66,6 +67,13 @@ def grid_cell(cell: GridCell | None) -> SafeString:
 def grid_total(id_prefix: str, pk: object, tally: Tally) -> SafeString:
     """A total cell whose element id is ``id_prefix`` followed by ``pk``."""
     return render_total(f"{id_prefix}{pk}", tally)
+
+
+@register.filter
+def workspace_path(path: str) -> str:
+    """A changed file's path relative to the workspace, also in a trial recorded when the
+    sandbox's absolute path was stored (``/tmp/proctor-trial-…/workspace/calc.py``)."""
+    return shown_path(path)
 
 
 @register.filter

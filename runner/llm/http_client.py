@@ -1,24 +1,39 @@
-"""Consulting an OpenAI-compatible Chat Completions endpoint over plain HTTP.
+"""Consulting an OpenAI-compatible Chat Completions endpoint over HTTP (httpx).
 
-Rate limits (429), server errors (5xx) and dropped connections are retried with exponential
-backoff, honouring a ``Retry-After`` given in seconds. A timeout is not retried: a model that
-needed the whole allowance once will likely need it again, and each retry would add another
-full wait. Any other refusal (400, 401, 404, ...) fails at once with the server's own message.
+Rate limits (429), server errors (5xx) and failed or dropped connections are retried (tenacity)
+with exponential backoff, honouring a ``Retry-After`` in seconds or as an HTTP date, capped. A
+timeout is not retried: a model that needed the whole allowance once will likely need it again,
+and each retry would add another full wait. Any other refusal (400, 401, 404, a redirect, ...)
+fails at once with the server's own message.
+
+One client per process keeps connections to the endpoint open between consultations, shared
+by the threads of a pool (an httpx client may be). A forked child (a `proctor eval -j N`
+worker, a Celery worker's child) makes its own on first use: the parent's sockets would carry
+two processes' requests on one connection, and its pool's lock may have been held by another
+thread at the fork.
+
+httpx and tenacity are imported on the first consultation, not with this module: `proctor
+eval` imports it on its way to any batch (planning resolves the endpoint), and a batch without
+judges, a responder or a chat agent never consults a model.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
+import math
+import os
 import random
+import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
 from runner.llm.endpoints import LLMConfig, scrub_key
+
+if TYPE_CHECKING:
+    import httpx
+    import tenacity
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 # Backoff before retry n (0-based) is BACKOFF_BASE_S * 2**n, capped, with jitter so many trials
@@ -29,7 +44,9 @@ BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 60.0
 # How much of a server's error text goes into the failure's sentence.
 SERVER_MESSAGE_CHARS = 300
-READ_CHUNK_BYTES = 64 * 1024
+# Idle connections kept open per process (httpx's default); how many are open at once is not
+# limited, as a pool of N trial threads may consult together.
+KEPT_OPEN = 20
 
 
 class _Retryable(Exception):
@@ -82,7 +99,9 @@ def complete_http(
 ) -> Completion:
     """POST the messages and return the assistant's answer (its text, or the tools it calls
     when ``tools`` were offered in OpenAI's function format). Blocks for up to ``timeout_s``
-    per attempt plus backoff between attempts."""
+    per attempt plus backoff between attempts; the first call in a process imports httpx."""
+    import tenacity  # off `proctor eval`'s start-up path (see the module docstring)
+
     assert config.base_url, "complete_http needs a base URL"
     url = chat_completions_url(config.base_url)
     body = request_body(config, messages, json_mode=json_mode, tools=tools, temperature=temperature)
@@ -94,78 +113,122 @@ def complete_http(
     }
     if config.api_key:
         headers["Authorization"] = f"Bearer {config.api_key}"
-    started = time.monotonic()
     attempts = max(0, config.max_retries) + 1
-    for attempt in range(attempts):
-        try:
-            raw = _post_once(url, payload, headers, config)
-        except _Retryable as failure:
-            if attempt + 1 >= attempts:
-                tried = f" (tried {attempts} times)" if attempts > 1 else ""
-                raise LLMError(
-                    DISPATCH_FAILED, scrub_key(failure.message + tried, config.api_key)
-                ) from None
-            sleep(_delay_before_retry(attempt, failure.retry_after_s))
-            continue
-        return _completion_from(raw, config, duration_ms=int((time.monotonic() - started) * 1000))
-    raise AssertionError("unreachable: the loop returns or raises")
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts),
+        wait=_delay_before_retry,
+        retry=tenacity.retry_if_exception_type(_Retryable),
+        sleep=sleep,
+        reraise=True,
+    )
+    started = time.monotonic()
+    try:
+        raw = retrying(_post_once, url, payload, headers, config)
+    except _Retryable as failure:
+        tried = f" (tried {attempts} times)" if attempts > 1 else ""
+        raise LLMError(
+            DISPATCH_FAILED, scrub_key(failure.message + tried, config.api_key)
+        ) from None
+    return _completion_from(raw, config, duration_ms=int((time.monotonic() - started) * 1000))
 
 
 def _post_once(url: str, payload: bytes, headers: dict[str, str], config: LLMConfig) -> str:
-    """One attempt: the response body of a 200, or an exception saying what went wrong."""
-    request = urllib.request.Request(url, data=payload, headers=headers, method="POST")
+    """One attempt: the response body of a 2xx, or an exception saying what went wrong."""
+    import httpx  # on the first consultation (see the module docstring)
+
     deadline = time.monotonic() + config.timeout_s
     try:
-        with urllib.request.urlopen(request, timeout=config.timeout_s) as response:
-            return _read_until(response, deadline, config)
-    except urllib.error.HTTPError as error:
-        with error:
-            status = error.code
-            body = _read_error_body(error)
-            retry_after = _retry_after_s(error.headers.get("Retry-After"))
-        message = scrub_key(_server_message(body), config.api_key)
-        if status == 429:
-            raise _Retryable(
-                f"the model endpoint kept rate-limiting the request (HTTP 429): {message}",
-                retry_after,
-            ) from None
-        if status >= 500:
-            raise _Retryable(
-                f"the model endpoint failed (HTTP {status}): {message}", retry_after
-            ) from None
-        raise LLMError(
-            DISPATCH_FAILED, f"the model endpoint refused the request (HTTP {status}): {message}"
-        ) from None
-    except TimeoutError:
+        with _client().stream(
+            "POST", url, content=payload, headers=headers, timeout=config.timeout_s
+        ) as response:
+            if response.is_success:
+                return _read_until(response, deadline, config)
+            try:
+                body = response.read().decode("utf-8", errors="replace")
+            except httpx.TransportError:  # a refusal cut short still has its status to tell
+                body = ""
+    except httpx.TimeoutException:
         raise _timed_out(config) from None
-    except urllib.error.URLError as error:
-        if isinstance(error.reason, TimeoutError):
-            raise _timed_out(config) from None
-        raise _Retryable(
-            f"could not reach the model endpoint at {url}: {_reason(error.reason)}"
+    except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
+        # Asking again cannot help (a base URL without http://, say).
+        raise LLMError(
+            DISPATCH_FAILED, f"cannot send to the model endpoint at {url}: {_reason(error)}"
         ) from None
-    except (http.client.HTTPException, OSError) as error:
-        # A reset or half-closed connection (ConnectionError, RemoteDisconnected, TLS errors).
+    except (httpx.ConnectError, httpx.ProxyError) as error:
+        raise _Retryable(f"could not reach the model endpoint at {url}: {_reason(error)}") from None
+    except httpx.TransportError as error:
+        # A reset or half-closed connection (ReadError, RemoteProtocolError, TLS errors).
         raise _Retryable(
             f"the connection to the model endpoint at {url} broke: {_reason(error)}"
         ) from None
+    raise _refusal(response, body, config)
 
 
-def _read_until(response: Any, deadline: float, config: LLMConfig) -> str:
-    """The whole body, read in chunks so a server trickling bytes cannot outlast the timeout."""
+def _client() -> httpx.Client:
+    """This process's client, made on first use (see the module docstring)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            import ssl  # with httpx, on the first consultation
+            from http.cookiejar import CookieJar, DefaultCookiePolicy
+
+            import httpx
+
+            _shared = httpx.Client(
+                # The system's certificates, as urllib used: an endpoint signed by a company CA
+                # installed on the machine stays trusted (httpx's default is certifi's bundle).
+                verify=ssl.create_default_context(),
+                # No cookies kept: a gateway's cookie set for one trial must not ride on another's.
+                cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+                limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEPT_OPEN),
+            )
+        return _shared
+
+
+_shared: httpx.Client | None = None
+_shared_lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A forked child makes a client of its own; the parent's is dropped, not closed, as
+    closing takes a lock another thread may have held at the fork."""
+    global _shared, _shared_lock
+    _shared, _shared_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _read_until(response: httpx.Response, deadline: float, config: LLMConfig) -> str:
+    """The whole body, read as it arrives so a server trickling bytes cannot outlast the
+    timeout (with a chunk size, httpx would gather a chunk's worth before the check)."""
     chunks: list[bytes] = []
-    while chunk := response.read(READ_CHUNK_BYTES):
+    for chunk in response.iter_bytes():
         chunks.append(chunk)
         if time.monotonic() > deadline:
             raise _timed_out(config)
     return b"".join(chunks).decode("utf-8", errors="replace")
 
 
-def _read_error_body(error: urllib.error.HTTPError) -> str:
-    try:
-        return error.read().decode("utf-8", errors="replace")
-    except (OSError, http.client.HTTPException):
-        return ""
+def _refusal(response: httpx.Response, body: str, config: LLMConfig) -> Exception:
+    """The failure a non-2xx answer stands for: retryable for 429 and 5xx, final otherwise."""
+    status = response.status_code
+    retry_after = _retry_after_s(response.headers.get("Retry-After"))
+    location = response.headers.get("Location")
+    if 300 <= status < 400 and location:
+        # Not followed: a redirected POST becomes a GET (301-303) the endpoint cannot answer.
+        body = f"it redirects to {location}; point the base URL there"
+    message = scrub_key(_server_message(body), config.api_key)
+    if status == 429:
+        return _Retryable(
+            f"the model endpoint kept rate-limiting the request (HTTP 429): {message}",
+            retry_after,
+        )
+    if status >= 500:
+        return _Retryable(f"the model endpoint failed (HTTP {status}): {message}", retry_after)
+    return LLMError(
+        DISPATCH_FAILED, f"the model endpoint refused the request (HTTP {status}): {message}"
+    )
 
 
 def _timed_out(config: LLMConfig) -> LLMError:
@@ -175,10 +238,17 @@ def _timed_out(config: LLMConfig) -> LLMError:
     )
 
 
-def _reason(reason: object) -> str:
-    if isinstance(reason, OSError) and reason.strerror:
-        return reason.strerror
-    return str(reason) or type(reason).__name__
+def _reason(error: BaseException) -> str:
+    """The operating system's words when an OSError lies under httpx's (``Connection
+    refused``), else httpx's own sentence."""
+    cause: BaseException | None = error
+    for _ in range(5):
+        if cause is None:
+            break
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        cause = cause.__cause__ or cause.__context__
+    return str(error) or type(error).__name__
 
 
 def _server_message(body: str) -> str:
@@ -206,21 +276,33 @@ def _clip(text: str) -> str:
 
 
 def _retry_after_s(header: str | None) -> float | None:
-    """Retry-After in seconds; the HTTP-date form is rare from model APIs and falls back to
-    the backoff."""
+    """Retry-After in seconds from now, given as seconds or as an HTTP date, capped; None when
+    absent or unreadable (the backoff decides)."""
     if not header:
         return None
     try:
-        seconds = float(header.strip())
+        seconds = float(header)
     except ValueError:
+        from datetime import UTC  # a rare form: loaded when it comes
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return None
+        # An HTTP date is in GMT, even in the asctime form that names no zone.
+        seconds = when.replace(tzinfo=when.tzinfo or UTC).timestamp() - time.time()
+    if math.isnan(seconds):
         return None
     return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
 
 
-def _delay_before_retry(attempt: int, retry_after_s: float | None) -> float:
-    if retry_after_s is not None:
-        return retry_after_s
-    backoff = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt)
+def _delay_before_retry(state: tenacity.RetryCallState) -> float:
+    """The server's Retry-After when it gave one, else the backoff for this attempt."""
+    failure = state.outcome.exception() if state.outcome else None
+    if isinstance(failure, _Retryable) and failure.retry_after_s is not None:
+        return failure.retry_after_s
+    backoff = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (state.attempt_number - 1))
     return backoff * random.uniform(0.5, 1.0)
 
 

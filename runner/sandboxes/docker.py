@@ -1,4 +1,4 @@
-"""The ``docker`` sandbox: one container per trial, driven over the engine's API (``engine``).
+"""The ``docker`` sandbox: one container per trial, driven through the ``docker`` SDK (``engine``).
 
 The container's one process under Docker's init is its keep-alive, a small shell server that
 runs the trial's steps (``runner.sandboxes.container_steps``), with a read-only root file system,
@@ -18,7 +18,8 @@ on its requests (a step running then ends first), and is removed by the watchdog
 (``runner.sandboxes.containment``, for an engine on a unix socket); where the server cannot
 serve, the keep-alive is a sleep that ends a day later.
 
-A trial costs the engine a create, a start and an inspect; whether a step left a process
+A trial costs the engine a create, a start and an inspect (the SDK's low-level create gives the
+container's id at once, where the high-level one inspects first); whether a step left a process
 behind is read from the container's cgroup on the host when Proctor sees it (else the engine
 lists the container's processes, running ``ps``, and every step is an exec).
 
@@ -35,8 +36,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
 
 import proctor
 from proctor.definitions import Variant
@@ -44,9 +44,21 @@ from runner.sandboxes.base import LineSink, ProcessResult, SandboxError
 from runner.sandboxes.container_removal import remove_later
 from runner.sandboxes.container_steps import ServerStep, StepServer
 from runner.sandboxes.containment import watch_container
-from runner.sandboxes.engine import Engine, EngineError
+from runner.sandboxes.engine import (
+    TIMEOUT_S,
+    EngineError,
+    client,
+    connect,
+    engine_errors,
+    start_exec,
+    unix_socket_path,
+)
 from runner.sandboxes.local import LocalSandbox
 from runner.sandboxes.processes import TERMINATE_GRACE_S, LineSplitter
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 DEFAULT_IMAGE = "proctor-base:latest"
 # The base image plus node and the real agent CLIs (docs/agents-in-docker.md); select it with
@@ -58,8 +70,6 @@ DEFAULT_PIDS = 512
 # How long a container lives if its worker dies without destroying it, where its step server
 # cannot serve (it ends with the worker where it can).
 KEEPALIVE_S = 24 * 60 * 60
-# Seconds to wait for the engine on control calls (create, inspect, remove).
-ENGINE_TIMEOUT_S = 60
 SANDBOX_TMP = "/tmp"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = "proctor.sandbox"
@@ -98,11 +108,13 @@ LONGEST_PAUSE_S = 0.25
 DRAIN_S = 5.0
 
 
-def _engine(timeout: float = ENGINE_TIMEOUT_S) -> Engine:
+def _engine() -> DockerClient:
     try:
-        return Engine(timeout=timeout)
+        return client()
     except EngineError as exc:
-        raise SandboxError(f"the docker sandbox is unavailable: {exc.explanation}") from exc
+        raise SandboxError(
+            f"the docker sandbox is unavailable: no Docker engine answers ({exc.explanation})"
+        ) from exc
 
 
 def _missing_image(image: str) -> str:
@@ -111,19 +123,22 @@ def _missing_image(image: str) -> str:
 
 
 def docker_problem(image: str = DEFAULT_IMAGE) -> str | None:
-    """Why the docker sandbox cannot run ``image`` here, or None when it can (two requests to
-    the engine)."""
+    """Why the docker sandbox cannot run ``image`` here, or None when it can (three requests to
+    the engine, on a client of their own that waits 10 s at most)."""
     try:
-        engine = Engine(timeout=10)
-        engine.call("GET", "/_ping")
+        engine = connect(timeout=10)
     except EngineError as exc:
         return f"no Docker engine answers ({exc.explanation})"
     try:
-        engine.call("GET", f"/images/{quote(image, safe='')}/json")
+        with engine_errors():
+            engine.ping()
+            engine.images.get(image)
     except EngineError as exc:
         if exc.status == 404:
             return _missing_image(image)
         return f"the engine could not inspect {image} ({exc.explanation})"
+    finally:
+        engine.close()
     return None
 
 
@@ -250,11 +265,12 @@ class DockerSandbox(LocalSandbox):
         self.network = network
         self.user = f"{os.getuid()}:{os.getgid()}"
         self.kit_dir = str(Path(proctor.__file__).resolve().parent)
-        self.container_id: str | None = None
+        self.container: Container | None = None
         self.procs_file: Path | None = None
         self.steps: StepServer | None = None
         try:
-            self.container_id = self._start_container(nano_cpus, memory_bytes, pids_limit, expose)
+            with engine_errors():
+                self.container = self._start_container(nano_cpus, memory_bytes, pids_limit, expose)
         except Exception as exc:
             self.destroy()
             if isinstance(exc, SandboxError):
@@ -270,6 +286,11 @@ class DockerSandbox(LocalSandbox):
             raise SandboxError(
                 f"the docker sandbox could not start a container from {image}: {exc}"
             ) from exc
+
+    @property
+    def container_id(self) -> str | None:
+        """The container's id, None once destroyed."""
+        return None if self.container is None else self.container.id
 
     @classmethod
     def for_variant(cls, variant: Variant) -> DockerSandbox:
@@ -288,7 +309,11 @@ class DockerSandbox(LocalSandbox):
 
     def _start_container(
         self, nano_cpus: int, memory_bytes: int, pids_limit: int, expose: Sequence[str]
-    ) -> str:
+    ) -> Container:
+        """Create and start the container; it is ``self.container`` from its create on, so a
+        failure after it still removes it (SDK errors are the caller's to translate)."""
+        from docker.types import Mount  # the SDK: imported with the process's client (engine)
+
         # The trial's mocks (runner.mocks) live here: shims, unix sockets, the bridge.
         mocks_folder = self.root / "mocks"
         mocks_folder.mkdir(exist_ok=True)
@@ -308,46 +333,48 @@ class DockerSandbox(LocalSandbox):
             (self.kit_dir, self.kit_dir, True),
             *((os.path.abspath(p), os.path.abspath(p), True) for p in expose),
         ]
-        # A create, never a pull: a missing image is an error, not a download.
-        config = self._container_config(
-            {
-                "Image": self.image,
-                "Cmd": self.steps.container_command(KEEPALIVE_S),
-                "WorkingDir": self.workspace,
-                "User": self.user,
-                "Labels": {LABEL: self.kind, f"{LABEL}.folder": str(self.root)},
-                "Hostname": "sandbox",
-                "HostConfig": {
-                    "Mounts": [
-                        {"Type": "bind", "Source": source, "Target": target, "ReadOnly": ro}
-                        for source, target, ro in binds
-                    ],
-                    "NetworkMode": "host" if self.network else "none",
-                    "Init": True,
-                    "ReadonlyRootfs": True,
-                    "AutoRemove": True,
-                    "CapDrop": ["ALL"],
-                    "SecurityOpt": ["no-new-privileges"],
-                    "NanoCpus": nano_cpus,
-                    "Memory": memory_bytes,
-                    "MemorySwap": memory_bytes,
-                    "PidsLimit": pids_limit,
-                },
-            }
+        api = self.engine.api
+        host: dict[str, Any] = dict(
+            mounts=[
+                Mount(target, source, type="bind", read_only=ro) for source, target, ro in binds
+            ],
+            network_mode="host" if self.network else "none",
+            init=True,
+            read_only=True,
+            auto_remove=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            nano_cpus=nano_cpus,
+            mem_limit=memory_bytes,
+            memswap_limit=memory_bytes,
+            pids_limit=pids_limit,
         )
-        created = self.engine.call("POST", "/containers/create", config)
-        container_id = str(created["Id"])
-        self.container_id = container_id
-        if self.engine.socket_path:
-            watch_container(self.engine.socket_path, container_id)
-        self.engine.call("POST", f"/containers/{container_id}/start")
-        state = self.engine.call("GET", f"/containers/{container_id}/json")["State"]
+        create: dict[str, Any] = dict(
+            command=self.steps.container_command(KEEPALIVE_S),
+            working_dir=self.workspace,
+            user=self.user,
+            labels={LABEL: self.kind, f"{LABEL}.folder": str(self.root)},
+            hostname="sandbox",
+        )
+        self._container_options(create, host)
+        # A create, never a pull (containers.run would pull): a missing image is an error, not
+        # a download. The low-level create answers with the id before anything else can fail,
+        # so the container is watched and removed from then on.
+        created = api.create_container(
+            self.image, host_config=api.create_host_config(**host), **create
+        )
+        container = self.container = self.engine.containers.prepare_model({"Id": created["Id"]})
+        if socket_path := unix_socket_path(self.engine):
+            watch_container(socket_path, container.id)
+        container.start()
+        container.reload()
+        state = container.attrs["State"]
         if not state.get("Running"):
             raise SandboxError(
                 f"the docker sandbox's container from {self.image} did not keep running"
             )
         init_pid = int(state.get("Pid") or 0)
-        self.procs_file = _container_procs_file(init_pid, container_id)
+        self.procs_file = _container_procs_file(init_pid, container.id)
         # Steps go to the server only where the container's processes are seen from here (a
         # step's leftovers are found on the host); else each is an exec.
         if self.procs_file is not None and self.steps.wait_until_ready():
@@ -355,11 +382,11 @@ class DockerSandbox(LocalSandbox):
                 others = self._container_pids() - {init_pid}
                 if len(others) == 1:
                     self.steps.serve(others.pop())
-        return container_id
+        return container
 
-    def _container_config(self, config: dict[str, Any]) -> dict[str, Any]:
-        """The container's create request; a kind built on this one changes it here."""
-        return config
+    def _container_options(self, create: dict[str, Any], host: dict[str, Any]) -> None:
+        """The container's create options and host options, as given to the SDK; a kind built
+        on this one changes them here."""
 
     def base_env(self) -> dict[str, str]:
         env = {
@@ -382,29 +409,27 @@ class DockerSandbox(LocalSandbox):
         cwd: str | None = None,
         user: str | None = None,
     ) -> str:
-        body: dict[str, Any] = {
-            "Cmd": list(argv),
-            "AttachStdin": False,
-            "AttachStdout": True,
-            "AttachStderr": True,
-            "Tty": False,
-            "User": user or self.user,
-        }
-        if env is not None:
-            body["Env"] = [f"{name}={value}" for name, value in env.items()]
-        if cwd is not None:
-            body["WorkingDir"] = cwd
-        return str(self.engine.call("POST", f"/containers/{self.container_id}/exec", body)["Id"])
+        with engine_errors():
+            created = self.engine.api.exec_create(
+                self.container_id,
+                list(argv),
+                stdout=True,
+                stderr=True,
+                stdin=False,
+                tty=False,
+                user=user or self.user,
+                environment=None if env is None else [f"{k}={v}" for k, v in env.items()],
+                workdir=cwd,
+            )
+        return str(created["Id"])
 
     def _sweep(self, signal_name: str) -> None:
         """Signal every process the steps left running (one exec)."""
         exec_id = self._create_exec(["sh", "-c", SWEEP_SCRIPT, "sweep", signal_name])
-        stream = self.engine.start_exec(exec_id)
+        stream = start_exec(self.engine, exec_id)
         try:
-            if not stream.pump(_ignore, _ignore, ENGINE_TIMEOUT_S):
-                raise EngineError(
-                    0, f"killing the leftover processes took over {ENGINE_TIMEOUT_S}s"
-                )
+            if not stream.pump(_ignore, _ignore, TIMEOUT_S):
+                raise EngineError(0, f"killing the leftover processes took over {TIMEOUT_S}s")
         finally:
             stream.close()
 
@@ -418,7 +443,9 @@ class DockerSandbox(LocalSandbox):
         if self.procs_file is not None:
             with contextlib.suppress(OSError):
                 return len(self._container_pids()) > 2
-        top = self.engine.call("GET", f"/containers/{self.container_id}/top")
+        assert self.container is not None
+        with engine_errors():
+            top = self.container.top()
         return len(top.get("Processes") or []) > 2
 
     def run(
@@ -494,10 +521,10 @@ class DockerSandbox(LocalSandbox):
     def destroy(self) -> None:
         if self.steps is not None:
             self.steps.close()
-        container_id, self.container_id = self.container_id, None
-        if container_id is not None:
+        container, self.container = self.container, None
+        if container is not None:
             # Off the trial's path; listed with the watchdog until it is gone.
-            remove_later(self.engine, container_id)
+            remove_later(container)
         super().destroy()
 
 
@@ -516,7 +543,7 @@ class ExecStep:
     ) -> None:
         self.box = box
         self.exec_id = box._create_exec(command, env, cwd, user)
-        self.stream = box.engine.start_exec(self.exec_id)
+        self.stream = start_exec(box.engine, self.exec_id)
         self.out, self.err = streams
         self.exit_code: int | None = None
         self.ended = False
@@ -541,7 +568,8 @@ class ExecStep:
 
     def _ask(self) -> bool:
         """Whether the engine says the step ended (its exit code kept)."""
-        state = self.box.engine.call("GET", f"/exec/{self.exec_id}/json")
+        with engine_errors():
+            state = self.box.engine.api.exec_inspect(self.exec_id)
         if not state["Running"]:
             self.ended, self.exit_code = True, state.get("ExitCode")
         return self.ended

@@ -1,32 +1,44 @@
-"""The Docker Engine API spoken directly: the few calls the docker sandbox makes, each one HTTP
-request on the engine's socket, with no SDK and no CLI process in between.
+"""The Docker engine through the ``docker`` SDK: the process's client, the engine's errors as one
+line, and an exec's output read as it comes.
 
-``DOCKER_HOST`` picks the engine as the docker CLI does: ``unix:///var/run/docker.sock`` when
-unset, or ``tcp://host:port``, over TLS when ``DOCKER_TLS_VERIFY`` or ``DOCKER_CERT_PATH`` is set
-(``ca.pem``, ``cert.pem`` and ``key.pem`` from ``DOCKER_CERT_PATH``, else ``~/.docker``; the
-engine's certificate is checked only with ``DOCKER_TLS_VERIFY``). Requests use the engine's own
-API version, asked once per process and engine.
+``docker.from_env()`` picks the engine as the docker CLI does: ``DOCKER_HOST`` (a unix socket,
+``unix:///var/run/docker.sock`` when unset, or ``tcp://host:port``, over TLS when
+``DOCKER_TLS_VERIFY`` or ``DOCKER_CERT_PATH`` is set), and asks the engine's API version once.
+The SDK, with requests and urllib3 under it, is imported when the first client is made, not with
+the sandboxes: its ~0.1 s is paid by a process that makes a docker sandbox, never by
+``proctor eval --help`` or a local or bwrap trial.
+
+One client per process, made on first use and shared by its threads (each request takes a
+connection of its own from the client's pool). A forked child (``proctor eval``'s workers)
+makes its own on first use: the parent's connections stay the parent's, as two processes
+writing requests on one socket would read each other's answers.
 
 An exec's output comes back on a connection of its own, taken over by the engine once it
-answers, in its multiplexed format: frames of an 8-byte header (the stream, 1 for stdout and
-2 for stderr; three zero bytes; the payload's length, big-endian) followed by the payload.
+answers (``exec_start(socket=True)``), in its multiplexed format: frames of an 8-byte header
+(the stream, 1 for stdout and 2 for stderr; three zero bytes; the payload's length, big-endian)
+followed by the payload.
 """
 
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import os
 import socket
-import ssl
 import struct
+import threading
 import time
-from collections.abc import Callable
-from typing import Any
-from urllib.parse import urlsplit
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
-DEFAULT_HOST = "unix:///var/run/docker.sock"
+if TYPE_CHECKING:
+    from docker import DockerClient
+
+# Seconds to wait for the engine's answer to a call (create, start, inspect, remove).
+TIMEOUT_S = 60
+# The connections the client keeps per address (the SDK pools them by URL, 25 pools at most):
+# more than the trials a process runs at once (one per CPU unless told) plus its remover thread,
+# as urllib3 closes a connection handed back past it with a warning on its log.
+POOL_SIZE = 64
 # Bytes taken from an exec's stream per read.
 READ_CHUNK = 1 << 20
 FRAME_HEADER = struct.Struct(">BxxxI")
@@ -35,240 +47,102 @@ STDERR_STREAMS = (2, 3)  # 3: the engine's own error about the exec (newer API v
 
 class EngineError(Exception):
     """The engine answered with an error (``status`` is its HTTP status), or could not be
-    reached (``status`` 0)."""
+    reached or did not answer in time (``status`` 0); the explanation is one line."""
 
     def __init__(self, status: int, explanation: str) -> None:
+        explanation = " ".join(explanation.split())
         super().__init__(explanation)
         self.status = status
         self.explanation = explanation
 
 
-def _unix_socket(path: str, timeout: float | None) -> socket.socket:
-    """A stream socket connected to the engine's unix socket at ``path``."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
+@contextlib.contextmanager
+def engine_errors() -> Iterator[None]:
+    """The SDK's errors in the block, and those of requests under it, as EngineError."""
+    from docker.errors import APIError, DockerException
+    from requests.exceptions import RequestException
+
     try:
-        sock.connect(path)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+        yield
+    # An answer with an error status; first, as APIError is a kind of RequestException.
+    except APIError as exc:
+        raise EngineError(exc.status_code or 0, str(exc.explanation or exc)) from exc
+    except (DockerException, RequestException) as exc:
+        raise EngineError(0, str(exc)) from exc
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float | None) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = path
+def connect(timeout: float = TIMEOUT_S) -> DockerClient:
+    """A new client of the engine ``DOCKER_HOST`` names (one request: its API version).
+    EngineError when it cannot be reached."""
+    import docker  # the SDK and requests, ~0.1 s: only once a docker sandbox is wanted
 
-    def connect(self) -> None:
-        self.sock = _unix_socket(self.socket_path, self.timeout)
-
-
-def _tls_context() -> ssl.SSLContext | None:
-    verify = bool(os.environ.get("DOCKER_TLS_VERIFY"))
-    cert_path = os.environ.get("DOCKER_CERT_PATH")
-    if not verify and not cert_path:
-        return None
-    folder = cert_path or os.path.join(os.path.expanduser("~"), ".docker")
-    context = ssl.create_default_context(cafile=os.path.join(folder, "ca.pem") if verify else None)
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    cert, key = os.path.join(folder, "cert.pem"), os.path.join(folder, "key.pem")
-    if os.path.exists(cert) and os.path.exists(key):
-        context.load_cert_chain(cert, key)
-    return context
+    with engine_errors():
+        return docker.from_env(timeout=timeout, max_pool_size=POOL_SIZE)
 
 
-class Engine:
-    """One Docker engine, as ``DOCKER_HOST`` names it. Each call opens its own connection, so
-    an Engine is shared freely between threads."""
-
-    def __init__(self, host: str | None = None, *, timeout: float = 60) -> None:
-        self.host = host or os.environ.get("DOCKER_HOST") or DEFAULT_HOST
-        self.timeout = timeout
-        address = urlsplit(self.host)
-        self.socket_path: str | None = None
-        self.tls: ssl.SSLContext | None = None
-        if address.scheme == "unix":
-            self.socket_path = address.path
-        elif address.scheme in ("tcp", "http", "https"):
-            self.tls = _tls_context()
-            if address.scheme == "https" and self.tls is None:
-                self.tls = ssl.create_default_context()
-            self.hostname = address.hostname or "localhost"
-            self.port = address.port or (2376 if self.tls else 2375)
-        else:
-            raise EngineError(
-                0, f"DOCKER_HOST {self.host} is not a unix:// or tcp:// address this client speaks"
-            )
-
-    def _connect(self, timeout: float | None) -> http.client.HTTPConnection:
-        if self.socket_path is not None:
-            return _UnixConnection(self.socket_path, timeout)
-        if self.tls is not None:
-            return http.client.HTTPSConnection(
-                self.hostname, self.port, timeout=timeout, context=self.tls
-            )
-        return http.client.HTTPConnection(self.hostname, self.port, timeout=timeout)
-
-    @property
-    def api(self) -> str:
-        """The path prefix of the engine's API version (``/v1.41``)."""
-        return _api_prefix(self)
-
-    def call(
-        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
-    ) -> Any:
-        """One request to ``path`` (after the version prefix); the decoded JSON answer, or None
-        for an empty one. Raises EngineError for an error status or an unreachable engine."""
-        return self._call(method, self.api + path, body, timeout=timeout)
-
-    def _call(
-        self, method: str, path: str, body: Any = None, *, timeout: float | None = None
-    ) -> Any:
-        connection = self._connect(self.timeout if timeout is None else timeout)
-        try:
-            payload = None if body is None else json.dumps(body).encode()
-            headers = {"Host": "docker"}
-            if payload is not None:
-                headers["Content-Type"] = "application/json"
-            connection.request(method, path, body=payload, headers=headers)
-            response = connection.getresponse()
-            data = response.read()
-            status = response.status
-        except (OSError, http.client.HTTPException) as exc:
-            raise EngineError(0, f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            connection.close()
-        if status >= 400:
-            raise EngineError(status, _explanation(data) or f"HTTP {status}")
-        if not data:
-            return None
-        try:
-            return json.loads(data)
-        except ValueError:
-            return data.decode("utf-8", errors="replace")
-
-    def raw(
-        self,
-        method: str,
-        path: str,
-        data: bytes | None = None,
-        *,
-        content_type: str = "application/x-tar",
-        timeout: float | None = None,
-    ) -> bytes:
-        """One request with a raw body (a tar archive: a build context, files put into a
-        container) whose raw answer is returned; EngineError as for ``call``."""
-        connection = self._connect(self.timeout if timeout is None else timeout)
-        try:
-            headers = {"Host": "docker"}
-            if data is not None:
-                headers["Content-Type"] = content_type
-            connection.request(method, self.api + path, body=data, headers=headers)
-            response = connection.getresponse()
-            answer = response.read()
-            status = response.status
-        except (OSError, http.client.HTTPException) as exc:
-            raise EngineError(0, f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            connection.close()
-        if status >= 400:
-            raise EngineError(status, _explanation(answer) or f"HTTP {status}")
-        return answer
-
-    def start_exec(self, exec_id: str) -> ExecStream:
-        """Start the exec ``exec_id`` attached: its output arrives on the returned stream."""
-        body = json.dumps({"Detach": False, "Tty": False}).encode()
-        request = (
-            f"POST {self.api}/exec/{exec_id}/start HTTP/1.1\r\n"
-            "Host: docker\r\nContent-Type: application/json\r\n"
-            f"Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {len(body)}\r\n\r\n"
-        ).encode() + body
-        try:
-            sock = self._open_socket()
-        except OSError as exc:
-            raise EngineError(0, f"{type(exc).__name__}: {exc}") from exc
-        try:
-            sock.sendall(request)
-            head, rest = _read_head(sock)
-            status = int(head.split(b" ", 2)[1])
-            if status >= 400:
-                raise EngineError(status, _explanation(_read_body(sock, head, rest)))
-        except (OSError, ValueError, IndexError) as exc:
-            sock.close()
-            raise EngineError(0, f"the engine's answer to an exec start broke off ({exc})") from exc
-        except EngineError:
-            sock.close()
-            raise
-        return ExecStream(sock, rest)
-
-    def _open_socket(self) -> socket.socket:
-        if self.socket_path is not None:
-            return _unix_socket(self.socket_path, self.timeout)
-        sock = socket.create_connection((self.hostname, self.port), timeout=self.timeout)
-        if self.tls is not None:
-            return self.tls.wrap_socket(sock, server_hostname=self.hostname)
-        return sock
+_lock = threading.Lock()
+_client: DockerClient | None = None
 
 
-# The API version prefix of each engine (by DOCKER_HOST), asked on first use.
-_versions: dict[str, str] = {}
+def client() -> DockerClient:
+    """This process's client, made on first use (see the module's docstring)."""
+    global _client
+    with _lock:
+        if _client is None:
+            _client = connect()
+        return _client
 
 
-def _api_prefix(engine: Engine) -> str:
-    prefix = _versions.get(engine.host)
-    if prefix is None:
-        answer = engine._call("GET", "/version")
-        version = answer.get("ApiVersion") if isinstance(answer, dict) else None
-        prefix = f"/v{version}" if version else ""
-        _versions[engine.host] = prefix
-    return prefix
+def _forget_in_child() -> None:
+    global _client, _lock
+    _client = None
+    _lock = threading.Lock()  # the parent's may have been held at the fork
 
 
-def _explanation(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace").strip()
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def unix_socket_path(engine: DockerClient) -> str | None:
+    """The path of the unix socket ``engine`` talks to, or None for an engine over TCP (the
+    SDK keeps it on the adapter it mounted for the socket)."""
+    path = getattr(getattr(engine.api, "_custom_adapter", None), "socket_path", None)
+    return path if isinstance(path, str) else None
+
+
+def start_exec(engine: DockerClient, exec_id: str) -> ExecStream:
+    """Start the exec ``exec_id`` attached: its output arrives on the returned stream."""
+    with engine_errors():
+        raw = engine.api.exec_start(exec_id, socket=True)
+    return ExecStream(raw)
+
+
+def _read_ahead(raw: Any, sock: socket.socket) -> bytes:
+    """The bytes the HTTP client read past the engine's answer into its buffer (the first frames,
+    when they came with it), which a read of the socket would miss; taken without waiting.
+    The buffer is http.client's file on the socket, under the response the SDK keeps on it."""
     try:
-        message = json.loads(text).get("message")
-    except (ValueError, AttributeError):
-        return text
-    return str(message) if message else text
-
-
-def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
-    """The status line and headers of an answer, and the bytes already read past them."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(4096)
-        if not chunk:
-            raise ValueError("the engine closed the connection before answering")
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head, rest
-
-
-def _read_body(sock: socket.socket, head: bytes, rest: bytes) -> bytes:
-    length = None
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    while length is not None and len(rest) < length:
-        chunk = sock.recv(4096)
-        if not chunk:
-            break
-        rest += chunk
-    return rest if length is None else rest[:length]
+        reader = raw._response.raw._fp.fp
+    except AttributeError:
+        return b""
+    sock.settimeout(0)
+    try:
+        # What the buffer holds, or else what one read that does not wait gets.
+        return bytes(reader.peek())
+    except (OSError, ValueError):  # nothing there yet (over TLS a want-read error), or closed
+        return b""
 
 
 class ExecStream:
     """An exec's output as it comes, cut into its stdout and stderr payloads."""
 
-    def __init__(self, sock: socket.socket, already_read: bytes) -> None:
-        self.sock = sock
-        self.buffer = already_read
+    def __init__(self, raw: Any) -> None:
+        # The SDK gives the socket's file over a unix socket or plain TCP, the socket over TLS.
+        self.raw = raw
+        sock = raw._sock if isinstance(raw, socket.SocketIO) else raw  # type: ignore[attr-defined]
+        self.sock: socket.socket = sock
+        self.buffer = _read_ahead(raw, self.sock)
         self.ended = False
+        self._closed = False
 
     def pump(
         self, stdout: Callable[[bytes], None], stderr: Callable[[bytes], None], wait_s: float
@@ -310,6 +184,15 @@ class ExecStream:
         self.buffer = buffer[at:]
 
     def close(self) -> None:
+        """End the connection (the engine sees it closed whatever else still refers to the
+        socket: the SDK's response and its file), then let go of it."""
         self.ended = True
+        if self._closed:
+            return
+        self._closed = True
         with contextlib.suppress(OSError):
-            self.sock.close()
+            self.sock.shutdown(socket.SHUT_RDWR)
+        for closable in (self.sock, self.raw, getattr(self.raw, "_response", None)):
+            with contextlib.suppress(Exception):
+                if closable is not None:
+                    closable.close()

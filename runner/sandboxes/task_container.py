@@ -18,18 +18,20 @@ import contextlib
 import io
 import os
 import tarfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
 
 from proctor.definitions import Variant
 from proctor.tasks import Task
 from runner.sandboxes.base import SandboxError
 from runner.sandboxes.docker import DEFAULT_CPUS, DEFAULT_MEMORY, DEFAULT_PIDS, DockerSandbox
-from runner.sandboxes.engine import Engine, EngineError
+from runner.sandboxes.engine import EngineError, client, engine_errors
 from runner.sandboxes.task_images import TaskImage, task_image
 from runner.sandboxes.task_services import TaskServices
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
 
 LOGS = "/logs"
 AGENT_LOGS = "/logs/agent"
@@ -62,9 +64,11 @@ class TaskSandbox(DockerSandbox):
         """The sandbox of one trial of ``task`` under ``variant`` (its image built first when
         its digest has none yet: ``log`` gets the build's lines)."""
         try:
-            engine = Engine(timeout=60)
+            engine = client()
         except EngineError as exc:
-            raise SandboxError(f"the docker sandbox is unavailable: {exc.explanation}") from exc
+            raise SandboxError(
+                f"the docker sandbox is unavailable: no Docker engine answers ({exc.explanation})"
+            ) from exc
         image = task_image(task, engine, log)
         options = variant.options
         return cls(
@@ -79,7 +83,9 @@ class TaskSandbox(DockerSandbox):
             log=log,
         )
 
-    def _start_container(self, nano_cpus: int, memory_bytes: int, pids_limit: int, expose):
+    def _start_container(
+        self, nano_cpus: int, memory_bytes: int, pids_limit: int, expose: Sequence[str]
+    ) -> Container:
         self.workspace = self.task_image.workdir
         if self.task.agent_user:
             self.user = self.task.agent_user
@@ -88,22 +94,23 @@ class TaskSandbox(DockerSandbox):
         if self.task.services:
             self.services = TaskServices(self.engine, self.task)
             self.services.start(internal=not self.network, folder=str(self.root), log=self.log)
-        container_id = super()._start_container(nano_cpus, memory_bytes, pids_limit, expose)
+        container = super()._start_container(nano_cpus, memory_bytes, pids_limit, expose)
         logs = {f"{LOGS}/{name}/": None for name in ("agent", "verifier")}
         self.put_files(logs, "/", mode=0o777)
-        return container_id
+        return container
 
-    def _container_config(self, config: dict[str, Any]) -> dict[str, Any]:
-        config["WorkingDir"] = self.workspace
-        config["Env"] = [f"{k}={v}" for k, v in self.task.env.items()]
+    def _container_options(self, create: dict[str, Any], host: dict[str, Any]) -> None:
+        create["working_dir"] = self.workspace
+        create["environment"] = [f"{k}={v}" for k, v in self.task.env.items()]
         # The task's environment is its own: tools it installs, files it writes outside the
         # workspace. The agent's capabilities stay dropped.
-        config["HostConfig"]["ReadonlyRootfs"] = False
+        host["read_only"] = False
         if self.services is not None:  # main joins the trial's network, under its name
-            network = self.services.network
-            config["HostConfig"]["NetworkMode"] = network
-            config["NetworkingConfig"] = {"EndpointsConfig": {network: {"Aliases": ["main"]}}}
-        return config
+            api, network = self.engine.api, self.services.network
+            host["network_mode"] = network
+            create["networking_config"] = api.create_networking_config(
+                {network: api.create_endpoint_config(aliases=["main"])}
+            )
 
     def destroy(self) -> None:
         main = self.container_id
@@ -121,15 +128,14 @@ class TaskSandbox(DockerSandbox):
     def _copy_workdir_out(self) -> None:
         """The image's files under the workspace's path, into the trial's workspace folder
         (a container created for it and removed, never started)."""
-        created = self.engine.call(
-            "POST", "/containers/create", {"Image": self.image, "Cmd": ["true"]}
-        )
-        helper = str(created["Id"])
+        api = self.engine.api
+        with engine_errors():
+            helper = str(api.create_container(self.image, command=["true"])["Id"])
         try:
             try:
-                data = self.engine.raw(
-                    "GET", f"/containers/{helper}/archive?path={quote(self.workspace)}"
-                )
+                with engine_errors():
+                    stream, _ = api.get_archive(helper, self.workspace)
+                    data = b"".join(stream)
             except EngineError as exc:
                 if exc.status == 404:
                     return  # the image has no such folder: the workspace starts empty
@@ -144,8 +150,8 @@ class TaskSandbox(DockerSandbox):
                     members.append(member)
                 archive.extractall(self.host_workspace, members=members, filter="tar")
         finally:
-            with contextlib.suppress(EngineError):
-                self.engine.call("DELETE", f"/containers/{helper}?force=1")
+            with contextlib.suppress(EngineError), engine_errors():
+                api.remove_container(helper, force=True)
 
     def _open_to_the_agent(self) -> None:
         """Another user than ours writes the mounted workspace: let it."""
@@ -181,11 +187,8 @@ class TaskSandbox(DockerSandbox):
                     info.mode = 0o644
                 archive.addfile(info, io.BytesIO(data))
         try:
-            self.engine.raw(
-                "PUT",
-                f"/containers/{self.container_id}/archive?path={quote(target)}",
-                buffer.getvalue(),
-            )
+            with engine_errors():
+                self.engine.api.put_archive(self.container_id, target, buffer.getvalue())
         except EngineError as exc:
             raise SandboxError(
                 f"could not put files into the container at {target}: {exc}"
@@ -210,9 +213,9 @@ class TaskSandbox(DockerSandbox):
         """The container's folder ``path`` copied into ``destination`` (a file: into it under
         its name): "folder" or "file", or "" when the container has no such path."""
         try:
-            data = self.engine.raw(
-                "GET", f"/containers/{self.container_id}/archive?path={quote(path)}"
-            )
+            with engine_errors():
+                stream, _ = self.engine.api.get_archive(self.container_id, path)
+                data = b"".join(stream)
         except EngineError as exc:
             if exc.status == 404:
                 return ""

@@ -20,12 +20,14 @@ import tarfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlencode
+from typing import TYPE_CHECKING, Any
 
 from proctor.tasks import TERMINAL_BENCH, Service, Task
 from runner.sandboxes.base import SandboxError
-from runner.sandboxes.engine import Engine, EngineError
+from runner.sandboxes.engine import EngineError, engine_errors
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 IMAGE_MAP_VARIABLE = "PROCTOR_IMAGE_MAP"
 TAG_PREFIX = "proctor-task"
@@ -86,9 +88,10 @@ def _fix_hint(name: str) -> str:
     )
 
 
-def _inspect(engine: Engine, name: str) -> dict[str, Any] | None:
+def _inspect(engine: DockerClient, name: str) -> dict[str, Any] | None:
     try:
-        answer = engine.call("GET", f"/images/{quote(name, safe='')}/json")
+        with engine_errors():
+            answer = engine.api.inspect_image(name)
     except EngineError as exc:
         if exc.status == 404:
             return None
@@ -96,7 +99,7 @@ def _inspect(engine: Engine, name: str) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def task_image(task: Task, engine: Engine, log: Any = None) -> TaskImage:
+def task_image(task: Task, engine: DockerClient, log: Any = None) -> TaskImage:
     """The task's image on ``engine``: built when its digest's tag is missing (``log`` gets
     the build's output lines). Raises SandboxError naming what could not be had."""
     mapped = image_map(task)
@@ -122,7 +125,7 @@ def task_image(task: Task, engine: Engine, log: Any = None) -> TaskImage:
     return _described(tag, config, task)
 
 
-def service_image(task: Task, service: Service, engine: Engine, log: Any = None) -> str:
+def service_image(task: Task, service: Service, engine: DockerClient, log: Any = None) -> str:
     """The image a compose service of the task runs: built from its folder (once per digest,
     like the task's) or its mapped ``image``. Raises SandboxError naming what is missing."""
     mapped = image_map(task)
@@ -140,7 +143,9 @@ def service_image(task: Task, service: Service, engine: Engine, log: Any = None)
     return _built(engine, task, context, log)[0]
 
 
-def _built(engine: Engine, task: Task, context: bytes, log: Any) -> tuple[str, dict[str, Any]]:
+def _built(
+    engine: DockerClient, task: Task, context: bytes, log: Any
+) -> tuple[str, dict[str, Any]]:
     """The tag of the image ``context`` builds, built unless the engine has it, and its config."""
     digest = hashlib.sha256(context).hexdigest()[:20]
     tag = f"{TAG_PREFIX}:{digest}"
@@ -188,7 +193,7 @@ def mapped_dockerfile(text: str, mapped: dict[str, str]) -> tuple[str, list[str]
 
 
 def _build_context(
-    task: Task, mapped: dict[str, str], engine: Engine, context: Path, dockerfile: Path
+    task: Task, mapped: dict[str, str], engine: DockerClient, context: Path, dockerfile: Path
 ) -> bytes:
     """The build context as a tar made the same way every time (its bytes are the digest)."""
     context = context.resolve()
@@ -220,17 +225,26 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes, mode: int) -> None:
     archive.addfile(info, io.BytesIO(data))
 
 
-def _build(engine: Engine, tag: str, context: bytes, task: Task, log: Any) -> None:
-    query = urlencode({"t": tag, "pull": "0", "rm": "1", "forcerm": "1", "q": "0"})
+def _build(engine: DockerClient, tag: str, context: bytes, task: Task, log: Any) -> None:
+    error = ""
     try:
-        answer = engine.raw("POST", f"/build?{query}", context, timeout=BUILD_TIMEOUT_S)
+        with engine_errors():
+            answers = list(
+                engine.api.build(
+                    fileobj=io.BytesIO(context),
+                    custom_context=True,
+                    tag=tag,
+                    pull=False,
+                    rm=True,
+                    forcerm=True,
+                    decode=True,
+                    timeout=BUILD_TIMEOUT_S,
+                )
+            )
     except EngineError as exc:
         raise SandboxError(f"task {task.name}: its image could not be built: {exc}") from exc
-    error = ""
-    for line in answer.decode("utf-8", "replace").splitlines():
-        try:
-            item = json.loads(line)
-        except ValueError:
+    for item in answers:
+        if not isinstance(item, dict):
             continue
         if item.get("error"):
             error = str(item["error"]).strip()

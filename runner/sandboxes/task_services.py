@@ -16,14 +16,16 @@ import contextlib
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any
 
 from proctor.tasks import Service, Task
 from runner.sandboxes.base import SandboxError
 from runner.sandboxes.containment import watch_container
-from runner.sandboxes.engine import Engine, EngineError
+from runner.sandboxes.engine import EngineError, engine_errors, unix_socket_path
 from runner.sandboxes.task_images import service_image
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 LABEL = "proctor.sandbox"
 NANOSECONDS = 1_000_000_000
@@ -34,7 +36,7 @@ LONGEST_WAIT_S = 300.0
 class TaskServices:
     """The network and the service containers of one trial."""
 
-    def __init__(self, engine: Engine, task: Task) -> None:
+    def __init__(self, engine: DockerClient, task: Task) -> None:
         self.engine = engine
         self.task = task
         self.network = f"proctor-trial-{secrets.token_hex(6)}"
@@ -45,16 +47,18 @@ class TaskServices:
         """Build (or find) every service's image, make the network, start the services and
         wait for what ``main`` waits for. Raises SandboxError; ``stop`` cleans up either way."""
         images = {s.name: service_image(self.task, s, self.engine, log) for s in self.task.services}
-        self.engine.call(
-            "POST",
-            "/networks/create",
-            {
-                "Name": self.network,
-                "Internal": internal,
-                "CheckDuplicate": True,
-                "Labels": {LABEL: "task-network", f"{LABEL}.folder": folder},
-            },
-        )
+        try:
+            with engine_errors():
+                self.engine.api.create_network(
+                    self.network,
+                    internal=internal,
+                    check_duplicate=True,
+                    labels={LABEL: "task-network", f"{LABEL}.folder": folder},
+                )
+        except EngineError as exc:
+            raise SandboxError(
+                f"task {self.task.name}: the trial's network could not be made: {exc}"
+            ) from exc
         self.network_made = True
         for service in self.task.services:
             self.containers[service.name] = self._start(service, images[service.name], folder)
@@ -63,38 +67,42 @@ class TaskServices:
                 self._wait(service)
 
     def _start(self, service: Service, image: str, folder: str) -> str:
-        config: dict[str, Any] = {
-            "Image": image,
-            "Env": [f"{k}={v}" for k, v in service.environment.items()],
-            "Labels": {LABEL: "task-service", f"{LABEL}.folder": folder},
-            "Hostname": service.name,
-            "HostConfig": {"NetworkMode": self.network, "Init": True},
-            "NetworkingConfig": {"EndpointsConfig": {self.network: {"Aliases": [service.name]}}},
-        }
+        api = self.engine.api
+        create: dict[str, Any] = dict(
+            environment=[f"{k}={v}" for k, v in service.environment.items()],
+            labels={LABEL: "task-service", f"{LABEL}.folder": folder},
+            hostname=service.name,
+            name=f"{self.network}-{service.name}",
+        )
         if service.command is not None:
-            config["Cmd"] = (
+            create["command"] = (
                 ["sh", "-c", service.command]
                 if isinstance(service.command, str)
                 else list(service.command)
             )
         if service.healthcheck:
-            config["Healthcheck"] = {
-                "Test": list(service.healthcheck),
-                "Interval": int(service.interval_s * NANOSECONDS),
-                "Timeout": int(service.timeout_s * NANOSECONDS),
-                "Retries": service.retries,
-                "StartPeriod": int(service.start_period_s * NANOSECONDS),
+            create["healthcheck"] = {
+                "test": list(service.healthcheck),
+                "interval": int(service.interval_s * NANOSECONDS),
+                "timeout": int(service.timeout_s * NANOSECONDS),
+                "retries": service.retries,
+                "start_period": int(service.start_period_s * NANOSECONDS),
             }
         try:
-            created = self.engine.call(
-                "POST",
-                f"/containers/create?name={quote(self.network + '-' + service.name)}",
-                config,
-            )
-            container = str(created["Id"])
-            if self.engine.socket_path:
-                watch_container(self.engine.socket_path, container)
-            self.engine.call("POST", f"/containers/{container}/start")
+            with engine_errors():
+                created = api.create_container(
+                    image,
+                    host_config=api.create_host_config(network_mode=self.network, init=True),
+                    networking_config=api.create_networking_config(
+                        {self.network: api.create_endpoint_config(aliases=[service.name])}
+                    ),
+                    **create,
+                )
+                container = str(created["Id"])
+                self.containers[service.name] = container  # removed by stop from here on
+                if socket_path := unix_socket_path(self.engine):
+                    watch_container(socket_path, container)
+                api.start(container)
         except EngineError as exc:
             raise SandboxError(
                 f"task {self.task.name}: service {service.name} could not start: {exc}"
@@ -109,7 +117,8 @@ class TaskServices:
         deadline = time.monotonic() + min(max(patience, 5.0), LONGEST_WAIT_S)
         container = self.containers[service.name]
         while True:
-            state = self.engine.call("GET", f"/containers/{container}/json")["State"]
+            with engine_errors():
+                state = self.engine.api.inspect_container(container)["State"]
             if not state.get("Running"):
                 raise SandboxError(
                     f"task {self.task.name}: service {service.name} exited "
@@ -133,21 +142,19 @@ class TaskServices:
     def stop(self, main_container: str | None) -> None:
         """Remove every service container and the network (``main`` is disconnected first,
         its own removal being the docker sandbox's). Never raises."""
+        api = self.engine.api
+        socket_path = unix_socket_path(self.engine)
         for container in self.containers.values():
-            with contextlib.suppress(EngineError):
-                self.engine.call("DELETE", f"/containers/{container}?force=1&v=1")
-            if self.engine.socket_path:
+            with contextlib.suppress(EngineError), engine_errors():
+                api.remove_container(container, force=True, v=True)
+            if socket_path:
                 with contextlib.suppress(Exception):
-                    watch_container(self.engine.socket_path, container, done=True)
+                    watch_container(socket_path, container, done=True)
         self.containers = {}
         if self.network_made:
             if main_container is not None:
-                with contextlib.suppress(EngineError):
-                    self.engine.call(
-                        "POST",
-                        f"/networks/{self.network}/disconnect",
-                        {"Container": main_container, "Force": True},
-                    )
-            with contextlib.suppress(EngineError):
-                self.engine.call("DELETE", f"/networks/{self.network}")
+                with contextlib.suppress(EngineError), engine_errors():
+                    api.disconnect_container_from_network(main_container, self.network, force=True)
+            with contextlib.suppress(EngineError), engine_errors():
+                api.remove_network(self.network)
             self.network_made = False

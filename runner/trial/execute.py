@@ -21,16 +21,17 @@ from evals_app.resolution import ResolvedCase
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Source, Variant
 from proctor.mock import merged_mocks
-from runner.conversation.driver import drive_conversation
+from proctor.tasks import Task
+from runner.conversation.driver import ConversationResult, drive_conversation
 from runner.conversation.planning_writes import changed_paths
 from runner.core.json_text import indented_json
 from runner.core.redaction import Redactor, secret_values
 from runner.core.reporting import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.grading.assertions import TrialMeasures
 from runner.grading.checks import CheckContext
-from runner.grading.grade import grade
+from runner.grading.grade import Grade, grade
 from runner.grading.verifier import verify
-from runner.harnesses import HarnessError, create_harness
+from runner.harnesses import Harness, HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
 from runner.llm import resolve_config
 from runner.mocks import mock_logs, start_mocks, stop_mocks
@@ -48,7 +49,7 @@ from runner.trial.session import AgentSession
 from runner.trial.task_artifacts import keep_task_artifacts
 from runner.trial.task_steps import StepsOutcome, run_steps
 from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
-from runner.workspace.prepare import PrepareError, run_prepare
+from runner.workspace.prepare import Prepared, PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
 
 
@@ -169,26 +170,69 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
 def _run_in(
     sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder, token: int
 ) -> TrialOutcome:
+    """The trial's steps in order, once its sandbox exists; ``token`` is the trial's entry on
+    the board of concurrently running trials."""
+    _materialize_source(sandbox, plan)
+    # The case's mocks, outside the workspace, up before anything of the agent runs.
+    case = plan.resolved.case
+    start_mocks(merged_mocks(plan.resolved.suite.mocks, case.mocks), sandbox, recorder=recorder)
+    harness = _set_up_harness(sandbox, plan, recorder)
+    prepared = _prepare_workspace(sandbox, plan, recorder)
+    snapshot = WorkspaceSnapshot.take(
+        sandbox.host_workspace,
+        exclude=[case.cache.path] if case.cache else [],
+        ignore=[*DEFAULT_IGNORE, *plan.resolved.suite.diff_ignore],
+    )
+    agent = _run_agent(sandbox, plan, recorder, token, harness, snapshot)
+    _record_agent_artifacts(sandbox, recorder, agent, snapshot)
+    if case.task is not None and isinstance(sandbox, TaskSandbox):
+        return _verify_task(sandbox, case.task, recorder, agent)
+    # A trial that ran out of time never passes or fails: its checks are not run.
+    verdict = None if agent.session.timed_out else _grade(sandbox, plan, recorder, agent, prepared)
+    outside_writes = _record_outside_writes(agent.audit.result(), recorder, others=agent.others)
+    common = _outcome_fields(agent, outside_writes)
+    if verdict is None:
+        return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
+    last = agent.session.last_result
+    return TrialOutcome(
+        status="passed" if verdict.passed else "failed",
+        finish_reason=last.finish_reason if last else "",
+        score=verdict.score,
+        threshold=verdict.threshold,
+        **common,
+    )
+
+
+def _materialize_source(sandbox: Sandbox, plan: TrialPlan) -> None:
+    """Put the starting files in the workspace: the plan's own source (a local repository's
+    commit) over the case's, over the suite's."""
     resolved = plan.resolved
-    case = resolved.case
-    definition = resolved.definition
+    case_source = resolved.case.source
     materialize(
-        plan.source or (case.source if case.source is not None else resolved.suite.source),
+        plan.source or (case_source if case_source is not None else resolved.suite.source),
         sandbox.host_workspace,
         cache_dir=plan.cache_root,
         git_host=plan.git_host,
     )
-    # The case's mocks, outside the workspace, up before anything of the agent runs.
-    start_mocks(merged_mocks(resolved.suite.mocks, case.mocks), sandbox, recorder=recorder)
+
+
+def _set_up_harness(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> Harness:
+    """The variant's harness, installed in the sandbox, its secrets known to the recorder."""
     harness = create_harness(plan.variant)
     # Keys a profile takes from the worker's environment are secrets from the start.
     if plan.variant.profile is not None:
         recorder.add_secrets(worker_secrets(plan.variant.profile.env))
     harness.setup(sandbox, lambda _stream, line: recorder.log(line))
     recorder.add_secrets(harness.secrets())
+    return harness
 
+
+def _prepare_workspace(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> Prepared:
+    """Run the case's ``prepare`` (with its cache) and log what it printed; what it returned is
+    a secret from here on. Raises PrepareError after logging its lines."""
+    case = plan.resolved.case
+    prepare_timeout_ms = plan.resolved.definition["limits"].get("prepare_timeout_ms")
     try:
-        prepare_timeout_ms = definition["limits"].get("prepare_timeout_ms")
         prepared = run_prepare(
             case.prepare,
             case.cache,
@@ -200,18 +244,41 @@ def _run_in(
         for line in exc.log_lines:
             recorder.log(line)
         raise
-    # From here on, what prepare returned is a secret: redact it from everything reported.
     recorder.add_secrets(secret_values(prepared.value))
     for line in prepared.log_lines:
         recorder.log(line)
     if prepared.log_lines:
         recorder.artifact("prepare.log", "\n".join(prepared.log_lines) + "\n")
+    return prepared
 
-    snapshot = WorkspaceSnapshot.take(
-        sandbox.host_workspace,
-        exclude=[case.cache.path] if case.cache else [],
-        ignore=[*DEFAULT_IGNORE, *resolved.suite.diff_ignore],
-    )
+
+@dataclass
+class _AgentRun:
+    """What the conversation with the agent left: the session (its transcript, clock and
+    workspace), how the conversation ended, the trials that ran beside it, and the audit of
+    its writes outside the workspace (possibly still running)."""
+
+    session: AgentSession
+    conversation: ConversationResult
+    others: SeenTrials
+    audit: Future[list[str]]
+    # A multi-step task's steps, each verified as it ended.
+    steps: StepsOutcome | None = None
+
+
+def _run_agent(
+    sandbox: Sandbox,
+    plan: TrialPlan,
+    recorder: RedactingRecorder,
+    token: int,
+    harness: Harness,
+    snapshot: WorkspaceSnapshot,
+) -> _AgentRun:
+    """Hold the case's conversation with the agent, its writes outside the workspace watched
+    from the first turn to the last."""
+    resolved = plan.resolved
+    case = resolved.case
+    definition = resolved.definition
     session = AgentSession(
         harness=harness,
         sandbox=sandbox,
@@ -245,28 +312,40 @@ def _run_in(
                 planning_changes=lambda: changed_paths(snapshot.diff(sandbox.host_workspace)),
             )
     others = others_seen()
-    transcript = session.transcript
-    # The write audit counts only what changed before the agent finished. The process's watch
-    # usually answers at once; when only a walk of the system folders can (a subprocess), it
-    # runs on another thread while the checks do.
+    audit = _audit_outside_writes(sandbox, agent_started, ignore=audit_ignores)
+    return _AgentRun(session, conversation, others, audit, steps)
+
+
+def _audit_outside_writes(
+    sandbox: Sandbox, agent_started: float, *, ignore: list[str]
+) -> Future[list[str]]:
+    """The paths outside the workspace and home changed between ``agent_started`` and now (the
+    agent's end): only what changed before the agent finished counts. The process's watch
+    usually answers at once; when only a walk of the system folders can (a subprocess), it
+    runs on another thread while the checks do."""
     agent_ended = time.time()
-    watched = audit_writes_if_watched(
-        sandbox, agent_started, ignore=audit_ignores, until=agent_ended
-    )
-    if watched is not None:
-        audit: Future[list[str]] = Future()
-        audit.set_result(watched)
-    else:
-        audit = _auditors().submit(
-            audit_writes, sandbox, agent_started, ignore=audit_ignores, until=agent_ended
+    watched = audit_writes_if_watched(sandbox, agent_started, ignore=ignore, until=agent_ended)
+    if watched is None:
+        return _auditors().submit(
+            audit_writes, sandbox, agent_started, ignore=ignore, until=agent_ended
         )
+    audit: Future[list[str]] = Future()
+    audit.set_result(watched)
+    return audit
+
+
+def _record_agent_artifacts(
+    sandbox: Sandbox, recorder: RedactingRecorder, agent: _AgentRun, snapshot: WorkspaceSnapshot
+) -> None:
+    """The approved plan, the refused actions, the workspace diff and ``conversation.json``;
+    the snapshot is discarded once the diff is written."""
+    session, conversation = agent.session, agent.conversation
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
     if session.denials:
         recorder.artifact(
             "permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False)
         )
-
     workspace_now = session.workspace_now
     recorder.artifact(
         "workspace.diff",
@@ -275,6 +354,7 @@ def _run_in(
         else diff_between(snapshot, workspace_now),
     )
     snapshot.discard()
+    transcript = session.transcript
     recorder.artifact(
         "conversation.json",
         indented_json(
@@ -293,77 +373,87 @@ def _run_in(
             }
         ),
     )
-    last = session.last_result
-    usage = transcript.usage()
-    common: dict[str, Any] = dict(
-        answer=transcript.answer,
+
+
+def _outcome_fields(agent: _AgentRun, outside_writes: list[str]) -> dict[str, Any]:
+    """The outcome's fields that the conversation settles, whatever the verdict."""
+    session, conversation = agent.session, agent.conversation
+    return dict(
+        answer=session.transcript.answer,
         session_id=session.session_id or "",
         conversation_outcome=conversation.outcome,
         stop_cause=conversation.stop_cause,
         responder_cause=conversation.responder_cause,
         plan_state=conversation.plan_state,
         plan_signal=conversation.plan_signal,
-        usage=usage,
+        usage=session.transcript.usage(),
+        outside_writes=outside_writes,
     )
-    if case.task is not None and isinstance(sandbox, TaskSandbox):
-        # A task case: its verifier, after the agent finished or ran out of time (a multi-step
-        # task's ran after each step).
-        if steps is None:
-            verification = verify(sandbox, case.task, artifact=recorder.artifact)
-            verifications, error = [verification], verification.error
-            passed, score = verification.passed, verification.score
-        else:
-            verifications, error = steps.verifications, steps.error
-            passed, score = steps.passed, steps.score
-        for index, check in enumerate(c for v in verifications for c in v.checks):
-            recorder.check(index, check)
-        keep_task_artifacts(
-            sandbox, case.task.artifacts, artifact=recorder.artifact, log=recorder.log
-        )
-        common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
-        if session.timed_out:
-            return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
-        if error:
-            return TrialOutcome(
-                status="errored",
-                finish_reason="verifier error" if error.startswith("verifier error") else "setup",
-                error=error,
-                score=score,
-                **common,
-            )
+
+
+def _verify_task(
+    sandbox: TaskSandbox, task: Task, recorder: RedactingRecorder, agent: _AgentRun
+) -> TrialOutcome:
+    """A task case's verdict: its verifier, after the agent finished or ran out of time (a
+    multi-step task's ran after each step), and what it keeps of the container."""
+    if agent.steps is None:
+        verification = verify(sandbox, task, artifact=recorder.artifact)
+        verifications, error = [verification], verification.error
+        passed, score = verification.passed, verification.score
+    else:
+        verifications, error = agent.steps.verifications, agent.steps.error
+        passed, score = agent.steps.passed, agent.steps.score
+    for index, check in enumerate(c for v in verifications for c in v.checks):
+        recorder.check(index, check)
+    keep_task_artifacts(sandbox, task.artifacts, artifact=recorder.artifact, log=recorder.log)
+    outside_writes = _record_outside_writes(agent.audit.result(), recorder, others=agent.others)
+    common = _outcome_fields(agent, outside_writes)
+    if agent.session.timed_out:
+        return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
+    if error:
         return TrialOutcome(
-            status="passed" if passed else "failed",
-            finish_reason=last.finish_reason if last else "",
+            status="errored",
+            finish_reason="verifier error" if error.startswith("verifier error") else "setup",
+            error=error,
             score=score,
-            threshold=case.task.reward_threshold,
             **common,
         )
-    if session.timed_out:
-        common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
-        # A trial that ran out of time never passes or fails: its checks are not run.
-        return TrialOutcome(status="timed_out", finish_reason="timed out", **common)
+    last = agent.session.last_result
+    return TrialOutcome(
+        status="passed" if passed else "failed",
+        finish_reason=last.finish_reason if last else "",
+        score=score,
+        threshold=task.reward_threshold,
+        **common,
+    )
 
+
+def _grade(
+    sandbox: Sandbox,
+    plan: TrialPlan,
+    recorder: RedactingRecorder,
+    agent: _AgentRun,
+    prepared: Prepared,
+) -> Grade:
+    """Run the case's checks on what the agent left and weigh them into a verdict."""
+    session = agent.session
+    transcript = session.transcript
     ctx = CheckContext(
-        sandbox=sandbox, transcript=transcript, prepared=prepared.value, mocks=mock_logs(sandbox)
+        sandbox=sandbox,
+        transcript=transcript,
+        prepared=prepared.value,
+        mocks=mock_logs(sandbox),
     )
     measures = TrialMeasures(
         agent_ms=session.clock.spent_ms,
         cost_usd=trial_cost(transcript, plan.variant),
         user_turns=len(transcript.turns),
     )
-    verdict = grade(
-        resolved,
+    return grade(
+        plan.resolved,
         ctx,
         recorder,
         measures=measures,
         judge_model=plan.judge_model,
-        approved_plan=conversation.plan,
-    )
-    common["outside_writes"] = _record_outside_writes(audit.result(), recorder, others=others)
-    return TrialOutcome(
-        status="passed" if verdict.passed else "failed",
-        finish_reason=last.finish_reason if last else "",
-        score=verdict.score,
-        threshold=verdict.threshold,
-        **common,
+        approved_plan=agent.conversation.plan,
     )

@@ -191,6 +191,11 @@ RULES = [
         suite_fields=", diff_ignore=['build/', 3]",
     ),
     rule(
+        "diff-ignore-not-a-gitignore-line",
+        ["rules.eval.py", "suite rules", "diff_ignore[2]", ".gitignore", "got '!'"],
+        suite_fields=", diff_ignore=['build/', '!']",
+    ),
+    rule(
         "id-uppercase",
         ["rules.eval.py", "case Health-Route", "id", "lowercase"],
         case_id="Health-Route",

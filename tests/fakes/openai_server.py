@@ -30,13 +30,17 @@ CHAT_COMPLETIONS = "/v1/chat/completions"
 @dataclass
 class Reply:
     """One scripted answer. ``text`` is formatted as the route's normal answer; otherwise
-    ``body`` is sent as is (a dict or list as JSON, a string as raw text)."""
+    ``body`` is sent as is (a dict or list as JSON, a string as raw text). ``trickle_s`` sends
+    the body ten bytes at a time, that long apart; ``drop`` closes the connection instead of
+    answering."""
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     text: str | None = None
+    trickle_s: float = 0.0
+    drop: bool = False
 
 
 @dataclass
@@ -46,6 +50,7 @@ class ReceivedRequest:
     headers: dict[str, str]  # names lowercased
     body: Any  # the JSON body, or the raw text when it was not JSON
     raw: str
+    client_port: int = 0  # which connection it came on
 
 
 # A scripted reply: text, a full JSON body, a Reply, or a function of the request's JSON body
@@ -85,6 +90,8 @@ class FakeModelServer:
         self._scripts: dict[str, deque[ScriptedReply]] = {}
         self._serial = 0
         self.requests: list[ReceivedRequest] = []
+        # Set when a client closed its connection before the whole of an answer was sent.
+        self.client_hung_up = threading.Event()
         self.add_route(CHAT_COMPLETIONS, chat_completion_body)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -181,6 +188,9 @@ class FakeModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # As real servers do: without it, an answer's body waits behind its headers for the
+            # client's delayed ACK on a kept-alive connection (40 ms a call).
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
                 length = int(self.headers.get("Content-Length") or 0)
@@ -195,9 +205,13 @@ class FakeModelServer:
                     headers={name.lower(): value for name, value in self.headers.items()},
                     body=body,
                     raw=raw,
+                    client_port=self.client_address[1],
                 )
                 reply, formatter, serial = server._next_reply(request)
                 if reply.delay_s and server._stopping.wait(reply.delay_s):
+                    return
+                if reply.drop:
+                    self.close_connection = True
                     return
                 if reply.text is not None and formatter is not None:
                     payload: Any = formatter(reply.text, request.body, serial)
@@ -216,9 +230,14 @@ class FakeModelServer:
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    step = 10 if reply.trickle_s else max(len(data), 1)
+                    for start in range(0, len(data), step):
+                        if start and server._stopping.wait(reply.trickle_s):
+                            return
+                        self.wfile.write(data[start : start + step])
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up waiting (a timeout test): nothing to tell it
+                    # The client gave up waiting (a timeout test): nothing to tell it.
+                    server.client_hung_up.set()
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass  # keep test output clean

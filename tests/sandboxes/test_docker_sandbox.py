@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -131,6 +132,68 @@ def test_destroy_removes_the_container(open_sandbox, engine) -> None:
     wait_for_removals()  # the removal runs off the trial's path
     with pytest.raises(docker.errors.NotFound):
         engine.api.inspect_container(container_id)
+
+
+def test_two_removals_at_once_each_return_only_once_the_container_is_gone(
+    open_sandbox, engine
+) -> None:
+    """The engine refuses a removal while another is under way (409, "removal of container ...
+    is already in progress"): that is not done, so each caller waits for the container's end."""
+    import docker
+
+    from runner.sandboxes.container_removal import remove
+
+    box = open_sandbox("docker")
+    container = box.container
+    both_asked = threading.Barrier(2)
+    outcomes: list[tuple[bool, str]] = []
+
+    def remove_then_look() -> None:
+        both_asked.wait()
+        removed = remove(container)
+        try:
+            engine.api.inspect_container(container.id)
+            outcomes.append((removed, "still there"))
+        except docker.errors.NotFound:
+            outcomes.append((removed, "gone"))
+
+    removers = [threading.Thread(target=remove_then_look) for _ in range(2)]
+    for remover in removers:
+        remover.start()
+    for remover in removers:
+        remover.join()
+    assert outcomes == [(True, "gone"), (True, "gone")]
+
+
+def test_a_removal_that_outlasts_the_ceiling_gives_up_in_one_line(monkeypatch, caplog) -> None:
+    """A removal stuck in the engine cannot be made on demand: this container answers as the
+    engine does while one is under way, and its wait for the end times out."""
+    import docker
+    import requests
+
+    from runner.sandboxes import container_removal
+
+    class RemovalUnderWay:
+        id = "c0ffee" * 10 + "abcd"
+
+        def remove(self, **_: object) -> None:
+            answer = requests.Response()
+            answer.status_code = 409
+            raise docker.errors.APIError(
+                "409 Client Error: Conflict",
+                response=answer,
+                explanation=f"removal of container {self.id} is already in progress",
+            )
+
+        def wait(self, **_: object) -> None:
+            raise requests.exceptions.ReadTimeout("read timed out")
+
+    monkeypatch.setattr(container_removal, "REMOVAL_CEILING_S", 0.0)
+    with caplog.at_level("WARNING", logger=container_removal.__name__):
+        assert not container_removal.remove(RemovalUnderWay())
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert "c0ffeec0ffee was still being removed after 0 s; gave up" in said
+    assert "\n" not in said
 
 
 # A Proctor process that makes a docker sandbox, says its container, destroys it or not, and

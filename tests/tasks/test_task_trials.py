@@ -21,7 +21,7 @@ from proctor import profile, suite, tasks, variant
 from proctor.definitions import Case, Variant
 from runner.core.reporting import MemoryRecorder
 from runner.sandboxes.docker import DEFAULT_IMAGE, docker_problem
-from runner.sandboxes.engine import Engine
+from runner.sandboxes.engine import client
 from runner.sandboxes.task_container import TaskSandbox
 from runner.sandboxes.task_images import task_image
 from runner.trial.execute import TrialPlan, execute_trial
@@ -67,7 +67,7 @@ def built_images() -> dict[str, str]:
     """Every fixture task's image, built (or found) once: the task's id -> its image."""
     if problem := docker_problem(DEFAULT_IMAGE):
         tier_unavailable("docker", problem)
-    engine = Engine()
+    engine = client()
     return {c.id: task_image(c.task, engine).name for c in tasks(FOLDERS, images=IMAGES)}
 
 
@@ -194,14 +194,14 @@ def test_an_image_is_built_once_per_digest(built_images, monkeypatch) -> None:
         raise AssertionError("built again")
 
     monkeypatch.setattr(task_images, "_build", no_build)
-    again = {c.id: task_image(c.task, Engine()).name for c in tasks(FOLDERS, images=IMAGES)}
+    again = {c.id: task_image(c.task, client()).name for c in tasks(FOLDERS, images=IMAGES)}
     assert again == built_images
     assert built_images["no-reward"] == built_images["slow-verifier"]  # the same Dockerfile
 
 
 def test_the_worker_map_maps_a_from_too(built_images, monkeypatch) -> None:
     monkeypatch.setenv("PROCTOR_IMAGE_MAP", json.dumps(IMAGES))
-    found = {c.id: task_image(c.task, Engine()).name for c in tasks(FOLDERS)}
+    found = {c.id: task_image(c.task, client()).name for c in tasks(FOLDERS)}
     assert found == built_images
 
 
@@ -243,7 +243,7 @@ def shaped_sandbox(built_images, tmp_path: Path) -> Iterator[TaskSandbox]:
 
 def test_the_task_shapes_its_container(shaped_sandbox: TaskSandbox) -> None:
     box = shaped_sandbox
-    config = box.engine.call("GET", f"/containers/{box.container_id}/json")
+    config = box.engine.api.inspect_container(box.container_id)
     assert config["Config"]["Image"] == DEFAULT_IMAGE
     assert config["Config"]["User"] == "65534"
     assert config["HostConfig"]["NanoCpus"] == 1_000_000_000
@@ -355,12 +355,10 @@ def test_a_step_whose_healthcheck_fails_ends_the_trial(built_images, tmp_path: P
     assert outcome.error == "step first: its healthcheck `test -e /nowhere` failed 2 times"
 
 
-def left_behind(engine: Engine) -> tuple[list, list]:
+def left_behind(engine) -> tuple[list, list]:
     """Task service containers and trial networks on the engine."""
-    containers = engine.call(
-        "GET", '/containers/json?all=1&filters={"label":["proctor.sandbox=task-service"]}'
-    )
-    networks = engine.call("GET", '/networks?filters={"label":["proctor.sandbox=task-network"]}')
+    containers = engine.api.containers(all=True, filters={"label": "proctor.sandbox=task-service"})
+    networks = engine.api.networks(filters={"label": "proctor.sandbox=task-network"})
     return containers, networks
 
 
@@ -370,7 +368,7 @@ def test_a_compose_task_waits_for_its_healthy_service_and_tears_it_down(
     # The api starts slowly: the oracle fetches at once, so it passes only if main waited.
     solved = run(task_case("compose-api"), ORACLE, tmp_path)
     assert solved.outcome.status == "passed", solved.outcome.error
-    assert left_behind(Engine()) == ([], [])
+    assert left_behind(client()) == ([], [])
 
 
 def test_an_unhealthy_service_errors_the_trial_in_one_line(built_images, tmp_path: Path) -> None:
@@ -402,4 +400,4 @@ def test_an_unhealthy_service_errors_the_trial_in_one_line(built_images, tmp_pat
     assert outcome.error == (
         "task sick: service db is unhealthy, and main waits for it to be healthy"
     )
-    assert left_behind(Engine()) == ([], [])
+    assert left_behind(client()) == ([], [])
