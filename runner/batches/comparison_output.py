@@ -101,7 +101,15 @@ def print_comparison(out: Console, comparison: Comparison, *, changed_only: bool
         out.print("No cell changed.")
     if comparison.variants:
         variants = Table(title_justify="left", title="Variants (cases both sides ran)")
-        for name in ("variant", "cases passing A → B", "lost / gained", "McNemar p", "A", "B"):
+        for name in (
+            "variant",
+            "cases passing A → B",
+            "lost / gained",
+            "McNemar p",
+            "A",
+            "B",
+            "pass@k · pass^k A → B",
+        ):
             variants.add_column(name, justify="left" if name == "variant" else "right")
         costed = any(v.cost_a.costed or v.cost_b.costed for v in comparison.variants)
         if costed:
@@ -114,6 +122,7 @@ def print_comparison(out: Console, comparison: Comparison, *, changed_only: bool
                 f"{v.p_value:.3g}" + (" [bold]*[/]" if v.significant else ""),
                 _rate(v.rate_a, v.interval_a),
                 _rate(v.rate_b, v.interval_b),
+                f"{_pass_k(v.pass_k_a)} → {_pass_k(v.pass_k_b)}",
             ]
             if costed:
                 row.append(
@@ -134,3 +143,12 @@ def print_comparison(out: Console, comparison: Comparison, *, changed_only: bool
             f"({format_usd(cost_b.per_passed_trial_usd)} per pass)"
         )
     out.print(f"Compare in the dashboard: {comparison_url(comparison)}", markup=False)
+
+
+def _pass_k(curves: dict[str, dict[int, float]]) -> str:
+    """pass@k and pass^k at the largest k every cell reaches: ``@3 0.92 ^3 0.41``."""
+    at_k = curves.get("pass@k", {})
+    if not at_k:
+        return "—"
+    k = max(at_k)
+    return f"@{k} {at_k[k]:.2f} ^{k} {curves['pass^k'][k]:.2f}"
