@@ -16,6 +16,7 @@ urlpatterns = [
     path("batches/<int:batch_id>/baseline/", batches.mark_baseline_view, name="mark-baseline"),
     path("compare/", compare.compare_view, name="compare"),
     path("batches/<int:batch_id>/", grid.grid, name="batch"),
+    path("batches/<int:batch_id>/variants/", compare.variant_compare_view, name="batch-variants"),
     path("batches/<int:batch_id>/metrics/", metrics.batch_metrics_view, name="batch-metrics"),
     path("batches/<int:batch_id>/rerun/", reruns.rerun_batch_view, name="rerun-batch"),
     path("batches/<int:batch_id>/rerun-failed/", reruns.rerun_failed_view, name="rerun-failed"),

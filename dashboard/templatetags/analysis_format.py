@@ -81,6 +81,12 @@ def points_interval(bounds: Sequence[float] | None) -> str:
     return f"[{signed(low)}, {signed(high)}] pp"
 
 
+@register.filter
+def points(value: float | None) -> str:
+    """A size of difference in percentage points: ``0.404`` -> ``40.4 pp``."""
+    return "–" if value is None else f"{value * 100:.1f} pp"
+
+
 class _Counted(Protocol):
     """A cell side's Tally or a case's outcome: finished trials, of which passed."""
 

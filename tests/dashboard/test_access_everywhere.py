@@ -20,6 +20,8 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
     pages = [
         f"/batches/{batch.pk}/",
         f"/batches/{batch.pk}/metrics/",
+        f"/batches/{batch.pk}/variants/",
+        f"/batches/{batch.pk}/variants/?summary=1",
         f"/?batch={batch.pk}",
         f"/runs/{run.pk}/",
         f"/trials/{trial.pk}/",
