@@ -16,7 +16,7 @@ One query for the trials (evals_app.merged), plus one per rerun generation when 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from statistics import mode as most_common
@@ -392,12 +392,15 @@ def compare_variants(
     merged: bool = True,
     mode: str = "latest",
     difference: float = DEFAULT_DIFFERENCE,
+    suites: Collection[str] | None = None,
 ) -> VariantComparison:
     """Compare the variants of ``batch`` (those in ``names``, in that order, else all of them
     by name): each with its clustered interval, and each pair (A before B) with its paired
-    difference, McNemar test and power for ``difference``. Raises UnknownVariant naming a
-    variant the batch did not run."""
+    difference, McNemar test and power for ``difference``; ``suites`` keeps only the cases of
+    those suite slugs. Raises UnknownVariant naming a variant the batch did not run."""
     cells = batch_cells(batch, merged=merged, mode=mode)
+    if suites is not None:
+        cells = {key: rows for key, rows in cells.items() if key[0] in suites}
     ran = sorted({key[2] for key in cells})
     if names:
         missing = [name for name in names if name not in ran]

@@ -21,6 +21,7 @@ from runner.batches.comparison_output import (
     variant_comparison_url,
 )
 from runner.batches.consoles import command_consoles
+from runner.batches.eval_options import difference_points
 from runner.jobs.database import ensure_database
 
 SUITE_BASELINE = "suite-baseline"
@@ -70,7 +71,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--difference",
-            type=_points,
+            type=difference_points,
             default=DEFAULT_DIFFERENCE,
             metavar="D",
             help="with --variants: the difference the power line plans for (0.1 or 10 for 10 "
@@ -191,13 +192,3 @@ class Command(BaseCommand):
         if batch is None:
             return None, f"{which}: there is no batch {raw} in organization {organization.slug}"
         return batch, ""
-
-
-def _points(value: str) -> float:
-    """A difference to plan for: 0.1, or 10 for 10 percentage points."""
-    difference = float(value)
-    if difference >= 1:
-        difference /= 100
-    if not 0 < difference < 1:
-        raise ValueError(value)
-    return difference
