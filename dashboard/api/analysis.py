@@ -26,6 +26,7 @@ from evals_app.comparison import compare_batches, suite_baseline
 from evals_app.cost import CostSummary, batch_cost, summarize_costs
 from evals_app.estimators import pass_at_k, pass_hat_k
 from evals_app.flakiness import flaky_cells, flaky_list
+from evals_app.judge_agreement import exported_labels, judge_agreements
 from evals_app.merged import TrialRow, batch_cells
 from evals_app.models import Batch
 from evals_app.variant_comparison import DEFAULT_DIFFERENCE, UnknownVariant, compare_variants
@@ -518,6 +519,37 @@ def variant_compare_view(request: Request, pk: int) -> Response:
     except UnknownVariant as exc:
         raise ValidationError({"variants": f"{str(exc)[0].upper()}{str(exc)[1:]}."}) from None
     return Response(comparison.to_dict())
+
+
+@extend_schema(
+    summary="Judges against people's labels, and the labels",
+    description="Per organization of the reader: each model judge (rubric x model) against the "
+    "organization's trial labels, with n, Cohen's kappa, the true positive and true negative "
+    "rates and the confusion matrix (flagged: kappa below 0.6 on 20 labels or more); and the "
+    "labels themselves. With batch: that batch's organization, and the labels of that batch.",
+    parameters=[OpenApiParameter("batch", int, description="Only this batch's labels.")],
+    responses={200: OpenApiTypes.OBJECT},
+)
+@api_view(["GET"])
+def judges_view(request: Request) -> Response:
+    scopes: list[tuple[Any, list[int] | None]]
+    if request.query_params.get("batch"):
+        batch = _batch(request, request.query_params["batch"], "batch")
+        scopes = [(batch.organization, [batch.pk])]
+    else:
+        scopes = [(org, None) for org in access.organizations_of(request.user).order_by("slug")]
+    return Response(
+        {
+            "organizations": [
+                {
+                    "organization": org.slug,
+                    "judges": [j.to_dict() for j in judge_agreements(org)],
+                    "labels": exported_labels(org, batch_ids=batch_ids),
+                }
+                for org, batch_ids in scopes
+            ]
+        }
+    )
 
 
 @extend_schema(

@@ -1,7 +1,8 @@
 """Variant against variant as a person reads it, in Chromium, against the real `proctor serve`:
 one batch recorded by the real `proctor eval` with two variants of a scripted agent (solver
 answers all six cases, sloppy gets the three sums wrong), two trials each. The grid loads the
-summary under its table; its Variants button opens the page with the cases by difference."""
+summary under its table; its Variants button opens the page with the cases by difference. Its
+Label trials button opens the labelling queue, worked with the keyboard."""
 
 from __future__ import annotations
 
@@ -108,6 +109,43 @@ def test_the_variants_page_sorts_cases_and_plans_a_difference(
     expect(pair.locator(".delta")).to_have_text("−50.0 pp")
     expect(pair.locator(".pair-plan")).to_have_text("6 cases × 2 trials already find 70 points")
     page.screenshot(path=str(screenshot_dir / "variant-compare.png"), full_page=True)
+
+
+def test_the_labelling_queue_is_worked_with_the_keyboard(
+    alice: Page, served: Served, screenshot_dir: Path
+):
+    page = alice
+    page.goto(f"{served.url}/batches/{served.batch}/")
+    page.click("#label-trials")
+    progress = page.locator("#label-progress")
+    expect(progress).to_contain_text("0 of 24 finished trials labelled")
+    first = page.locator("[data-trial]").get_attribute("data-trial")
+    # n to write a note, Esc to leave it, p to label passed: the next trial comes up.
+    page.keyboard.press("n")
+    expect(page.locator("#label-note")).to_be_focused()
+    page.keyboard.type("says 4, as asked")
+    page.keyboard.press("Escape")
+    page.keyboard.press("p")
+    expect(progress).to_contain_text("1 of 24 finished trials labelled")
+    second = page.locator("[data-trial]").get_attribute("data-trial")
+    assert second != first
+    page.keyboard.press("f")
+    expect(progress).to_contain_text("2 of 24 finished trials labelled")
+    third = page.locator("[data-trial]").get_attribute("data-trial")
+    page.keyboard.press("s")
+    expect(progress).to_contain_text("1 skipped")
+    assert page.locator("[data-trial]").get_attribute("data-trial") != third
+    page.screenshot(path=str(screenshot_dir / "labelling-queue.png"), full_page=True)
+
+    page.goto(f"{served.url}/trials/{first}/")
+    expect(page.locator("#current-label")).to_contain_text("Labelled passed by alice")
+    expect(page.locator("#current-label")).to_contain_text("says 4, as asked")
+    page.goto(f"{served.url}/trials/{second}/")
+    expect(page.locator("#current-label .label-verdict")).to_have_text("failed")
+    # On the trial page the buttons label in place.
+    htmx_settled(page)
+    page.click("#label-passed")
+    expect(page.locator("#current-label .label-verdict")).to_have_text("passed")
 
 
 @pytest.fixture
