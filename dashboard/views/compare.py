@@ -102,16 +102,21 @@ def _difference(request: HtmxHttpRequest) -> float:
 @login_required
 def variant_compare_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
     """Variant against variant in one batch: ?a= and ?b= name two variants (else every pair);
-    ?difference= is what the power line plans for; ?trials=batch reads the batch without its
-    reruns. ?summary=1 serves the short version the grid loads under its table."""
+    ?difference= is what the power line plans for; ?trials= is batch (alone), latest (the
+    default: with its reruns, the latest trials per cell) or all. ?summary=1 serves the short version the grid loads under its table."""
     batch = get_or_404(batches_for(request.user), pk=batch_id)
     names = sorted(set(Variant.objects.filter(runs__batch=batch).values_list("name", flat=True)))
     chosen = [request.GET.get("a", ""), request.GET.get("b", "")]
     picked = chosen if all(chosen) and chosen[0] != chosen[1] else None
-    merged = request.GET.get("trials", "latest") != "batch"
+    # The grid's modes: this batch alone, or with its reruns (the latest trials, or all).
+    trials = request.GET.get("trials", "latest")
+    merged = trials != "batch"
+    mode = "all" if trials == "all" else "latest"
     difference = _difference(request)
     try:
-        comparison = compare_variants(batch, picked, merged=merged, difference=difference)
+        comparison = compare_variants(
+            batch, picked, merged=merged, mode=mode, difference=difference
+        )
     except UnknownVariant:
         raise Http404 from None
     context = {
@@ -121,6 +126,7 @@ def variant_compare_view(request: HtmxHttpRequest, batch_id: int) -> HttpRespons
         "a": picked[0] if picked else "",
         "b": picked[1] if picked else "",
         "merged": merged,
+        "trials": trials if trials in ("batch", "all") else "latest",
         "difference_points": round(difference * 100, 1),
     }
     if request.GET.get("summary") == "1":

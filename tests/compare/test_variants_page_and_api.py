@@ -70,8 +70,9 @@ def test_the_chosen_difference_changes_the_plan(client, alice, batch):
 def test_the_grid_links_the_variants_and_loads_their_summary(client, alice, batch):
     client.force_login(alice)
     grid = client.get(f"/batches/{batch.pk}/").content.decode()
-    assert f'href="/batches/{batch.pk}/variants/"' in grid
-    assert f'hx-get="/batches/{batch.pk}/variants/?summary=1"' in grid
+    # In the grid's trial mode: the batch alone unless the grid reads its reruns.
+    assert f'href="/batches/{batch.pk}/variants/?trials=batch"' in grid
+    assert f'hx-get="/batches/{batch.pk}/variants/?summary=1&amp;trials=batch"' in grid
     summary = client.get(f"/batches/{batch.pk}/variants/?summary=1").content.decode()
     assert summary.lstrip().startswith(
         '<section class="card variant-summary" id="variant-against-variant"'
@@ -122,3 +123,15 @@ def test_the_api_names_a_bad_variant_or_difference(alice, batch):
     assert "ran no variant 'nimble'" in unknown.json()["variants"]
     assert api.get(url, {"variants": "careful"}).status_code == 400
     assert api.get(url, {"difference": "2"}).status_code == 400
+
+
+def test_the_page_reads_reruns_as_the_grid_does(client, alice, seed, batch):
+    # A rerun of careful's failing divide trials, passing now: with its reruns (latest),
+    # careful's divide is 3/3 and the pair no longer holds; the batch alone is unchanged.
+    seed.batch({("divide", "careful"): ["passed", "passed", "passed"]}, parent=batch)
+    client.force_login(alice)
+    alone = client.get(f"/batches/{batch.pk}/variants/", {"trials": "batch"}).content.decode()
+    assert "hasty beats careful by 33.3 points" in alone
+    merged = client.get(f"/batches/{batch.pk}/variants/").content.decode()
+    assert "hasty leads careful by 8.3 points" in merged
+    assert "not a reliable difference" in merged
