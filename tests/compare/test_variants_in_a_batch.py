@@ -166,3 +166,10 @@ def test_the_cli_refuses_a_variant_the_batch_did_not_run(batch, capsys):
         _compare(capsys, str(batch.pk), "--variants", "careful", "nimble")
     assert exited.value.code == 2
     assert "--variants: batch" in capsys.readouterr().err
+
+
+def test_the_cli_refuses_two_batch_options_with_variants(batch, capsys):
+    with pytest.raises(SystemExit) as exited:
+        _compare(capsys, str(batch.pk), "--variants", "--fail-on-regression")
+    assert exited.value.code == 2
+    assert "--fail-on-regression compares two batches" in capsys.readouterr().err

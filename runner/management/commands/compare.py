@@ -141,6 +141,10 @@ class Command(BaseCommand):
             self._invalid(
                 err, "give one batch with --variants: proctor compare BATCH --variants A B"
             )
+        for option in ("changed", "fail_on_regression"):
+            if options[option]:
+                name = "--" + option.replace("_", "-")
+                self._invalid(err, f"{name} compares two batches; it does not go with --variants")
         if options["variants"] and len(options["variants"]) < 2:
             self._invalid(err, "--variants needs two variants or more (or none for all of them)")
         batch = self._batch(err, organization, options["a"], "BATCH")
