@@ -24,7 +24,6 @@ PROCTOR_COMMANDS: list[tuple[str, str]] = [
     ("serve", "Serve the dashboard (and the API) on 127.0.0.1:8000."),
     ("worker", "Run queued trials from Redis (the server mode)."),
     ("compare", "Compare two batches case by case: what got better, what got worse."),
-    ("judges", "Check each model judge against people's trial labels (kappa); export labels."),
     ("harness list", "List the agent harnesses and what each can do."),
     ("import", "Write a Proctor eval file from a promptfoo config."),
     ("cases", "Write simulated-user cases from recorded conversations."),
