@@ -99,12 +99,12 @@ def _read_page(batch: Batch, query: GridQuery, flagged: set[CellId], offset: int
     by_delta = query.sort.lstrip("-") == "delta"
     delta_baseline = find_baseline(batch, query.suite) if by_delta else None
     if query.trials == "batch" and not query.search.strip() and delta_baseline is None:
-        return _page_in_sql(batch, query, flagged, offset, by_delta=by_delta)
+        return _page_read_in_sql(batch, query, flagged, offset, by_delta=by_delta)
     baseline = delta_baseline if by_delta else find_baseline(batch, query.suite)
     return _page_read_whole(batch, query, flagged, offset, baseline)
 
 
-def _page_in_sql(
+def _page_read_in_sql(
     batch: Batch, query: GridQuery, flagged: set[CellId], offset: int, *, by_delta: bool
 ) -> _Page:
     """One page of rows, filtered, sorted and counted by the database (see grid_paging)."""
