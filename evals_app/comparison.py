@@ -30,7 +30,7 @@ from evals_app.estimators import (
 from evals_app.merged import CellKey, TrialRow, batch_cells, family_ids
 from evals_app.models import Batch, Consultation, Event, Organization, Trial
 from evals_app.pass_rates import Tally
-from proctor.protocol import CLI_VERSION_NOTE
+from proctor.agent_events import CLI_VERSION_NOTE
 
 # A variant's change is significant below this McNemar p-value (two-sided).
 ALPHA = 0.05
