@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from dashboard.views import batches, cases, compare, grid, metrics, reruns, runs, trials
+from dashboard.views import batches, cases, compare, grid, labels, metrics, reruns, runs, trials
 
 urlpatterns = [
     path("api/", include("dashboard.api.urls")),
@@ -16,6 +16,9 @@ urlpatterns = [
     path("batches/<int:batch_id>/baseline/", batches.mark_baseline_view, name="mark-baseline"),
     path("compare/", compare.compare_view, name="compare"),
     path("batches/<int:batch_id>/", grid.grid, name="batch"),
+    path("batches/<int:batch_id>/variants/", compare.variant_compare_view, name="batch-variants"),
+    path("batches/<int:batch_id>/labelling/", labels.labelling_queue_view, name="labelling"),
+    path("judges/", labels.judges_view, name="judges"),
     path("batches/<int:batch_id>/metrics/", metrics.batch_metrics_view, name="batch-metrics"),
     path("batches/<int:batch_id>/rerun/", reruns.rerun_batch_view, name="rerun-batch"),
     path("batches/<int:batch_id>/rerun-failed/", reruns.rerun_failed_view, name="rerun-failed"),
@@ -29,6 +32,7 @@ urlpatterns = [
     path("runs/<int:run_id>/rerun/", reruns.rerun_run_view, name="rerun-run"),
     path("trials/<int:trial_id>/", trials.trial_detail, name="trial"),
     path("trials/<int:trial_id>/trajectory.json", trials.trial_trajectory, name="trial-trajectory"),
+    path("trials/<int:trial_id>/label/", labels.label_trial_view, name="label-trial"),
     path("trials/<int:trial_id>/rerun/", reruns.rerun_trial_view, name="rerun-trial"),
     path(
         "trials/<int:trial_id>/artifacts/<path:path>", trials.trial_artifact, name="trial-artifact"

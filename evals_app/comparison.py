@@ -20,11 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evals_app.cost import CostSummary, summarize_costs
-from evals_app.estimators import mcnemar_exact, rate_difference_interval, wilson_interval
+from evals_app.estimators import (
+    mcnemar_exact,
+    mean_pass_k_curves,
+    pass_k_curves,
+    rate_difference_interval,
+    wilson_interval,
+)
 from evals_app.merged import CellKey, TrialRow, batch_cells, family_ids
 from evals_app.models import Batch, Consultation, Event, Organization, Trial
 from evals_app.pass_rates import Tally
-from proctor.protocol import CLI_VERSION_NOTE
+from proctor.agent_events import CLI_VERSION_NOTE
 
 # A variant's change is significant below this McNemar p-value (two-sided).
 ALPHA = 0.05
@@ -73,8 +79,14 @@ class CellSide:
     def case_passed(self) -> bool | None:
         return case_passes(self.tally)
 
+    @property
+    def pass_k(self) -> dict[str, dict[int, float]]:
+        """pass@k and pass^k of the cell, k = 1..finished (evals_app.estimators)."""
+        return pass_k_curves(self.tally.finished, self.tally.passed)
+
     def to_dict(self) -> dict[str, Any]:
         t = self.tally
+        curves = self.pass_k
         return {
             "case_versions": self.versions,
             "trials": t.total,
@@ -86,6 +98,8 @@ class CellSide:
             "pass_rate": _r(self.rate),
             "interval": [_r(x) for x in self.interval],
             "case_passed": self.case_passed,
+            "pass_at_k": _curve(curves["pass@k"]),
+            "pass_hat_k": _curve(curves["pass^k"]),
             "cost": self.cost.to_dict(),
             "trial_ids": self.trial_ids,
         }
@@ -163,6 +177,9 @@ class VariantComparison:
     tally_b: Tally
     cost_a: CostSummary
     cost_b: CostSummary
+    # pass@k and pass^k of the variant on each side: the mean over its cells (as on the grid).
+    pass_k_a: dict[str, dict[int, float]] = field(default_factory=dict)
+    pass_k_b: dict[str, dict[int, float]] = field(default_factory=dict)
 
     @property
     def rate_a(self) -> float | None:
@@ -204,12 +221,16 @@ class VariantComparison:
                 "interval": [_r(x) for x in self.interval_a],
                 "trials": self.tally_a.total,
                 "cost": self.cost_a.to_dict(),
+                "pass_at_k": _curve(self.pass_k_a.get("pass@k", {})),
+                "pass_hat_k": _curve(self.pass_k_a.get("pass^k", {})),
             },
             "b": {
                 "pass_rate": _r(self.rate_b),
                 "interval": [_r(x) for x in self.interval_b],
                 "trials": self.tally_b.total,
                 "cost": self.cost_b.to_dict(),
+                "pass_at_k": _curve(self.pass_k_b.get("pass@k", {})),
+                "pass_hat_k": _curve(self.pass_k_b.get("pass^k", {})),
             },
         }
 
@@ -306,6 +327,8 @@ class Comparison:
                 "rate_interval": "Wilson score, 95%",
                 "difference_interval": "Newcombe hybrid score (method 10), 95%",
                 "paired_test": "exact McNemar, two-sided, on per-case majority outcomes",
+                "pass_k": "unbiased pass@k and pass^k per cell; per variant the mean over its "
+                "cells, for k up to the smallest n",
                 "alpha": ALPHA,
             },
             "warnings": [w.to_dict() for w in self.warnings],
@@ -326,6 +349,11 @@ def _batch_dict(batch: Batch, cost: CostSummary) -> dict[str, Any]:
 
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
+
+
+def _curve(values: dict[int, float]) -> dict[str, float | None]:
+    """pass@k or pass^k as JSON: {"1": 0.6667, "2": 1.0, ...}."""
+    return {str(k): _r(v) for k, v in values.items()}
 
 
 # --- building a comparison ---------------------------------------------------------------------
@@ -472,9 +500,22 @@ def _variants(
                 tally_b=tally_of(rows_b),
                 cost_a=_cost(rows_a),
                 cost_b=_cost(rows_b),
+                pass_k_a=_variant_pass_k(cells_a, name),
+                pass_k_b=_variant_pass_k(cells_b, name),
             )
         )
     return result
+
+
+def _variant_pass_k(cells: dict[CellKey, list[TrialRow]], name: str) -> dict[str, dict[int, float]]:
+    """pass@k and pass^k of variant ``name``: the mean over its cells of each cell's estimate
+    from its finished trials, as the grid computes it."""
+    counts = []
+    for key, rows in cells.items():
+        if key[2] == name:
+            tally = tally_of(rows)
+            counts.append((tally.finished, tally.passed))
+    return mean_pass_k_curves(counts)
 
 
 # --- the comparability guard ---------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """The estimators compare, the grid and benchmark.json share: Wilson intervals, pass@k and
-pass^k, the exact McNemar test and Newcombe's interval for a difference of two rates.
+pass^k, the exact McNemar test and Newcombe's interval for a difference of two rates; the
+case-clustered mean and the paired per-case difference of variants in one batch (Miller 2024,
+"Adding Error Bars to Evals"), the power calculation that says how many trials are enough, and
+Cohen's kappa of a judge against people's labels.
 
 Pure Python (math.comb only), no Django: every function is a formula a test can check by hand.
 """
@@ -7,9 +10,13 @@ Pure Python (math.comb only), no Django: every function is a formula a test can 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 # The normal quantile of a two-sided 95% interval.
 Z_95 = 1.959963984540054
+# The normal quantile of 80% power (one-sided 0.80).
+Z_80 = 0.8416212335729143
 
 
 def wilson_interval(passed: int, total: int, z: float = Z_95) -> tuple[float, float]:
@@ -130,3 +137,201 @@ def mean_pass_k_curves(cells: list[tuple[int, int]]) -> dict[str, dict[int, floa
             k: sum(all_k[k - 1] for _, all_k in curves) / len(cells) for k in range(1, k_max + 1)
         },
     }
+
+
+# --- the case as the unit: clustered means and paired differences (Miller 2024) ----------------
+
+
+@dataclass(frozen=True)
+class ClusteredMean:
+    """A mean over cases, each case the mean of its trials' scores, with the standard error
+    clustered by case: trials of one case are repeated measures of it, not independent draws,
+    so the spread that counts is that of the case means. ``standard_error`` and ``interval``
+    are None with fewer than two cases (one case says nothing of the spread)."""
+
+    mean: float
+    cases: int
+    standard_error: float | None
+    interval: tuple[float, float] | None
+
+
+def case_mean(scores: Sequence[float]) -> float:
+    """The mean score of one case's finished trials (1.0 a pass, 0.0 a fail, or its weighted
+    score)."""
+    if not scores:
+        raise ValueError("a case needs at least one finished trial")
+    return sum(scores) / len(scores)
+
+
+def _spread(values: Sequence[float], mean: float) -> float:
+    """The sample variance (n - 1 in the denominator) of ``values`` around ``mean``."""
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
+def clustered_mean(
+    case_scores: Sequence[Sequence[float]], z: float = Z_95, bounds: tuple[float, float] = (0, 1)
+) -> ClusteredMean:
+    """The mean over cases of each case's mean trial score, with its case-clustered standard
+    error: the sample standard deviation of the case means over the square root of the number
+    of cases. With the same n trials in every case this is Miller's clustered standard error
+    (2024, eq. 4) with the usual C / (C - 1) small-sample correction; each case weighs the same
+    whatever its trial count. The interval is mean +- z * SE (95% by default), kept inside
+    ``bounds``."""
+    means = [case_mean(scores) for scores in case_scores]
+    if not means:
+        raise ValueError("a clustered mean needs at least one case")
+    mean = sum(means) / len(means)
+    if len(means) < 2:
+        return ClusteredMean(mean, len(means), None, None)
+    se = math.sqrt(_spread(means, mean) / len(means))
+    low, high = bounds
+    return ClusteredMean(mean, len(means), se, (max(low, mean - z * se), min(high, mean + z * se)))
+
+
+def paired_difference(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], z: float = Z_95
+) -> ClusteredMean:
+    """The mean paired difference B - A over cases both ran, ``pairs`` holding each case's
+    trial scores under A and under B: the clustered mean of the per-case differences of case
+    means (Miller 2024, section 4). Pairing takes out how hard each case is, which both
+    variants share, so it is far tighter than comparing two independent rates."""
+    differences = [[case_mean(b) - case_mean(a)] for a, b in pairs]
+    return clustered_mean(differences, z, bounds=(-1, 1))
+
+
+# --- how many trials are enough: power -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """What the variance of a case's paired difference is made of (Miller 2024, section 5):
+    ``between``, the variance across cases of the true difference, which more trials cannot
+    shrink; and ``within``, the per-trial variance of A plus that of B, averaged over cases,
+    which n trials per case divide by n. The variance of one case's difference at n trials is
+    between + within / n. ``within`` is None when no case ran two trials on each side."""
+
+    between: float
+    within: float | None
+
+    def at(self, trials: float) -> float:
+        """The variance of one case's paired difference with ``trials`` trials per case."""
+        return self.between + (self.within or 0.0) / trials
+
+
+def variance_components(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+) -> VarianceComponents:
+    """Estimate the components from observed cases (each A's and B's trial scores): the
+    within part is the mean over cases of each side's sample variance of its trials (cases with
+    two or more trials on both sides); the between part is the observed variance of the
+    per-case differences less the share the trials' noise explains (each case's within
+    variance over its trial count), floored at 0."""
+    if len(pairs) < 2:
+        raise ValueError("variance components need at least two cases")
+    differences = [case_mean(b) - case_mean(a) for a, b in pairs]
+    observed = _spread(differences, sum(differences) / len(differences))
+    repeated = [(a, b) for a, b in pairs if len(a) >= 2 and len(b) >= 2]
+    if not repeated:
+        return VarianceComponents(between=observed, within=None)
+    per_trial = [_spread(a, case_mean(a)) + _spread(b, case_mean(b)) for a, b in repeated]
+    noise = [
+        _spread(a, case_mean(a)) / len(a) + _spread(b, case_mean(b)) / len(b) for a, b in repeated
+    ]
+    within = sum(per_trial) / len(per_trial)
+    between = max(0.0, observed - sum(noise) / len(noise))
+    return VarianceComponents(between=between, within=within)
+
+
+# The multiplier of the standard error a true difference must reach to be found 80% of the time
+# by a two-sided 5% test: z(0.975) + z(0.80).
+POWER_80 = Z_95 + Z_80
+
+
+def minimum_detectable_difference(
+    components: VarianceComponents, cases: int, trials: float, multiplier: float = POWER_80
+) -> float:
+    """The smallest true paired difference a two-sided 5% test finds with 80% power over
+    ``cases`` cases of ``trials`` trials each: (z(0.975) + z(0.8)) * sqrt(variance / cases)."""
+    if cases < 1 or trials <= 0:
+        raise ValueError(
+            f"a power calculation needs cases >= 1 and trials > 0, got {cases}, {trials}"
+        )
+    return multiplier * math.sqrt(components.at(trials) / cases)
+
+
+def trials_needed(
+    components: VarianceComponents, cases: int, difference: float, multiplier: float = POWER_80
+) -> int | None:
+    """The fewest trials per case that make ``difference`` detectable with 80% power over
+    ``cases`` cases; None when no number of trials can (the between-case variance alone is too
+    large: more cases are needed) or the within variance is unknown."""
+    if difference <= 0:
+        raise ValueError(f"a difference to detect must be above 0, got {difference}")
+    room = cases * difference**2 / multiplier**2 - components.between
+    if components.within is None or room <= 0:
+        return None
+    if components.within == 0:
+        return 1
+    return max(1, math.ceil(components.within / room - 1e-9))
+
+
+def cases_needed(
+    components: VarianceComponents, trials: float, difference: float, multiplier: float = POWER_80
+) -> int:
+    """The fewest cases of ``trials`` trials each that make ``difference`` detectable with 80%
+    power."""
+    if difference <= 0:
+        raise ValueError(f"a difference to detect must be above 0, got {difference}")
+    return max(2, math.ceil(multiplier**2 * components.at(trials) / difference**2 - 1e-9))
+
+
+# --- agreement with people: Cohen's kappa ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """A judge's verdicts against people's labels, pass counted as positive: the confusion
+    matrix (``both_pass``: judge and person said pass; ``judge_only``: the judge passed what the
+    person failed; ``person_only``: the person passed what the judge failed; ``both_fail``)."""
+
+    both_pass: int
+    judge_only: int
+    person_only: int
+    both_fail: int
+
+    @property
+    def n(self) -> int:
+        return self.both_pass + self.judge_only + self.person_only + self.both_fail
+
+    @property
+    def observed(self) -> float | None:
+        """The share of trials on which the judge and the person agree."""
+        return (self.both_pass + self.both_fail) / self.n if self.n else None
+
+    @property
+    def kappa(self) -> float | None:
+        """Cohen's kappa (1960): agreement beyond what chance alone gives, (po - pe) / (1 - pe),
+        chance from each side's own pass rate. None without labels; 1.0 when both sides gave
+        one and the same verdict throughout (pe = 1), 0.0 when they always disagree then."""
+        if not self.n:
+            return None
+        n = self.n
+        judge_pass = (self.both_pass + self.judge_only) / n
+        person_pass = (self.both_pass + self.person_only) / n
+        expected = judge_pass * person_pass + (1 - judge_pass) * (1 - person_pass)
+        observed = (self.both_pass + self.both_fail) / n
+        if expected >= 1:
+            return 1.0 if observed >= 1 else 0.0
+        return (observed - expected) / (1 - expected)
+
+    @property
+    def true_positive_rate(self) -> float | None:
+        """Of the trials a person passed, the share the judge passed too (sensitivity)."""
+        positives = self.both_pass + self.person_only
+        return self.both_pass / positives if positives else None
+
+    @property
+    def true_negative_rate(self) -> float | None:
+        """Of the trials a person failed, the share the judge failed too (specificity)."""
+        negatives = self.both_fail + self.judge_only
+        return self.both_fail / negatives if negatives else None

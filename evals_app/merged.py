@@ -45,6 +45,8 @@ class TrialRow:
     model: str
     sandbox: str
     profile_digest: str
+    # The weighted score of the trial's assertions; None for a pass/fail case.
+    score: float | None
 
     @property
     def key(self) -> CellKey:
@@ -82,6 +84,7 @@ _FIELDS = {
     "model": "run__variant__model",
     "sandbox": "run__variant__sandbox",
     "profile_digest": "run__variant__profile_digest",
+    "score": "score",
 }
 
 

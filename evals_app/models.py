@@ -881,3 +881,31 @@ class MockCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.mock} {self.method} {self.path} of trial {self.trial_id}"
+
+
+class TrialLabel(models.Model):
+    """A person's reading of a trial: passed or failed, with an optional note. What a model
+    judge's verdicts are checked against (evals_app.judge_agreement). A label belongs to the
+    organization of the trial and stays with that trial: a rerun makes new trials and leaves
+    it, and labelling the trial again replaces it."""
+
+    class Verdict(models.TextChoices):
+        PASSED = "passed"
+        FAILED = "failed"
+
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="trial_labels"
+    )
+    trial = models.OneToOneField(Trial, on_delete=models.CASCADE, related_name="human_label")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices)
+    note = models.TextField(blank=True, default="")
+    labelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    labelled_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["labelled_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} label of trial {self.trial_id}"

@@ -99,93 +99,123 @@ def resolve_case(
     ``recorded_source`` stands in for the source's definition where the source itself is not
     here: a worker running a local repository from its commit bundle."""
     root = project_root(module_path)
-    sources: dict[str, str] = {}
-    module_relative = relative_to_root(module_path, root)
-    if suite.capture_source and module_relative is not None:
-        sources[module_relative] = read_source(module_path)
+    sources = _CapturedSources(root, keep=suite.capture_source)
+    sources.add_module(module_path)
+    checks = [_resolved_check(check, root, sources) for check in case.checks]
+    definition = _case_definition(suite, case, root, checks, sources, recorded_source)
+    return ResolvedCase(
+        suite=suite,
+        case=case,
+        module_path=module_path,
+        definition=definition,
+        definition_hash=canonical_hash(_without_locations(definition)),
+        sources=sources.texts,
+        checks=checks,
+    )
 
-    def captured(func: Any) -> dict[str, Any]:
-        info = capture_callable(func, root)
-        if suite.capture_source and info.path is not None and info.text is not None:
-            sources.setdefault(info.path, info.text)
-        reads = values_read(func, root)
+
+@dataclass
+class _CapturedSources:
+    """The text of each file the case's Python code comes from, by its path from the project
+    root, gathered while the case is resolved; kept only when the suite captures its source."""
+
+    root: Path
+    keep: bool
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def add_module(self, module_path: Path) -> None:
+        relative = relative_to_root(module_path, self.root)
+        if self.keep and relative is not None:
+            self.texts[relative] = read_source(module_path)
+
+    def reference(self, func: Any) -> dict[str, Any]:
+        """How the definition names ``func``: its file, lines, qualname, source hash and the
+        values it reads; its file's text is kept. Reads the file and inspects the code."""
+        info = capture_callable(func, self.root)
+        if self.keep and info.path is not None and info.text is not None:
+            self.texts.setdefault(info.path, info.text)
+        reads = values_read(func, self.root)
         # Only when it reads something, so a validator reading nothing keeps its hash.
         return {**info.reference(), "sha256": info.sha256, **({"reads": reads} if reads else {})}
 
-    checks = []
-    for check in case.checks:
-        if isinstance(check, Command):
-            spec = {
-                "kind": "command",
-                # The project's own scripts by their path in it: moved, or on a worker, the
-                # command runs the project's copy there (and its name, the command when it has
-                # no other, is the same wherever the project sits).
-                "name": project_paths.recorded(check.label, root),
-                "command": project_paths.recorded(check.command, root),
-                "timeout_ms": check.timeout_ms,
-            }
-            checks.append(ResolvedCheck(check, spec))
-        elif isinstance(check, Assertion):
-            spec = {
-                "kind": "assertion",
-                "name": check.label,
-                "type": check.type,
-                "weight": check.weight,
-                "metric": check.metric,
-            }
-            if check.type == "python" and callable(check.value):
-                ref = captured(check.value)
-                spec.update(
-                    value=ref["qualname"], **{k: ref[k] for k in ("path", "start", "end", "sha256")}
-                )
-                source_ref = (
-                    {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
-                )
-                checks.append(ResolvedCheck(check, spec, source_ref))
-                continue
-            spec["value"] = check.value
-            checks.append(ResolvedCheck(check, spec))
-        elif isinstance(check, Judge):
-            spec = {
-                "kind": "judge",
-                "name": check.label,
-                "rubric": check.rubric,
-                "model": check.model,
-                "threshold": check.threshold,
-            }
-            checks.append(ResolvedCheck(check, spec))
-        else:
-            ref = captured(check)
-            name = getattr(check, "__name__", None) or ref["qualname"]
-            spec = {"kind": "validator", "name": name, **ref}
-            source_ref = (
-                {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
-            )
-            checks.append(ResolvedCheck(check, spec, source_ref))
 
-    variables = dict(case.variables)
+def _resolved_check(check: Any, root: Path, sources: _CapturedSources) -> ResolvedCheck:
+    if isinstance(check, Command):
+        return ResolvedCheck(check, _command_definition(check, root))
+    if isinstance(check, Assertion):
+        return _resolved_assertion(check, sources)
+    if isinstance(check, Judge):
+        return ResolvedCheck(check, _judge_definition(check))
+    ref = sources.reference(check)
+    name = getattr(check, "__name__", None) or ref["qualname"]
+    return ResolvedCheck(check, {"kind": "validator", "name": name, **ref}, _source_location(ref))
+
+
+def _command_definition(check: Command, root: Path) -> dict[str, Any]:
+    return {
+        "kind": "command",
+        # The project's own scripts by their path in it: moved, or on a worker, the command
+        # runs the project's copy there (and its name, the command when it has no other, is
+        # the same wherever the project sits).
+        "name": project_paths.recorded(check.label, root),
+        "command": project_paths.recorded(check.command, root),
+        "timeout_ms": check.timeout_ms,
+    }
+
+
+def _resolved_assertion(check: Assertion, sources: _CapturedSources) -> ResolvedCheck:
+    spec: dict[str, Any] = {
+        "kind": "assertion",
+        "name": check.label,
+        "type": check.type,
+        "weight": check.weight,
+        "metric": check.metric,
+    }
+    if check.type == "python" and callable(check.value):
+        ref = sources.reference(check.value)
+        spec.update(
+            value=ref["qualname"], **{k: ref[k] for k in ("path", "start", "end", "sha256")}
+        )
+        return ResolvedCheck(check, spec, _source_location(ref))
+    spec["value"] = check.value
+    return ResolvedCheck(check, spec)
+
+
+def _judge_definition(check: Judge) -> dict[str, Any]:
+    return {
+        "kind": "judge",
+        "name": check.label,
+        "rubric": check.rubric,
+        "model": check.model,
+        "threshold": check.threshold,
+    }
+
+
+def _source_location(ref: dict[str, Any]) -> dict[str, Any]:
+    """Where a captured callable sits, for the trial page to show its code; empty when it is
+    not in a file of the project."""
+    return {k: ref[k] for k in ("path", "start", "end", "qualname")} if ref["path"] else {}
+
+
+def _case_definition(
+    suite: Suite,
+    case: Case,
+    root: Path,
+    checks: list[ResolvedCheck],
+    sources: _CapturedSources,
+    recorded_source: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The canonical JSON a case version snapshots. Captures ``prepare`` and mock handlers."""
     definition: dict[str, Any] = {
         "suite": suite.id,
         "case": case.id,
-        "prompt": filled(suite.prompt, variables),
+        "prompt": filled(suite.prompt, dict(case.variables)),
         "system_prompt": suite.system_prompt,
         "source": recorded_source
         or source_definition(case.source if case.source is not None else suite.source, root),
-        "prepare": captured(case.prepare) if case.prepare is not None else None,
+        "prepare": sources.reference(case.prepare) if case.prepare is not None else None,
         "cache": {"key": case.cache.key, "path": case.cache.path} if case.cache else None,
-        "limits": {
-            "max_turns": case.max_turns,
-            "timeout_ms": case.timeout_ms,
-            # Only when set, so a case that keeps the worker's defaults keeps its version.
-            **{
-                key: value
-                for key, value in (
-                    ("check_timeout_ms", case.check_timeout_ms),
-                    ("prepare_timeout_ms", case.prepare_timeout_ms),
-                )
-                if value is not None
-            },
-        },
+        "limits": _limits(case),
         "conversation": {
             "user": conversation_definition(case.user),
             "expected_output": case.expected_output,
@@ -196,22 +226,28 @@ def resolve_case(
     }
     mocks = merged_mocks(suite.mocks, case.mocks)
     if mocks:  # only then, so a case without mocks keeps its version
-        definition["mocks"] = [mock_definition(m, captured) for m in mocks]
+        definition["mocks"] = [mock_definition(m, sources.reference) for m in mocks]
     if suite.diff_ignore:  # likewise
         definition["diff_ignore"] = list(suite.diff_ignore)
     if case.task is not None:  # likewise
         definition["task"] = task_definition(case.task, root)
-    if not suite.capture_source:
-        sources = {}
-    return ResolvedCase(
-        suite=suite,
-        case=case,
-        module_path=module_path,
-        definition=definition,
-        definition_hash=canonical_hash(_without_locations(definition)),
-        sources=sources,
-        checks=checks,
-    )
+    return definition
+
+
+def _limits(case: Case) -> dict[str, Any]:
+    return {
+        "max_turns": case.max_turns,
+        "timeout_ms": case.timeout_ms,
+        # Only when set, so a case that keeps the worker's defaults keeps its version.
+        **{
+            key: value
+            for key, value in (
+                ("check_timeout_ms", case.check_timeout_ms),
+                ("prepare_timeout_ms", case.prepare_timeout_ms),
+            )
+            if value is not None
+        },
+    }
 
 
 def task_definition(task: Task, root: Path) -> dict[str, Any]:

@@ -4,45 +4,27 @@ Shared by the runner (which parses what an agent process prints) and the runner 
 refuses to print what the runner would refuse), so both apply one set of rules.
 
 A line with a known tag is checked field by field and becomes an :class:`AgentEvent` with
-snake_case data; a known tag with wrong fields becomes a ``ProtocolError`` event (never accepted
-silently); any other line is not an event (ordinary logging) and stays only in the raw log.
+snake_case data (each kind's data: :mod:`proctor.agent_events`); a known tag with wrong fields
+becomes a ``ProtocolError`` event (never accepted silently); any other line is not an event
+(ordinary logging) and stays only in the raw log.
 
-Normalized ``data`` per kind, as stored in ``Event.data`` and ``events.jsonl``:
-
-- Started: ``session_id`` (str), ``model`` (str | None)
-- Message: ``role`` ("assistant" | "user"), ``text`` (str), ``usage`` (Usage data | None)
-- Command: ``command`` (str), ``exit_code`` (int | None), ``output`` (str),
-  ``origin`` ("agent": printed by the process | "trace": seen by the shell recorder)
-- FileChange: ``paths`` (list[str])
-- ToolCall: ``call_id`` (str | None), ``name`` (str), ``input`` (str), ``output`` (str | None),
-  ``error`` (str | None), ``status`` (str | None)
-- Usage: ``input_tokens``, ``output_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
-  ``total_tokens`` (ints >= 0), and ``cost_usd`` (a number >= 0, from ``costUsd``) when the
-  agent reports what the step cost
-- Finished: ``reason`` (str)
-- ProtocolError: ``line`` (str), ``error`` (str)
-- Log: ``stream`` (str), ``text`` (str): infrastructure notes such as prepare's output
-
-Any kind may carry ``notes`` (list[str]) saying what was changed to make it storable.
-
-Every byte an agent prints is safe to store (issue 11). The rules, in one place:
+Every byte an agent prints is safe to store (issue 11). What a line may hold:
 
 - An integer outside signed 64 bits in a counted field (``exitCode``, token counts, ``at``) is
   a protocol error; inside a tool's free-form ``input``/``output`` it is kept as its digits,
-  quoted. Elsewhere (events other harnesses build) :func:`storable_event` clamps it, noted.
+  quoted.
 - ``at`` must lie between 1970 and the end of year 9999 (what a datetime holds), else a
   protocol error.
-- A NUL character (PostgreSQL text and jsonb refuse it) is shown as ``␀`` (U+2400); a lone
-  surrogate (from a ``\ud800`` escape, or bytes that are not UTF-8) becomes U+FFFD. Both
-  are noted in ``notes``. Bytes that are not UTF-8 reach the parser as U+FFFD already.
+- A NUL character or a lone surrogate is cleaned as :mod:`proctor.agent_events` says, noted
+  in ``notes``.
 - A line nested too deeply for Python's json reader is a protocol error when it names a
   ``_tag``, ordinary logging otherwise.
 - A line over MAX_LINE_CHARS (16 Mi characters; it is not parsed), or one the reader cut at its
-  length cap (it ends with :func:`truncation_mark`), is a protocol error when it names a known
-  ``_tag``.
-- :func:`storable_event` caps each text field at ``max_field_bytes`` UTF-8 bytes (the
-  recorder passes ``PROCTOR_MAX_EVENT_FIELD_BYTES``, default 64 KiB), ending it with
-  ``… [truncated: N bytes]``, N the bytes not kept.
+  length cap (it ends with :func:`~proctor.agent_events.truncation_mark`), is a protocol error
+  when it names a known ``_tag``.
+
+Text fields are not capped here: :func:`~proctor.agent_events.storable_event` does that, with
+the recorder's limit.
 """
 
 from __future__ import annotations
@@ -51,92 +33,40 @@ import json
 import math
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
+
+from proctor.agent_events import (
+    LONE_SURROGATE,
+    MAX_AT_MS,
+    MAX_INT64,
+    MIN_INT64,
+    AgentEvent,
+    BigNumber,
+    cleaned_data,
+)
 
 try:
     import orjson
 except ImportError:  # the runner kit in a container, on the image's own python3
     orjson = None  # type: ignore[assignment]
 
-# What a harness logs (a Log event) once it found its agent CLI's version, so compare can warn
-# when two batches ran different versions (evals_app.comparison).
-CLI_VERSION_NOTE = "agent CLI version: "
-
 KNOWN_TAGS = ("Started", "Message", "Command", "FileChange", "ToolCall", "Usage", "Finished")
 
-MIN_INT64, MAX_INT64 = -(2**63), 2**63 - 1
-# 9999-12-31T23:59:59.999Z: the last instant Python's datetime (and so Django) can hold.
-MAX_AT_MS = 253_402_300_799_999
-DEFAULT_MAX_FIELD_BYTES = 64 * 1024
 # A longer line is not parsed (parsing copies it): a protocol error when it names a known tag.
 MAX_LINE_CHARS = 16 * 1024 * 1024
-# Deeper values in events other harnesses build are kept as JSON text.
-MAX_NESTING = 32
-MAX_NOTES = 20
-NUL_MARK = "\u2400"
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A line that ends with truncation_mark: the reader cut it at its length cap.
 _TRUNCATED = re.compile(r"… \[truncated: \d+ bytes\]$")
-
-
-def truncation_mark(dropped_bytes: int) -> str:
-    """The mark ending a value (or a line, or a log) cut at a cap: how many bytes are gone."""
-    return f"… [truncated: {dropped_bytes} bytes]"
-
-
-def cap_text(text: str, max_bytes: int) -> str:
-    """``text`` if its UTF-8 form fits ``max_bytes``, else its start and the truncation mark,
-    together at most ``max_bytes`` bytes (so capping twice changes nothing)."""
-    if len(text) * 4 <= max_bytes:
-        return text
-    encoded = text.encode("utf-8", "replace")
-    if len(encoded) <= max_bytes:
-        return text
-    mark_bytes = len(truncation_mark(len(encoded)).encode())
-    kept = encoded[: max(max_bytes - mark_bytes, 0)].decode("utf-8", "ignore")
-    return kept + truncation_mark(len(encoded) - len(kept.encode()))
-
-
-@dataclass(slots=True)
-class AgentEvent:
-    kind: str
-    data: dict[str, Any]
-    at_ms: int = field(default_factory=lambda: int(time.time() * 1000))
-    # The output line the event was read from, as the agent printed it, when it was read from
-    # one: what the redacting recorder checks its strings against (runner.core.reporting).
-    # Not part of the event: never stored, compared or shown.
-    line: str | None = field(default=None, compare=False, repr=False)
-    # Set by parse_line's fast path, which vouches for all that storable_event checks but the
-    # cap of a text field: the most UTF-8 bytes any text of ``data`` can hold, eight per
-    # character of the line. A text taken from the line takes at most four bytes per
-    # character; a tool input written again as JSON text at most 4.5 per character of the
-    # line (a number: "1e15" becomes "1000000000000000.0"; a separator: "," becomes ", ").
-    # 0: not known. A changed ``data`` is a new event.
-    fits_in: int = field(default=0, compare=False, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "at": self.at_ms, **self.data}
 
 
 class ProtocolViolation(ValueError):
     """A line with a known tag whose fields break the protocol."""
 
 
-class _BigNumber:
-    """An integer literal outside signed 64 bits, kept as its digits (never converted: Python
-    refuses to convert more than 4,300 digits, and no database column holds it)."""
-
-    __slots__ = ("digits",)
-
-    def __init__(self, digits: str) -> None:
-        self.digits = digits
-
-
-def _read_int(digits: str) -> int | _BigNumber:
+def _read_int(digits: str) -> int | BigNumber:
     if len(digits) > 20:
-        return _BigNumber(digits)
+        return BigNumber(digits)
     value = int(digits)
-    return value if MIN_INT64 <= value <= MAX_INT64 else _BigNumber(digits)
+    return value if MIN_INT64 <= value <= MAX_INT64 else BigNumber(digits)
 
 
 def _out_of_range(key: str) -> ProtocolViolation:
@@ -162,7 +92,7 @@ def _count(obj: dict, key: str, *, required: bool) -> int:
             raise ProtocolViolation(f"missing field {key!r}")
         return 0
     value = obj[key]
-    if isinstance(value, _BigNumber):
+    if isinstance(value, BigNumber):
         raise _out_of_range(key)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ProtocolViolation(f"field {key!r} must be a whole number, zero or more")
@@ -177,7 +107,7 @@ def _as_text(value: Any) -> str:
 
 
 def _digits(value: Any) -> str:
-    if isinstance(value, _BigNumber):
+    if isinstance(value, BigNumber):
         return value.digits
     raise TypeError(f"{type(value).__name__} is not JSON")
 
@@ -216,7 +146,7 @@ def _usage(obj: dict) -> dict[str, int | float]:
     cost = obj.get("costUsd")
     if cost is not None:
         if (
-            isinstance(cost, bool | _BigNumber)
+            isinstance(cost, bool | BigNumber)
             or not isinstance(cost, int | float)
             or not math.isfinite(cost)
             or cost < 0
@@ -253,7 +183,7 @@ def _fields(tag: str, obj: dict) -> dict[str, Any]:
         if "exitCode" not in obj:
             raise ProtocolViolation("missing field 'exitCode' (it may be null)")
         exit_code = obj["exitCode"]
-        if isinstance(exit_code, _BigNumber):
+        if isinstance(exit_code, BigNumber):
             raise _out_of_range("exitCode")
         if exit_code is not None and (
             isinstance(exit_code, bool) or not isinstance(exit_code, int)
@@ -353,7 +283,7 @@ def parse_line(line: str, *, now_ms: int | None = None) -> AgentEvent | None:
         and stripped[-1] == "}"  # so it does not end with the reader's truncation mark
         and "\\u" not in stripped  # an escape could make NUL or a lone surrogate
         and "\x00" not in stripped
-        and (stripped.isascii() or not _LONE_SURROGATE.search(stripped))
+        and (stripped.isascii() or not LONE_SURROGATE.search(stripped))
     ):
         event = _parse_plain(stripped, stamp)
         if event is not _CHECK_CLOSELY:
@@ -487,12 +417,12 @@ def _parse_checked(stripped: str, stamp: int) -> AgentEvent | None:
             # Python's json reads NaN and Infinity, which int() cannot convert.
             if (
                 isinstance(at, bool)
-                or not isinstance(at, int | float | _BigNumber)
+                or not isinstance(at, int | float | BigNumber)
                 or (isinstance(at, float) and not math.isfinite(at))
-                or (not isinstance(at, _BigNumber) and at < 0)
+                or (not isinstance(at, BigNumber) and at < 0)
             ):
                 raise ProtocolViolation("field 'at' must be epoch milliseconds")
-            if isinstance(at, _BigNumber) or at > MAX_AT_MS:
+            if isinstance(at, BigNumber) or at > MAX_AT_MS:
                 raise ProtocolViolation(
                     "field 'at' is out of range (epoch milliseconds up to the year 9999)"
                 )
@@ -501,19 +431,7 @@ def _parse_checked(stripped: str, stamp: int) -> AgentEvent | None:
         return _protocol_error(stripped, f"{tag}: {exc}", stamp)
     except RecursionError:
         return _protocol_error(stripped, f"{tag}: a value nests too deeply to keep", stamp)
-    notes: list[str] = []
-    data = _storable(data, "", notes, None, 0)
-    if notes:
-        data["notes"] = _few(notes)
-    return AgentEvent(tag, data, stamp)
-
-
-def _few(notes: list[str]) -> list[str]:
-    """Each note once, at most MAX_NOTES of them."""
-    unique = list(dict.fromkeys(notes))
-    if len(unique) > MAX_NOTES:
-        unique = [*unique[:MAX_NOTES], f"and {len(unique) - MAX_NOTES} more notes"]
-    return unique
+    return AgentEvent(tag, cleaned_data(data), stamp)
 
 
 def _named_tag(text: str) -> str | None:
@@ -525,136 +443,4 @@ def _named_tag(text: str) -> str | None:
 
 
 def _protocol_error(line: str, error: str, stamp: int) -> AgentEvent:
-    notes: list[str] = []
-    data = _storable({"line": line[:4000], "error": error}, "", notes, None, 0)
-    if notes:
-        data["notes"] = _few(notes)
-    return AgentEvent("ProtocolError", data, stamp)
-
-
-def storable_event(
-    event: AgentEvent, *, max_field_bytes: int = DEFAULT_MAX_FIELD_BYTES
-) -> AgentEvent:
-    """``event`` made safe for any database and file: text cleaned and capped, numbers in
-    64 bits, ``at`` in range, nesting bounded; what changed is listed in ``data["notes"]``.
-    Events :func:`parse_line` made already meet all but the cap; other harnesses' may not."""
-    if 0 < event.fits_in <= max_field_bytes or _plainly_storable(event, max_field_bytes):
-        return event
-    earlier = event.data.get("notes") if isinstance(event.data, dict) else None
-    notes: list[str] = [str(n) for n in earlier] if isinstance(earlier, list) else []
-    data = _storable(event.data, "", notes, max_field_bytes, 0)
-    if not isinstance(data, dict):
-        data = {"value": data}
-    at = event.at_ms
-    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= MAX_AT_MS:
-        notes.append(f"at: {at!r} is out of range, stamped 0")
-        at = 0
-    if notes:
-        data["notes"] = _few(notes)
-    return AgentEvent(event.kind, data, at)
-
-
-def _plainly_storable(event: AgentEvent, max_bytes: int) -> bool:
-    """Whether ``event`` is flat (text, numbers, lists of text) and already storable as it
-    is, which most events are: checked in one loop instead of copied field by field."""
-    at = event.at_ms
-    data = event.data
-    if type(data) is not dict or type(at) is not int or not 0 <= at <= MAX_AT_MS:
-        return False
-    if "notes" in data:
-        return False  # notes are deduplicated and counted by the careful path
-    for key, value in data.items():
-        # _plain_text inline for the keys and text values: this runs for every event.
-        if type(key) is not str or len(key) > 50 or "\x00" in key:
-            return False
-        if not key.isascii() and _LONE_SURROGATE.search(key):
-            return False
-        kind = type(value)
-        if kind is str:
-            if len(value) * 4 > max_bytes or "\x00" in value:
-                return False
-            if not value.isascii() and _LONE_SURROGATE.search(value):
-                return False
-        elif kind is int:
-            if not MIN_INT64 <= value <= MAX_INT64:
-                return False
-        elif kind is list:
-            for item in value:
-                if type(item) is not str or not _plain_text(item, max_bytes):
-                    return False
-        elif kind is dict:
-            # A Message's usage: counts and a cost.
-            for name, count in value.items():
-                if type(name) is not str or len(name) > 50 or not _plain_text(name, 200):
-                    return False
-                if type(count) is int:
-                    if not MIN_INT64 <= count <= MAX_INT64:
-                        return False
-                elif type(count) is not float or not math.isfinite(count):
-                    return False
-        elif kind is float:
-            if not math.isfinite(value):
-                return False
-        elif value is not None and kind is not bool:
-            return False
-    return True
-
-
-def _plain_text(text: str, max_bytes: int) -> bool:
-    """No NUL, no lone surrogate, and surely within ``max_bytes`` UTF-8 bytes."""
-    if len(text) * 4 > max_bytes or "\x00" in text:
-        return False
-    return text.isascii() or not _LONE_SURROGATE.search(text)
-
-
-def storable_text(text: str, *, max_bytes: int | None = None) -> str:
-    """``text`` with NUL shown as ``␀``, lone surrogates as U+FFFD and, given ``max_bytes``,
-    capped: for a stored answer, error or log line."""
-    return _storable(text, "", [], max_bytes, 0)
-
-
-def _storable(value: Any, key: str, notes: list[str], max_bytes: int | None, depth: int) -> Any:
-    if isinstance(value, str):
-        if "\x00" in value:
-            notes.append(f"{key or 'text'}: {value.count(chr(0))} NUL byte(s) shown as {NUL_MARK}")
-            value = value.replace("\x00", NUL_MARK)
-        if _LONE_SURROGATE.search(value):
-            notes.append(f"{key or 'text'}: invalid UTF-8 or lone surrogates replaced with U+FFFD")
-            value = _LONE_SURROGATE.sub("\ufffd", value)
-        if max_bytes is not None:
-            capped = cap_text(value, max_bytes)
-            if capped is not value:
-                notes.append(f"{key or 'text'}: truncated to {max_bytes} bytes")
-            value = capped
-        return value
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        if not MIN_INT64 <= value <= MAX_INT64:
-            notes.append(f"{key or 'value'}: an integer outside 64 bits, clamped")
-            return MAX_INT64 if value > 0 else MIN_INT64
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            notes.append(f"{key or 'value'}: {value!r} is not a number JSON can store, kept null")
-            return None
-        return value
-    if isinstance(value, _BigNumber):
-        notes.append(f"{key or 'value'}: an integer outside 64 bits, kept as its digits")
-        return _storable(value.digits, key, notes, max_bytes, depth)
-    if depth >= MAX_NESTING:
-        notes.append(f"{key or 'value'}: nested deeper than {MAX_NESTING} levels, kept as text")
-        try:
-            text = json.dumps(value, ensure_ascii=False, default=str)
-        except (ValueError, RecursionError):
-            text = repr(type(value))
-        return _storable(text, key, notes, max_bytes, 0)
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            name = _storable(str(k), "", [], 200, 0)
-            out[name] = _storable(v, f"{key}.{name}" if key else name, notes, max_bytes, depth + 1)
-        return out
-    if isinstance(value, list | tuple):
-        return [_storable(v, key, notes, max_bytes, depth + 1) for v in value]
-    return _storable(str(value), key, notes, max_bytes, depth)
+    return AgentEvent("ProtocolError", cleaned_data({"line": line[:4000], "error": error}), stamp)

@@ -15,15 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proctor.protocol import (
-    KNOWN_TAGS,
-    MAX_AT_MS,
-    MAX_INT64,
-    AgentEvent,
-    _parse_checked,
-    parse_line,
-    storable_event,
-)
+from proctor.agent_events import MAX_AT_MS, MAX_INT64, AgentEvent, storable_event
+from proctor.protocol import KNOWN_TAGS, _parse_checked, parse_line
 from runner.core.redaction import REDACTED, Redactor
 from runner.core.reporting import MemoryRecorder, RawOutput, RedactingRecorder
 from runner.harnesses.base import StreamReader

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from proctor.protocol import KNOWN_TAGS, AgentEvent, parse_line
+from proctor.agent_events import AgentEvent
+from proctor.protocol import KNOWN_TAGS, parse_line
 
 NOW = 1_788_300_000_000
 

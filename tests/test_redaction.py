@@ -244,7 +244,8 @@ def test_a_reference_holding_a_known_secret_is_still_hidden():
 
 
 def test_an_event_from_a_clean_line_is_kept_and_a_secret_in_an_escaped_line_is_not():
-    from proctor.protocol import AgentEvent, parse_line
+    from proctor.agent_events import AgentEvent
+    from proctor.protocol import parse_line
     from runner.core.reporting import MemoryRecorder, RedactingRecorder
 
     inner = MemoryRecorder()

@@ -26,8 +26,10 @@ from evals_app.comparison import compare_batches, suite_baseline
 from evals_app.cost import CostSummary, batch_cost, summarize_costs
 from evals_app.estimators import pass_at_k, pass_hat_k
 from evals_app.flakiness import flaky_cells, flaky_list
+from evals_app.judge_agreement import exported_labels, judge_agreements
 from evals_app.merged import TrialRow, batch_cells
 from evals_app.models import Batch
+from evals_app.variant_comparison import DEFAULT_DIFFERENCE, UnknownVariant, compare_variants
 
 # --- response shapes (for the schema; the bodies are built from the domain's to_dict) -----------
 
@@ -465,6 +467,89 @@ def pass_at_k_view(request: Request, pk: int) -> Response:
         "variants": variants,
     }
     return Response(PassAtKSerializer(body).data)
+
+
+@extend_schema(
+    summary="Variant against variant within a batch",
+    description="Per variant: the mean over cases of each case's mean trial score (pass = 1, or "
+    "the weighted score) with a 95% interval from the case-clustered standard error, and pass@k "
+    "and pass^k. Per pair (A, B): the mean paired per-case difference B - A over the cases both "
+    "ran with its 95% interval (holds when it excludes 0), the exact McNemar test on per-case "
+    "majority outcomes, the cases by difference, and the power: the minimum detectable "
+    "difference at 80% power and the trials per case (or cases) ``difference`` needs.",
+    parameters=[
+        OpenApiParameter(
+            "variants",
+            str,
+            many=True,
+            description="Two or more variant names, in the order A, B (default: every variant).",
+        ),
+        OpenApiParameter(
+            "difference",
+            float,
+            description="The difference the power line plans for, 0-1 "
+            f"(default {DEFAULT_DIFFERENCE}).",
+        ),
+        TRIALS,
+    ],
+    responses={200: OpenApiTypes.OBJECT},
+)
+@api_view(["GET"])
+def variant_compare_view(request: Request, pk: int) -> Response:
+    batch = _batch(request, pk)
+    merged = _merged(request)
+    names = request.query_params.getlist("variants")
+    if len(names) == 1:
+        raise ValidationError({"variants": "variants needs two names or more (or none for all)."})
+    raw = request.query_params.get("difference", "")
+    difference = DEFAULT_DIFFERENCE
+    if raw:
+        try:
+            difference = float(raw)
+        except ValueError:
+            difference = -1.0
+        if not 0 < difference < 1:
+            raise ValidationError(
+                {
+                    "difference": f"difference must be between 0 and 1, not {query_numbers.shown(raw)}."
+                }
+            )
+    try:
+        comparison = compare_variants(batch, names or None, merged=merged, difference=difference)
+    except UnknownVariant as exc:
+        raise ValidationError({"variants": f"{str(exc)[0].upper()}{str(exc)[1:]}."}) from None
+    return Response(comparison.to_dict())
+
+
+@extend_schema(
+    summary="Judges against people's labels, and the labels",
+    description="Per organization of the reader: each model judge (rubric x model) against the "
+    "organization's trial labels, with n, Cohen's kappa, the true positive and true negative "
+    "rates and the confusion matrix (flagged: kappa below 0.6 on 20 labels or more); and the "
+    "labels themselves. With batch: that batch's organization, and the labels of that batch.",
+    parameters=[OpenApiParameter("batch", int, description="Only this batch's labels.")],
+    responses={200: OpenApiTypes.OBJECT},
+)
+@api_view(["GET"])
+def judges_view(request: Request) -> Response:
+    scopes: list[tuple[Any, list[int] | None]]
+    if request.query_params.get("batch"):
+        batch = _batch(request, request.query_params["batch"], "batch")
+        scopes = [(batch.organization, [batch.pk])]
+    else:
+        scopes = [(org, None) for org in access.organizations_of(request.user).order_by("slug")]
+    return Response(
+        {
+            "organizations": [
+                {
+                    "organization": org.slug,
+                    "judges": [j.to_dict() for j in judge_agreements(org)],
+                    "labels": exported_labels(org, batch_ids=batch_ids),
+                }
+                for org, batch_ids in scopes
+            ]
+        }
+    )
 
 
 @extend_schema(

@@ -39,6 +39,12 @@ urlpatterns = [
         analysis.pass_at_k_view,
         name="api-analysis-pass-at-k",
     ),
+    path(
+        "analysis/batches/<int:pk>/variants/",
+        analysis.variant_compare_view,
+        name="api-analysis-variants",
+    ),
+    path("analysis/judges/", analysis.judges_view, name="api-analysis-judges"),
     path("analysis/batches/<int:pk>/flaky/", analysis.batch_flaky_view, name="api-analysis-flaky"),
     path("analysis/batches/<int:pk>/cost/", analysis.batch_cost_view, name="api-analysis-cost"),
     path(

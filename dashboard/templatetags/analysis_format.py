@@ -4,11 +4,13 @@ p-values and the words for a trial status."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from django import template
 from django.utils.safestring import SafeString
 
 from dashboard.grid_cells import CellNote, render_grid_cell
+from evals_app.estimators import pass_at_k, pass_hat_k
 from evals_app.pass_rates import GridCell
 
 register = template.Library()
@@ -77,6 +79,40 @@ def points_interval(bounds: Sequence[float] | None) -> str:
         return f"+{points}" if points > 0 else (f"−{-points}" if points < 0 else "0")
 
     return f"[{signed(low)}, {signed(high)}] pp"
+
+
+@register.filter
+def points(value: float | None) -> str:
+    """A size of difference in percentage points: ``0.404`` -> ``40.4 pp``."""
+    return "–" if value is None else f"{value * 100:.1f} pp"
+
+
+class _Counted(Protocol):
+    """A cell side's Tally or a case's outcome: finished trials, of which passed."""
+
+    @property
+    def finished(self) -> int: ...
+
+    passed: int
+
+
+@register.filter
+def pass_k_line(counted: _Counted | None) -> str:
+    """pass@n and pass^n of n finished trials: ``pass@3 1.00 · pass^3 0.00``."""
+    if not counted or not counted.finished:
+        return "–"
+    n, c = counted.finished, counted.passed
+    return f"pass@{n} {pass_at_k(n, c, n):.2f} · pass^{n} {pass_hat_k(n, c, n):.2f}"
+
+
+@register.filter
+def pass_k_top(curves: Mapping[str, Mapping[int, float]] | None) -> str:
+    """A variant's pass@k and pass^k at the largest k all its cells reach."""
+    at_k = (curves or {}).get("pass@k") or {}
+    if not at_k:
+        return "–"
+    k = max(at_k)
+    return f"pass@{k} {at_k[k]:.2f} · pass^{k} {curves['pass^k'][k]:.2f}"  # type: ignore[index]
 
 
 @register.filter

@@ -1,5 +1,6 @@
-"""The compare page: batch B measured against batch A (any two batches, or B against the
-baseline of its suite), per variant and per cell, regressions first, the warnings on top."""
+"""The compare pages: batch B measured against batch A (any two batches, or B against the
+baseline of its suite), per variant and per cell, regressions first, the warnings on top; and
+the variants of one batch against each other (evals_app.variant_comparison)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from django.shortcuts import render
 from dashboard.access import batches_for, get_or_404
 from dashboard.views import HtmxHttpRequest, int_param
 from evals_app.comparison import compare_batches, suite_baseline
-from evals_app.models import Batch
+from evals_app.models import Batch, Variant
+from evals_app.variant_comparison import DEFAULT_DIFFERENCE, UnknownVariant, compare_variants
 
 # The side A that means "the baseline of B's suite" in ?a=baseline.
 BASELINE = "baseline"
@@ -84,3 +86,49 @@ def compare_view(request: HtmxHttpRequest) -> HttpResponse:
             all_cells_query=everything.urlencode(),
         )
     return render(request, "dashboard/compare.html", context)
+
+
+def _difference(request: HtmxHttpRequest) -> float:
+    """?difference= in percentage points (10) or as a fraction (0.1); the default otherwise."""
+    try:
+        value = float(request.GET.get("difference", ""))
+    except ValueError:
+        return DEFAULT_DIFFERENCE
+    if value >= 1:
+        value /= 100
+    return value if 0 < value < 1 else DEFAULT_DIFFERENCE
+
+
+@login_required
+def variant_compare_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
+    """Variant against variant in one batch: ?a= and ?b= name two variants (else every pair);
+    ?difference= is what the power line plans for; ?trials= is batch (alone), latest (the
+    default: with its reruns, the latest trials per cell) or all. ?summary=1 serves the short version the grid loads under its table."""
+    batch = get_or_404(batches_for(request.user), pk=batch_id)
+    names = sorted(set(Variant.objects.filter(runs__batch=batch).values_list("name", flat=True)))
+    chosen = [request.GET.get("a", ""), request.GET.get("b", "")]
+    picked = chosen if all(chosen) and chosen[0] != chosen[1] else None
+    # The grid's modes: this batch alone, or with its reruns (the latest trials, or all).
+    trials = request.GET.get("trials", "latest")
+    merged = trials != "batch"
+    mode = "all" if trials == "all" else "latest"
+    difference = _difference(request)
+    try:
+        comparison = compare_variants(
+            batch, picked, merged=merged, mode=mode, difference=difference
+        )
+    except UnknownVariant:
+        raise Http404 from None
+    context = {
+        "batch": batch,
+        "comparison": comparison,
+        "names": names,
+        "a": picked[0] if picked else "",
+        "b": picked[1] if picked else "",
+        "merged": merged,
+        "trials": trials if trials in ("batch", "all") else "latest",
+        "difference_points": round(difference * 100, 1),
+    }
+    if request.GET.get("summary") == "1":
+        return render(request, "dashboard/variant_compare.html#variant_summary", context)
+    return render(request, "dashboard/variant_compare.html", context)

@@ -15,6 +15,16 @@ from django.core.management.base import BaseCommand, CommandParser
 from runner.jobs.pool_size import default_concurrency
 
 
+def difference_points(value: str) -> float:
+    """A difference of pass rates: 0.1, or 10 for 10 percentage points."""
+    difference = float(value)
+    if difference >= 1:
+        difference /= 100
+    if not 0 < difference < 1:
+        raise ValueError(value)
+    return difference
+
+
 def pass_rate(value: str) -> float:
     rate = float(value)
     if rate > 1:  # "80" means 80 %
@@ -56,6 +66,14 @@ class EvalOptions(BaseCommand):
             type=int,
             metavar="N",
             help="trials per case and variant (overrides the suite)",
+        )
+        parser.add_argument(
+            "--plan-trials",
+            type=difference_points,
+            metavar="DIFF",
+            help="print, for each pair of variants, whether the cases and trials can find a "
+            "difference of DIFF (0.1 or 10 for 10 points) and how many trials it needs, from "
+            "the history of these suites, then exit without running",
         )
         parser.add_argument(
             "-j",

@@ -7,7 +7,7 @@ orjson encodes them several times faster than the standard library (whose ``json
 in the values read back. What orjson refuses (an integer outside 64 bits, a lone surrogate,
 nesting past 254 levels, a key that is not a string) is written by the standard library, as
 before; a NaN, which orjson writes as null, never reaches here from an event (see
-``proctor.protocol.storable_event``).
+``proctor.agent_events.storable_event``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.core.redaction import Redactor
 from runner.core.results import CheckResult, ConsultationRecord
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from proctor.agent_events import CLI_VERSION_NOTE, AgentEvent
 from proctor.definitions import Profile, Variant
-from proctor.protocol import CLI_VERSION_NOTE, AgentEvent
 from runner.harnesses.base import (
     EventSink,
     Harness,

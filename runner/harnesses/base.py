@@ -1,6 +1,6 @@
 """What every harness offers: set up once per sandbox, then run one turn at a time.
 
-A harness turns an agent's own output into normalized events (proctor.protocol.AgentEvent)
+A harness turns an agent's own output into normalized events (proctor.agent_events.AgentEvent)
 and reports the session id a follow-up turn resumes.
 """
 
@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from proctor.agent_events import AgentEvent
+
 # The capabilities are the SDK's (profile(capabilities=...) names them), and the harnesses'
 # from here.
 from proctor.definitions import CONVERSATION_RESUME as CONVERSATION_RESUME
 from proctor.definitions import PLAN_MODE as PLAN_MODE
 from proctor.definitions import SEEDED_CONVERSATION as SEEDED_CONVERSATION
 from proctor.definitions import Variant
-from proctor.protocol import AgentEvent
 from runner.sandboxes import Sandbox
 from runner.sandboxes.base import lines_taker
 

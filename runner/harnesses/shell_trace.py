@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 
 RECORDER_SCRIPT = Path(__file__).with_name("shell_recorder.sh")
 

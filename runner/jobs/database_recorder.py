@@ -19,7 +19,7 @@ Live updates go out per flush (one ``trial.event`` with the last seq), through t
 own thread (``publishing.send_later``), so a trial never waits for the channel layer.
 
 Everything stored is made safe and capped here (issue 11): each event passes through
-``proctor.protocol.storable_event`` (NUL, lone surrogates, 64-bit numbers, ``at`` in range,
+``proctor.agent_events.storable_event`` (NUL, lone surrogates, 64-bit numbers, ``at`` in range,
 each text field capped at PROCTOR_MAX_EVENT_FIELD_BYTES, default 64 KiB); ``output.log`` keeps
 PROCTOR_MAX_OUTPUT_LOG_BYTES (default 100 MiB), then a truncation mark and, at the end, the
 count of bytes not kept; a trial keeps PROCTOR_MAX_TRIAL_EVENTS agent events (default 100,000),
@@ -50,7 +50,13 @@ from django.utils import timezone
 from evals_app import hot_sql
 from evals_app.cost import trial_cost_usd
 from evals_app.models import Check, Consultation, Event, MockCall, Trial, Turn
-from proctor.protocol import MAX_INT64, AgentEvent, storable_event, storable_text, truncation_mark
+from proctor.agent_events import (
+    MAX_INT64,
+    AgentEvent,
+    storable_event,
+    storable_text,
+    truncation_mark,
+)
 from runner.core.json_text import compact_json
 from runner.core.reporting import TrialOutcome
 from runner.core.results import CheckResult

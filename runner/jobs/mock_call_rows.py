@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evals_app.models import MockCall
-from proctor.protocol import storable_text
+from proctor.agent_events import storable_text
 
 MOCK_LOG = "mocks/"
 # What one row keeps of a long path (a cli's arguments).

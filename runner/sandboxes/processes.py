@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO
 
-from proctor.protocol import truncation_mark
+from proctor.agent_events import truncation_mark
 from runner.sandboxes.base import LineSink, ProcessResult, lines_taker
 from runner.sandboxes.cgroup_spawn import ClonedProcess
 from runner.sandboxes.containment import ProcessTree, containment

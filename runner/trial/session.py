@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.core.reporting import RawOutput, TrialRecorder
 from runner.core.transcript import Transcript, TurnTranscript
 from runner.harnesses import Harness, TurnRequest, TurnResult

@@ -8,7 +8,7 @@ import pytest
 from compare.seeding import P, Seed
 from evals_app.comparison import compare_batches
 from evals_app.models import Consultation, Event, Trial
-from proctor.protocol import CLI_VERSION_NOTE
+from proctor.agent_events import CLI_VERSION_NOTE
 
 pytestmark = pytest.mark.django_db
 

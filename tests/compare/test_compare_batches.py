@@ -3,7 +3,10 @@ interval, the headline counts it, the paired test runs per variant, reruns merge
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from django.core.management import call_command
 
 from compare.seeding import E, F, P, Seed
 from evals_app.comparison import baseline_comparisons, compare_batches, suite_baseline
@@ -188,3 +191,25 @@ def test_the_number_of_queries_does_not_grow_with_the_batches():
             assert len(flaky_cells(b)) == size * 2
         counts.append((len(compared), len(flaky)))
     assert counts[0] == counts[1]
+
+
+def test_compare_json_has_pass_at_k_and_pass_hat_k_per_variant_and_cell(seed, capsys):
+    # A: 2 of 3 passed, pass@k = 2/3, 1, 1 and pass^k = 2/3, 1/3, 0. B: 1 of 3 passed,
+    # pass@k = 1/3, 2/3, 1 and pass^k = 1/3, 0, 0 (the grid's estimators).
+    a = seed.batch({("add", "careful"): [P, P, F]})
+    b = seed.batch({("add", "careful"): [P, F, F]})
+    call_command("compare", str(a.pk), str(b.pk), "--json", "--org", "acme")
+    data = json.loads(capsys.readouterr().out)
+    (variant,) = data["variants"]
+    assert variant["a"]["pass_at_k"] == {"1": 0.6667, "2": 1.0, "3": 1.0}
+    assert variant["b"]["pass_hat_k"] == {"1": 0.3333, "2": 0.0, "3": 0.0}
+    (cell,) = data["cells"]
+    assert cell["a"]["pass_hat_k"] == {"1": 0.6667, "2": 0.3333, "3": 0.0}
+    assert cell["b"]["pass_at_k"] == {"1": 0.3333, "2": 0.6667, "3": 1.0}
+
+
+def test_the_compare_table_shows_pass_at_k_per_variant(seed, capsys):
+    a = seed.batch({("add", "careful"): [P, P, F]})
+    b = seed.batch({("add", "careful"): [P, F, F]})
+    call_command("compare", str(a.pk), str(b.pk), "--org", "acme")
+    assert "@3 1.00 ^3 0.00 → @3 1.00 ^3 0.00" in capsys.readouterr().out

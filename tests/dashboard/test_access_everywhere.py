@@ -20,6 +20,11 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
     pages = [
         f"/batches/{batch.pk}/",
         f"/batches/{batch.pk}/metrics/",
+        f"/batches/{batch.pk}/variants/",
+        f"/batches/{batch.pk}/variants/?summary=1",
+        f"/batches/{batch.pk}/labelling/",
+        f"/judges/?batch={batch.pk}",
+        f"/judges/?batch={batch.pk}&summary=1",
         f"/?batch={batch.pk}",
         f"/runs/{run.pk}/",
         f"/trials/{trial.pk}/",
@@ -33,6 +38,7 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
         f"/batches/{batch.pk}/rerun-failed/",
         f"/batches/{batch.pk}/cases/{case.pk}/rerun/",
         f"/runs/{run.pk}/rerun/",
+        f"/trials/{trial.pk}/label/",
     ]
     return cast, pages, buttons
 

@@ -7,7 +7,7 @@ import pytest
 from factories import make_batch_with_grid, make_cast
 
 from evals_app.models import Trial
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.core.reporting import TrialOutcome
 from runner.jobs.database_recorder import DatabaseRecorder
 

@@ -61,13 +61,19 @@ def _all_pages(client, batch, params: dict) -> list[str]:
     return shown
 
 
+# "batch": one page at a time from the database; "latest" (merged with reruns, here none): the
+# rows read whole and narrowed in memory. The reader sees no difference.
+READ_IN_SQL_AND_WHOLE = pytest.mark.parametrize("trials", ["batch", "latest"])
+
+
+@READ_IN_SQL_AND_WHOLE
 @pytest.mark.parametrize("sort", ["rate", "-rate"])
-def test_the_second_page_continues_the_pass_rate_order_of_the_first(client, sort):
+def test_the_second_page_continues_the_pass_rate_order_of_the_first(client, sort, trials):
     cast = make_cast()
     batch = make_batch_with_grid(cast.acme, cases=230, variants=2, trials=TRIALS, status=_status)
     client.force_login(cast.alice)
 
-    shown = _all_pages(client, batch, {"sort": sort})
+    shown = _all_pages(client, batch, {"sort": sort, "trials": trials})
 
     assert shown == _expected(230, descending=sort.startswith("-"))
 
@@ -109,7 +115,8 @@ def test_the_status_filter_pages_only_the_rows_it_keeps_and_counts_them(client):
     assert re.search(r'id="grid-total".*?>140/280<', html, re.S)
 
 
-def test_the_footer_estimates_cover_every_row_not_only_the_first_page(client):
+@READ_IN_SQL_AND_WHOLE
+def test_the_footer_estimates_cover_every_row_not_only_the_first_page(client, trials):
     cast = make_cast()
     # The first 100 rows (the first page) pass; the other 30 fail: pass@1 is 100/130.
     batch = make_batch_with_grid(
@@ -121,7 +128,9 @@ def test_the_footer_estimates_cover_every_row_not_only_the_first_page(client):
     )
     client.force_login(cast.alice)
 
-    html = client.get(f"/batches/{batch.pk}/", {"estimates": "1"}).content.decode()
+    html = client.get(
+        f"/batches/{batch.pk}/", {"estimates": "1", "trials": trials}
+    ).content.decode()
 
     assert html.count('class="case-name"') == 100
     assert f"pass@3 {100 / 130:.2f}" in html

@@ -19,18 +19,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evals_app.models import Event, Trial
-from proctor.protocol import (
-    KNOWN_TAGS,
+from proctor.agent_events import (
     MAX_AT_MS,
     MAX_INT64,
     MIN_INT64,
     NUL_MARK,
     AgentEvent,
     cap_text,
-    parse_line,
     storable_event,
     truncation_mark,
 )
+from proctor.protocol import KNOWN_TAGS, parse_line
 from runner.core.reporting import TrialOutcome
 from runner.jobs.database_recorder import DatabaseRecorder
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from conftest import REPO, tier_unavailable
 
+from proctor.agent_events import AgentEvent
 from proctor.definitions import Variant
-from proctor.protocol import AgentEvent
 from runner.core.reporting import MemoryRecorder
 from runner.core.transcript import TurnTranscript
 from runner.harnesses import TurnResult, create_harness

@@ -11,7 +11,7 @@ import pytest
 from fakes.openai_server import FakeModelServer, Reply, fake_model_server_fixture  # noqa: F401
 
 from proctor import tool, variant
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.harnesses import (
     CONVERSATION_RESUME,
     SEEDED_CONVERSATION,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.core.transcript import TurnTranscript
 from runner.harnesses.opencode.harness import OpenCodeStreamParser, changed_paths
 

@@ -49,8 +49,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from proctor.agent_events import AgentEvent
 from proctor.definitions import Variant
-from proctor.protocol import AgentEvent
 from runner.harnesses.agent_cli import AgentCliHarness
 from runner.harnesses.base import CONVERSATION_RESUME, EventSink, RawSink, TurnRequest, TurnResult
 from runner.harnesses.jsonl import json_object, whole_number

@@ -33,8 +33,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from proctor.agent_events import AgentEvent
 from proctor.definitions import Variant
-from proctor.protocol import AgentEvent
 from proctor.tools import Tool
 from runner.core.limits import UserCodeTimedOut, default_limits, run_in_thread
 from runner.harnesses.base import (

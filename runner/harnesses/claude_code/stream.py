@@ -24,7 +24,7 @@ import os
 import re
 from typing import Any
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.harnesses.jsonl import as_json_text, json_object, object_at, whole_number
 
 FILE_TOOLS = {

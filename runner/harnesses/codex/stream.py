@@ -23,7 +23,7 @@ import os
 import shlex
 from typing import Any
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.harnesses.jsonl import as_json_text, json_object, object_at, whole_number
 
 USAGE_FIELDS = {

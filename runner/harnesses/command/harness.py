@@ -16,8 +16,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from proctor.agent_events import AgentEvent
 from proctor.definitions import Profile, Variant
-from proctor.protocol import AgentEvent, parse_line
+from proctor.protocol import parse_line
 from runner.harnesses.base import (
     CONVERSATION_RESUME,
     PLAN_MODE,

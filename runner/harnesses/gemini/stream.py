@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from runner.harnesses.jsonl import as_json_text, json_object, whole_number
 
 # The stream's event types (``packages/core/src/output/types.ts``); others are skipped.

@@ -47,8 +47,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from proctor.agent_events import AgentEvent
 from proctor.definitions import Variant
-from proctor.protocol import AgentEvent
 from runner.harnesses.agent_cli import AgentCliHarness
 from runner.harnesses.base import (
     CONVERSATION_RESUME,

@@ -10,7 +10,7 @@ The solution is put into the container only for its run (at ``/solution``) and r
 
 from __future__ import annotations
 
-from proctor.protocol import AgentEvent
+from proctor.agent_events import AgentEvent
 from proctor.tasks import HARBOR
 from runner.harnesses.base import (
     EventSink,

@@ -1,6 +1,7 @@
 """proctor compare A B [--json]: is batch B better than batch A, where did it regress, and can
 the difference be trusted. A is a batch id or ``suite-baseline`` (the baseline of each suite
-B ran); ``--mark-baseline N`` makes batch N the baseline of its suites."""
+B ran); ``--mark-baseline N`` makes batch N the baseline of its suites. ``proctor compare BATCH
+--variants X Y`` compares variants within one batch instead (evals_app.variant_comparison)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,15 @@ from rich.console import Console
 
 from evals_app.comparison import Comparison, baseline_comparisons, compare_batches
 from evals_app.models import Batch, Organization
-from runner.batches.comparison_output import comparison_url, print_comparison
+from evals_app.variant_comparison import DEFAULT_DIFFERENCE, UnknownVariant, compare_variants
+from runner.batches.comparison_output import (
+    comparison_url,
+    print_comparison,
+    print_variant_comparison,
+    variant_comparison_url,
+)
 from runner.batches.consoles import command_consoles
+from runner.batches.eval_options import difference_points
 from runner.jobs.database import ensure_database
 
 SUITE_BASELINE = "suite-baseline"
@@ -54,6 +62,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--org", metavar="SLUG", help="organization (default: the embedded one)"
         )
+        parser.add_argument(
+            "--variants",
+            nargs="*",
+            metavar="NAME",
+            help="compare variants within batch A instead (give none for all of them): each "
+            "one's interval, each pair's paired difference, McNemar test and power",
+        )
+        parser.add_argument(
+            "--difference",
+            type=difference_points,
+            default=DEFAULT_DIFFERENCE,
+            metavar="D",
+            help="with --variants: the difference the power line plans for (0.1 or 10 for 10 "
+            "points; default 10)",
+        )
 
     def handle(self, *args, **options) -> None:
         out, err = command_consoles()
@@ -64,6 +87,9 @@ class Command(BaseCommand):
             batch.mark_baseline()
             suites = ", ".join(batch.suite_slugs()) or "no suite"
             err.print(f"Batch {batch.pk} is now the baseline of {suites}.", markup=False)
+            return
+        if options["variants"] is not None:
+            self._variants(out, err, organization, options)
             return
         if not options["a"] or not options["b"]:
             self._invalid(err, f"give two batches: proctor compare A B (A may be {SUITE_BASELINE})")
@@ -106,6 +132,38 @@ class Command(BaseCommand):
             if not options["json"]:
                 err.print("[red]B has a significant regression (--fail-on-regression).[/red]")
             sys.exit(1)
+
+    def _variants(
+        self, out: Console, err: Console, organization: Organization, options: dict
+    ) -> None:
+        """proctor compare BATCH --variants [A B ...]: variant against variant in one batch."""
+        if not options["a"] or options["b"]:
+            self._invalid(
+                err, "give one batch with --variants: proctor compare BATCH --variants A B"
+            )
+        for option in ("changed", "fail_on_regression"):
+            if options[option]:
+                name = "--" + option.replace("_", "-")
+                self._invalid(err, f"{name} compares two batches; it does not go with --variants")
+        if options["variants"] and len(options["variants"]) < 2:
+            self._invalid(err, "--variants needs two variants or more (or none for all of them)")
+        batch = self._batch(err, organization, options["a"], "BATCH")
+        mode = "all" if options["all_trials"] else "latest"
+        try:
+            comparison = compare_variants(
+                batch,
+                options["variants"] or None,
+                merged=not options["no_merge"],
+                mode=mode,
+                difference=options["difference"],
+            )
+        except UnknownVariant as exc:
+            self._invalid(err, f"--variants: {exc}")
+        if options["json"]:
+            payload = {**comparison.to_dict(), "url": variant_comparison_url(comparison)}
+            sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        else:
+            print_variant_comparison(out, comparison)
 
     def _json(self, comparison: Comparison) -> dict:
         return {**comparison.to_dict(), "url": comparison_url(comparison)}

@@ -76,6 +76,10 @@ class Command(EvalOptions):
                 self._invalid(err, [problem])
         if options["fail_on_regression"] and not options["baseline"]:
             self._invalid(err, ["--fail-on-regression needs --baseline BATCH or suite-baseline"])
+        if options["plan_trials"] is not None and options["server"]:
+            self._invalid(
+                err, ["--plan-trials reads this installation's history; it does not use --server"]
+            )
         if options["baseline"] and options["server"]:
             self._invalid(
                 err,
@@ -89,6 +93,9 @@ class Command(EvalOptions):
             planned = plan_batch(
                 loaded, Selection(options["case"], options["variant"], options["trials"])
             )
+            if options["plan_trials"] is not None:
+                self._plan_trials(out, err, planned, options)
+                return
             submission = build_submission(
                 planned,
                 {
@@ -349,6 +356,44 @@ class Command(EvalOptions):
                 f"with (mark one: proctor compare --mark-baseline {batch.pk})"
             )
         return comparisons
+
+    def _plan_trials(self, out: Console, err: Console, planned: list, options: dict) -> None:
+        """--plan-trials DIFF: each pair's power for the planned cases and trials, from the
+        history of these suites, printed instead of running the batch."""
+        # Loaded where its option asks for it: a run never needs the planning of trials.
+        from evals_app.trial_planning import plan_pairs
+
+        ensure_database()
+        organization = self._organization(err, options["org"] or Organization.EMBEDDED_SLUG)
+        cases = [
+            (p.resolved.suite.id, p.resolved.case.id, [v.name for v in p.variants], p.trials)
+            for p in planned
+        ]
+        difference = options["plan_trials"]
+        pairs = plan_pairs(organization, cases, difference)
+        if options["json"]:
+            out.print_json(
+                json.dumps({"difference": difference, "pairs": [p.to_dict() for p in pairs]})
+            )
+            return
+        wanted = f"{difference * 100:.0f} points"
+        if not pairs:
+            out.print(
+                f"One variant runs: --plan-trials plans for a difference between two variants "
+                f"({wanted}); there is no pair to plan for.",
+                markup=False,
+            )
+            return
+        out.print(f"[bold]Enough trials for {escape(wanted)}?[/] (80% power, two-sided 5% test)")
+        for pair in pairs:
+            plan = pair.plan
+            out.print(
+                f"{escape(pair.a)} → {escape(pair.b)}: {plan.cases} case"
+                f"{'s' if plan.cases != 1 else ''} × {plan.trials} trial"
+                f"{'s' if plan.trials != 1 else ''} find {plan.minimum_detectable * 100:.1f} "
+                f"points; {escape(plan.sentence)}.\n  [dim]{escape(pair.source)}[/]"
+            )
+        out.print("Nothing ran: run again without --plan-trials (and with --trials N) to run.")
 
     def _invalid(self, err: Console, problems) -> None:
         for problem in problems:

@@ -136,3 +136,16 @@ def test_text_people_and_agents_wrote_stays_text(client, cast, pair):
     for html in pages:
         assert planted not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_it_shows_pass_at_k_and_pass_hat_k_per_variant_and_cell(client, cast, pair):
+    client.force_login(cast.alice)
+    html = client.get("/compare/", {"a": pair.a.pk, "b": pair.b.pk}).content.decode()
+    top = rows(html)[0]  # planted × steady: 3/3, then 0/3
+    assert 'pass@3 1.00 · pass^3 1.00</span> → <span class="cell-passk">pass@3 0.00' in top
+    steady = re.search(r'<tr class="variant-row".*?steady.*?</tr>', html, re.S).group(0)
+    # In B steady passes three cells 3/3 and planted 0/3: (1 + 1 + 1 + 0) / 4 at k = 3.
+    assert (
+        'pass@3 1.00 · pass^3 1.00</span> → <span class="cell-passk">pass@3 0.75 · pass^3 0.75'
+        in steady
+    )
