@@ -8,6 +8,7 @@ Every image is built once per session (``built_images``); later sessions reuse t
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -401,3 +402,35 @@ def test_an_unhealthy_service_errors_the_trial_in_one_line(built_images, tmp_pat
         "task sick: service db is unhealthy, and main waits for it to be healthy"
     )
     assert left_behind(client()) == ([], [])
+
+
+def test_a_rerun_runs_the_bundled_task_after_its_folder_is_gone(
+    built_images, tmp_path: Path
+) -> None:
+    from e2e.test_bundles_and_reruns import rerun
+
+    backend = Backend("sqlite", proctor_env(tmp_path / "home"))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "bench"\n')
+    shutil.copytree(FOLDERS / "two-rewards", project / "benchmark" / "two-rewards")
+    write_eval(
+        project / "evals",
+        "bench.eval.py",
+        f"""
+        from proctor import suite, tasks, variant
+
+        bench = suite(
+            "bench",
+            cases=tasks("../benchmark", images={IMAGES!r}),
+            variants=[variant("oracle", sandbox="docker")],
+        )
+        """,
+    )
+    first = backend.eval_json(project)
+    assert [t["status"] for t in first["runs"][0]["trials"]] == ["passed"]
+
+    shutil.rmtree(project / "benchmark")
+    report = rerun(backend, first["batch"], tmp_path / "elsewhere", forget_unpacked=True)
+
+    assert [t["status"] for t in report["runs"][0]["trials"]] == ["passed"]
