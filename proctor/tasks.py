@@ -106,6 +106,8 @@ class Task:
     # FROM or docker_image name -> a local image to use instead (the tasks(images=...) map).
     images: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None
+    # The image build's own limit (None: the worker's default).
+    build_timeout_s: float | None = None
     cpus: float | None = None
     memory_mb: int | None = None
     allow_internet: bool = True
@@ -454,6 +456,7 @@ def _read_harbor(
         docker_image=docker_image,
         images=dict(images),
         workdir=fields.text("environment.workdir"),
+        build_timeout_s=fields.number("environment.build_timeout_sec"),
         cpus=fields.number("environment.cpus"),
         memory_mb=int(memory) if memory else None,
         allow_internet=fields.flag("environment.allow_internet", True),
@@ -474,7 +477,8 @@ def _read_harbor(
     agent_timeout = fields.number("agent.timeout_sec") or DEFAULT_AGENT_TIMEOUT_S
     if steps:  # the trial's agent budget holds every step's own limit
         agent_timeout = sum(step.agent_timeout_s for step in steps)
-    return task, {"instruction": instruction}, _tags(fields, "metadata"), agent_timeout
+    tags = (*_tags(fields, "metadata"), *fields.texts("task.keywords"))
+    return task, {"instruction": instruction}, tuple(dict.fromkeys(tags)), agent_timeout
 
 
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml")

@@ -238,7 +238,7 @@ def _build(engine: DockerClient, tag: str, context: bytes, task: Task, log: Any)
                     rm=True,
                     forcerm=True,
                     decode=True,
-                    timeout=BUILD_TIMEOUT_S,
+                    timeout=task.build_timeout_s or BUILD_TIMEOUT_S,
                 )
             )
     except EngineError as exc:

@@ -68,7 +68,7 @@ def test_it_reads_harbor_and_terminal_bench_folders() -> None:
     assert two.task.format == HARBOR
     assert two.name == "proctor/two-rewards"
     assert two.variables["instruction"].startswith("Write the value of the GREETING")
-    assert two.tags == ("difficulty:easy", "category:files", "smoke", "rewards")
+    assert two.tags == ("difficulty:easy", "category:files", "smoke", "rewards", "greeting")
     assert two.timeout_ms == 60_000
     assert two.task.env == {"GREETING": "hello from the task"}
     assert two.task.verifier_env == {"EXPECTED": "hello from the task"}
@@ -348,3 +348,14 @@ def test_a_multi_step_task_reads_its_steps() -> None:
     assert the_case.timeout_ms == (30 + 600 + 600) * 1000  # every step's own limit
     recorded = the_case.task.to_definition()
     assert type(the_case.task).from_definition(recorded) == the_case.task
+
+
+def test_the_build_limit_and_keywords_are_read(tmp_path: Path) -> None:
+    harbor(
+        tmp_path / "t",
+        '[task]\nkeywords = ["sql"]\n[metadata]\ntags = ["db"]\n'
+        "[environment]\nbuild_timeout_sec = 90\n",
+    )
+    (the_case,) = tasks(tmp_path)
+    assert the_case.task.build_timeout_s == 90
+    assert the_case.tags == ("db", "sql")
