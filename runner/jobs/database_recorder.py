@@ -39,7 +39,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -494,15 +494,15 @@ class DatabaseRecorder:
             self._mock_calls_written += len(calls)
 
     def _renew_lease(self) -> bool:
-        fields: dict[str, Any] = {
-            "lease_expires_at": timezone.now() + timedelta(seconds=self._lease_s)
-        }
-        if not self._folder_recorded:
-            fields["artifacts_dir"] = str(self.folder)
+        """The flush's fence: the lease renewed (and on the trial's first write, its folder
+        named) only while this process holds it."""
+        if self.owner is None:  # unfenced (a recorder of no lease)
+            return True
+        folder = None if self._folder_recorded else str(self.folder)
         renewed = bool(
-            Trial.objects.filter(
-                pk=self.trial_id, lease_owner=self.owner, status=Trial.Status.RUNNING
-            ).update(**fields)
+            Trial.renew_leases(
+                self.owner, [self.trial_id], lease_s=self._lease_s, artifacts_dir=folder
+            )
         )
         self._folder_recorded = self._folder_recorded or renewed
         return renewed
