@@ -343,7 +343,7 @@ def test_what_is_stored_reads_back_from_the_database(trial, rng):
     # 100 examples of 100 lines: 10,000 lines through the recorder into real rows.
     batch_of_lines = [random_line(rng) for _ in range(100)]
     recorder = DatabaseRecorder(trial)
-    first = recorder._seq
+    first = recorder.buffer.next_seq
     expected = []
     for line in batch_of_lines:
         event = feed(recorder, line)
