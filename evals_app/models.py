@@ -688,19 +688,27 @@ class Trial(models.Model):
 
     def reset(self) -> None:
         """Forget the trial's partial record so it can run again from the start (after a crash):
-        queued, with no events, turns, checks or consultations, and no lease. ``attempt`` is
+        queued, with no events, turns, checks, consultations or mock calls, and no lease. ``attempt`` is
         kept (the caller counts a new one)."""
         with transaction.atomic():
-            self.events.all().delete()
-            self.turns.all().delete()
-            self.checks.all().delete()
-            self.consultations.all().delete()
+            # The row first: its UPDATE waits for a flush that holds the row's lock (the
+            # flush's renewal took it) to commit, and ends the lease that flush was fenced by.
+            # The deletes after it see every row that flush wrote, and no later flush of the
+            # old holder writes any (on PostgreSQL a delete made first missed the rows of a
+            # flush committing meanwhile, which stayed in the new run's history).
             Trial.objects.filter(pk=self.pk).update(
                 status=Trial.Status.QUEUED,
                 lease_owner="",
                 lease_expires_at=None,
                 **self.RECORD_DEFAULTS,
             )
+            self.events.all().delete()
+            self.turns.all().delete()
+            self.checks.all().delete()
+            self.consultations.all().delete()
+            # The mock calls the lost run stored would stand for the next run's (its rows of
+            # the same seq are kept as stored).
+            self.mock_calls.all().delete()
         self.status = Trial.Status.QUEUED
         self.lease_owner, self.lease_expires_at = "", None
         for key, value in self.RECORD_DEFAULTS.items():

@@ -8,6 +8,9 @@ PROCTOR_MAX_OUTPUT_LOG_BYTES (default 100 MiB), then a truncation mark and, at t
 count of bytes not kept; a trial keeps PROCTOR_MAX_TRIAL_EVENTS agent events (default 100,000),
 then one Log event saying how many were dropped (Proctor's own notes are always kept). Answers,
 errors, prompts and check output lose NUL and lone surrogates and are capped like a field.
+
+Once the buffer finds the trial's lease gone, nothing more of the trial is written: no rows,
+no ``output.log`` lines, no artifacts (the folder is the new holder's).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from runner.core.reporting import TrialOutcome
 from runner.core.results import CheckResult
 from runner.jobs import artifact_paths, event_rows, publishing
 from runner.jobs.fenced_buffer import FencedBuffer
-from runner.jobs.mock_call_rows import is_mock_log, mock_call_row, store_mock_calls
+from runner.jobs.mock_call_rows import is_mock_log, mock_call_row
 
 RAW_BUFFER_BYTES = 1024 * 1024
 
@@ -38,13 +41,12 @@ class DatabaseRecorder:
         self,
         trial: Trial,
         *,
-        owner: str | None = None,
+        owner: str,
         on_lost: Callable[[], None] | None = None,
         events_stored: int | None = None,
     ) -> None:
         """Record ``trial``, which ``owner`` (a process's lease identity: ``leases.owner()``)
-        holds: every write is made only while it still does (a recorder of no owner writes
-        unfenced). ``events_stored``: how many
+        holds: every write is made only while it still does. ``events_stored``: how many
         events the trial has stored already, where the caller knows it (a claimed trial has
         none); counted in the database otherwise."""
         self.trial_id = trial.pk
@@ -212,7 +214,7 @@ class DatabaseRecorder:
             return  # the folder is the new run's now
         artifact_paths.write_text(self.folder, relative_path, text)
         if is_mock_log(relative_path):  # the dashboard reads a mock's calls from rows
-            store_mock_calls(self.trial_id, text)
+            self.buffer.add_mock_log(text)
 
     def mock_call(self, record: dict[str, Any]) -> None:
         """A call to one of the trial's mocks, as it happens (runner.mocks): a row with the

@@ -10,11 +10,15 @@ about FLUSH_AFTER_S + FLUSH_TICK_S of being printed, even when nothing follows i
 faster than the flusher blocks its reader once MAX_BUFFERED_EVENTS wait (memory stays bounded;
 the agent is slowed, never dropped).
 
-**Fenced by the lease.** Every flush first renews the trial's lease (``Trial.renew_leases``)
-in its transaction; no row means another process took the trial over (the reaper re-queued it
-after a stall, a redelivered message claimed it): the buffer drops what it holds, writes
-nothing more, and calls ``on_lost`` (which kills the trial's processes), so the trial ends
-quietly in this process.
+**Fenced by the lease.** Every write of the trial's events, turns, checks, consultations and
+mock calls is made in a transaction whose first statement is conditional on the lease
+(``Trial.lease_fence``): a flush's renewal (``Trial.renew_leases``), or at the end the trial's
+final row. That statement takes the trial row's lock, so no other claim, reaper or hand-back
+can come between it and the rows written after it: one fence per flush, not per row. When it
+finds the lease gone (the reaper re-queued the trial after a stall, another claim took it
+over, it was ended), the buffer drops what it holds, writes nothing more, says in one line
+logged what became of the trial, and calls ``on_lost`` (which ends the trial's processes). The
+new holder's record is never touched.
 
 Live updates go out per flush (one ``trial.event`` with the last seq), through the publisher's
 own thread (``publishing.send_later``), so a trial never waits for the channel layer.
@@ -32,14 +36,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from evals_app import hot_sql
 from evals_app.models import Check, Consultation, MockCall, Trial, Turn
 from proctor.protocol import AgentEvent
 from runner.core.json_text import compact_json, events_jsonl_line
 from runner.jobs import event_rows, publishing
-from runner.jobs.mock_call_rows import store_live_calls
+from runner.jobs.mock_call_rows import store_live_calls, store_mock_calls
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,7 @@ class FencedBuffer:
         self,
         trial_id: int,
         *,
-        owner: str | None,
+        owner: str,
         batch_id: int,
         folder: Path,
         lease_s: float,
@@ -81,11 +85,12 @@ class FencedBuffer:
         self.next_seq = events_stored
         self.events_dropped = 0
         # Waiting for the next flush: events as (turn, seq, event), turns not yet inserted,
-        # updates of inserted turns, checks, consultations and mock calls.
+        # updates of inserted turns, checks, consultations and mock calls, whole mock logs.
         self._events: list[tuple[int, int, AgentEvent]] = []
         self._new_turns: dict[int, Turn] = {}
         self._turn_updates: dict[int, dict[str, Any]] = {}
         self._rows: list[Check | Consultation | MockCall] = []
+        self._mock_logs: list[str] = []
         self._waiting_since: float | None = None
         self._lock = threading.Lock()  # stdout and stderr pumps add from two threads
         self._room = threading.Condition(self._lock)  # a reader waiting for the flusher
@@ -159,6 +164,13 @@ class FencedBuffer:
                 self._rows.append(row)
                 self._waiting()
 
+    def add_mock_log(self, text: str) -> None:
+        """A mock's whole call log (``mocks/<name>.jsonl``), to become its rows."""
+        with self._lock:
+            if not self.lost.is_set() and not self.closed:
+                self._mock_logs.append(text)
+                self._waiting()
+
     def _waiting(self) -> None:
         """Something was queued (under ``_lock``): start its wait for the flusher."""
         if self._waiting_since is None:
@@ -203,7 +215,7 @@ class FencedBuffer:
                 if not self.lost.is_set():
                     if final_row():
                         written = self._write_pending(renew=False)
-                    elif self.owner is not None:
+                    else:
                         self._lose()
             with self._lock:
                 self.closed = True
@@ -220,15 +232,16 @@ class FencedBuffer:
             new_turns, self._new_turns = list(self._new_turns.values()), {}
             updates, self._turn_updates = self._turn_updates, {}
             rows, self._rows = self._rows, []
+            mock_logs, self._mock_logs = self._mock_logs, []
             self._waiting_since = None
             self._room.notify_all()
         if self.lost.is_set():
             return False
         try:
             if renew and not self._renew_lease():
-                self._lose()
+                self._lose(held=(events, new_turns, updates, rows))
                 return False
-            self._write(events, new_turns, updates, rows)
+            self._write(events, new_turns, updates, rows, mock_logs)
         except BaseException:
             # Rolled back: keep what waited for the next flush, in its order.
             with self._lock:
@@ -237,6 +250,7 @@ class FencedBuffer:
                 for index, fields in updates.items():
                     self._turn_updates[index] = {**fields, **self._turn_updates.get(index, {})}
                 self._rows[:0] = rows
+                self._mock_logs[:0] = mock_logs
                 self._waiting()
             raise
         return True
@@ -244,8 +258,6 @@ class FencedBuffer:
     def _renew_lease(self) -> bool:
         """The flush's fence: the lease renewed (and on the trial's first write, its folder
         named) only while this process holds it."""
-        if self.owner is None:  # unfenced (a recorder of no lease)
-            return True
         folder = None if self._folder_recorded else str(self.folder)
         renewed = bool(
             Trial.renew_leases(
@@ -255,7 +267,7 @@ class FencedBuffer:
         self._folder_recorded = self._folder_recorded or renewed
         return renewed
 
-    def _write(self, events, new_turns, updates, rows) -> None:
+    def _write(self, events, new_turns, updates, rows, mock_logs) -> None:
         if new_turns:
             hot_sql.insert_rows(Turn, new_turns)
         for index, fields in updates.items():
@@ -280,6 +292,8 @@ class FencedBuffer:
         if calls:
             store_live_calls(calls)
             self._mock_calls_written += len(calls)
+        for text in mock_logs:  # after the live rows, which the whole log rewrites
+            store_mock_calls(self.trial_id, text)
 
     # --- the lease lost --------------------------------------------------------------------
 
@@ -287,19 +301,33 @@ class FencedBuffer:
         """Called by the heartbeat when it found the lease gone (a quiet agent flushes nothing)."""
         self._lose()
 
-    def _lose(self) -> None:
-        """Another process owns the trial now: stop writing and stop the trial's processes."""
+    def _lose(self, held: tuple | None = None) -> None:
+        """Another process owns the trial now, or nobody does: stop writing, say so once, and
+        stop the trial's processes. ``held``: what the failed flush had taken from the buffer."""
         if self.lost.is_set():
             return
         self.lost.set()
+        taken_events, taken_turns, taken_updates, taken_rows = held or ([], [], {}, [])
         with self._lock:
-            self._events, self._new_turns, self._turn_updates, self._rows = [], {}, {}, []
+            events = len(taken_events) + len(self._events)
+            turns = len(
+                {turn.index for turn in taken_turns}
+                | set(taken_updates)
+                | set(self._new_turns)
+                | set(self._turn_updates)
+            )
+            checks = sum(isinstance(row, Check) for row in [*taken_rows, *self._rows])
+            self._events, self._new_turns, self._turn_updates = [], {}, {}
+            self._rows, self._mock_logs = [], []
             self._room.notify_all()
         log.warning(
-            "trial %s is no longer this process's to record (its lease moved on: taken over "
-            "by another process, or the trial was ended); its agent is ended and nothing more "
-            "of it is written",
+            "trial %s %s: this process lost its lease, so it stopped writing the trial (%s, %s "
+            "and %s it held are not written) and ends its agent",
             self.trial_id,
+            _what_became_of(self.trial_id),
+            _count(events, "event"),
+            _count(turns, "turn"),
+            _count(checks, "check"),
         )
         if self.on_lost is not None:
             self.on_lost()
@@ -317,6 +345,26 @@ class FencedBuffer:
             publishing.event_recorded(
                 trial_id=self.trial_id, batch_id=self.batch_id, seq=seq, wait=False
             )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _what_became_of(trial_id: int) -> str:
+    """What the trial's row says now, of a trial whose lease its process lost: a clause."""
+    try:
+        row = Trial.objects.filter(pk=trial_id).values_list("status", "lease_owner").first()
+    except DatabaseError:
+        return "is no longer this process's (the database could not say whose it is)"
+    if row is None:
+        return "was deleted"
+    status, holder = row
+    if status == Trial.Status.RUNNING and holder:
+        return f"is already being run elsewhere (by {holder})"
+    if status == Trial.Status.QUEUED:
+        return "was queued again (its lease had lapsed)"
+    return f"was ended meanwhile ({status})"
 
 
 class _Flusher:
