@@ -62,7 +62,7 @@ STAGES = [
     ("evals_app.models", "Trial", "record_finish"),
     ("evals_app.hot_sql", None, "update_where"),
     ("evals_app.hot_sql", None, "insert_rows"),
-    ("runner.jobs.database_recorder", None, "_insert_events"),
+    ("runner.jobs.event_rows", None, "insert_events"),
     ("runner.sandboxes.local", "LocalSandbox", "destroy"),
     ("runner.jobs.execution", None, "finish_batch_if_done"),
 ]

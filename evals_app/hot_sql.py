@@ -5,7 +5,9 @@ no-op trial's few UPDATEs and INSERTs cost was spent there. ``update_where`` and
 ``insert_rows`` build each statement's SQL once (per model and set of columns) and adapt every
 value as its field's own ``get_db_prep_save`` would, so what reaches the database is what the
 ORM would have sent. They are for simple statements only: equality on a row's columns, plain
-inserts. ``execute`` runs any plain statement (the trial's few reads too).
+inserts. ``insert_many`` writes rows already adapted (a trial's events, a batch's trials) in
+as few statements of many rows as the database takes. ``execute`` runs any plain statement (the
+trial's few reads too).
 
 On SQLite each statement runs on the DB-API connection itself, under Django's error
 translation and broken-transaction check: Django's cursor wrapper rewrote the ``%s`` of every
@@ -222,21 +224,54 @@ def insert_copies(
     ]
     if len(slots) != len(varying) or any(list(change) != varying for change in changes):
         raise ValueError(f"every change names the same fields of {model.__name__}: {varying}")
-    rows = []
+    values: list[Any] = []
     for change in changes:
         row = list(shared)
         for index, prepare, name in slots:
             row[index] = prepare(change[name])
-        rows.append(row)
-    head, _, one_row = sql.partition(" VALUES ")
-    per_statement = max(1, max_parameters() // len(plan))
+        values += row
+    head, _, _ = sql.partition(" VALUES ")
     pk = connection.ops.quote_name(str(model._meta.pk.column))
-    ids: list[int] = []
-    for start in range(0, len(rows), per_statement):
-        chunk = rows[start : start + per_statement]
-        statement = f"{head} VALUES {', '.join([one_row] * len(chunk))} RETURNING {pk}"
-        ids += [row[0] for row in execute(statement, [v for row in chunk for v in row], fetch=True)]
-    return ids
+    return [row[0] for row in insert_many(head, len(plan), values, returning=pk)]
+
+
+def insert_many(
+    head: str,
+    width: int,
+    values: Sequence[Any],
+    *,
+    most_rows: int | None = None,
+    returning: str = "",
+) -> list[tuple]:
+    """Insert rows of ``width`` values given one after another in ``values`` (already adapted),
+    as few statements of many rows as the database takes: ``head`` is the statement up to its
+    VALUES (``INSERT INTO t (a, b)``), ``most_rows`` caps the rows of one statement. The rows
+    of the SQL expression ``returning``, in order, if asked.
+
+    Not ``executemany``: SQLite's driver steps the statement once per row and lets the
+    interpreter lock go around each step, so a thread inserting many rows hands the lock to
+    every other thread once a row (a third of a 100,000-event trial's time). One statement of
+    many rows is one step."""
+    per_statement = max(1, max_parameters() // width)
+    if most_rows is not None:
+        per_statement = min(per_statement, most_rows)
+    per_statement *= width
+    returned: list[tuple] = []
+    for start in range(0, len(values), per_statement):
+        chunk = values[start : start + per_statement]
+        sql = _many_rows_sql(head, width, len(chunk) // width, returning)
+        if returning:
+            returned += execute(sql, chunk, fetch=True)
+        else:
+            execute(sql, chunk)
+    return returned
+
+
+@lru_cache(maxsize=32)
+def _many_rows_sql(head: str, width: int, rows: int, returning: str) -> str:
+    one_row = "(" + ", ".join(["%s"] * width) + ")"
+    sql = f"{head} VALUES " + ", ".join([one_row] * rows)
+    return f"{sql} RETURNING {returning}" if returning else sql
 
 
 def max_parameters() -> int:

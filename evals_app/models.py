@@ -366,6 +366,13 @@ _kept_runs: dict[int, tuple[tuple, Run]] = {}
 _kept_runs_lock = threading.Lock()
 
 
+class TrialQuerySet(models.QuerySet["Trial"]):
+    def held_by(self, owner: str) -> TrialQuerySet:
+        """The trials ``owner`` still holds: the lease fence (``Trial.lease_fence``) as a
+        filter. Every write a process makes to a trial it runs is conditional on it."""
+        return self.filter(**Trial.lease_fence(owner))
+
+
 class Trial(models.Model):
     """One attempt in its own fresh sandbox."""
 
@@ -422,6 +429,8 @@ class Trial(models.Model):
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
 
+    objects = TrialQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["run", "index"], name="trial_index_unique_in_run")
@@ -469,6 +478,15 @@ class Trial(models.Model):
 
     # Set on a trial its worker lost for good (the reaper, after the attempts are spent).
     WORKER_LOST = "worker_lost"
+
+    @classmethod
+    def lease_fence(cls, owner: str) -> dict[str, Any]:
+        """The condition "``owner`` still holds this trial's lease", as the column values it
+        requires: the one definition of the fence. The ORM's writes filter by it
+        (``Trial.objects.held_by``); the hot path's statements put it in their WHERE
+        (``hot_sql.update_where(Trial, values, {"pk": trial_id, **Trial.lease_fence(owner)})``).
+        A trial re-queued, taken over by another claim or ended meanwhile fails it."""
+        return {"status": cls.Status.RUNNING, "lease_owner": owner}
 
     def lease_expired(self, now=None) -> bool:
         """A running trial nobody renews: no lease (left by a version without leases) or one
@@ -553,12 +571,19 @@ class Trial(models.Model):
         return trial
 
     @classmethod
-    def renew_leases(cls, owner: str, trial_ids, *, lease_s: float) -> int:
-        """Push the expiry of ``owner``'s running trials among ``trial_ids`` forward: one
-        UPDATE for all of them (the heartbeat). A trial re-queued meanwhile is not renewed."""
-        return cls.objects.filter(
-            pk__in=list(trial_ids), status=cls.Status.RUNNING, lease_owner=owner
-        ).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_s))
+    def renew_leases(
+        cls, owner: str, trial_ids, *, lease_s: float, artifacts_dir: str | None = None
+    ) -> int:
+        """Push the expiry of ``owner``'s running trials among ``trial_ids`` forward, in one
+        UPDATE fenced by the lease: the heartbeat's for every trial a process holds, and a
+        recorder's flush for its one trial, in the flush's transaction (the row lock it takes
+        holds off any other claim until the flush commits). How many were renewed: a trial
+        re-queued or taken over meanwhile is not. ``artifacts_dir`` (a trial's first flush)
+        names its folder in the same statement."""
+        values: dict[str, Any] = {"lease_expires_at": timezone.now() + timedelta(seconds=lease_s)}
+        if artifacts_dir is not None:
+            values["artifacts_dir"] = artifacts_dir
+        return cls.objects.filter(pk__in=list(trial_ids)).held_by(owner).update(**values)
 
     @classmethod
     def reap_expired(
@@ -643,7 +668,7 @@ class Trial(models.Model):
         record["finished_at"] = timezone.now()
         fence: dict[str, Any] = {"pk": trial_id}
         if owner is not None:
-            fence.update(lease_owner=owner, status=Trial.Status.RUNNING)
+            fence.update(cls.lease_fence(owner))
         values = {"status": status, "lease_owner": "", "lease_expires_at": None, **record}
         if not hot_sql.update_where(Trial, values, fence):
             return None
@@ -663,19 +688,27 @@ class Trial(models.Model):
 
     def reset(self) -> None:
         """Forget the trial's partial record so it can run again from the start (after a crash):
-        queued, with no events, turns, checks or consultations, and no lease. ``attempt`` is
+        queued, with no events, turns, checks, consultations or mock calls, and no lease. ``attempt`` is
         kept (the caller counts a new one)."""
         with transaction.atomic():
-            self.events.all().delete()
-            self.turns.all().delete()
-            self.checks.all().delete()
-            self.consultations.all().delete()
+            # The row first: its UPDATE waits for a flush that holds the row's lock (the
+            # flush's renewal took it) to commit, and ends the lease that flush was fenced by.
+            # The deletes after it see every row that flush wrote, and no later flush of the
+            # old holder writes any (on PostgreSQL a delete made first missed the rows of a
+            # flush committing meanwhile, which stayed in the new run's history).
             Trial.objects.filter(pk=self.pk).update(
                 status=Trial.Status.QUEUED,
                 lease_owner="",
                 lease_expires_at=None,
                 **self.RECORD_DEFAULTS,
             )
+            self.events.all().delete()
+            self.turns.all().delete()
+            self.checks.all().delete()
+            self.consultations.all().delete()
+            # The mock calls the lost run stored would stand for the next run's (its rows of
+            # the same seq are kept as stored).
+            self.mock_calls.all().delete()
         self.status = Trial.Status.QUEUED
         self.lease_owner, self.lease_expires_at = "", None
         for key, value in self.RECORD_DEFAULTS.items():

@@ -215,7 +215,7 @@ def _run_claimed(trial: Trial, owner: str) -> str | None:
         log.exception("trial %s broke outside the runner's own error handling", trial_id)
         status = Trial.Status.ERRORED
         Trial.end_unfinished(
-            Trial.objects.filter(pk=trial_id, lease_owner=owner),
+            Trial.objects.filter(pk=trial_id).held_by(owner),
             reason="internal error",
             error=f"{type(exc).__name__}: {exc}",
         )

@@ -90,9 +90,7 @@ def renew_now() -> int:
     renewed = Trial.renew_leases(owner(), ids, lease_s=settings.PROCTOR_LEASE_S)
     if renewed < len(ids):
         ours = set(
-            Trial.objects.filter(
-                pk__in=list(ids), lease_owner=owner(), status=Trial.Status.RUNNING
-            ).values_list("pk", flat=True)
+            Trial.objects.filter(pk__in=list(ids)).held_by(owner()).values_list("pk", flat=True)
         )
         for trial_id in ids - ours:
             with _lock:

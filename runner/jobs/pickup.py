@@ -34,9 +34,9 @@ def hand_back_running() -> list[int]:
     processes with its watchdog); anything they record after this is refused by the lease."""
     owner = leases.owner()
     given: list[int] = []
-    for trial in Trial.objects.filter(
-        pk__in=list(leases.held()), status=Trial.Status.RUNNING, lease_owner=owner
-    ).select_related("run"):
+    for trial in (
+        Trial.objects.filter(pk__in=list(leases.held())).held_by(owner).select_related("run")
+    ):
         trial.reset()
         reaper.queued_again(trial)
         given.append(trial.pk)

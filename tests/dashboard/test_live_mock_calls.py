@@ -19,6 +19,7 @@ from runner.jobs.database_recorder import DatabaseRecorder
 
 pytestmark = pytest.mark.django_db
 application = URLRouter(websocket_urlpatterns)
+OWNER = "test-process"  # the lease the trial runs under: the recorder writes only under it
 
 
 @pytest.fixture
@@ -51,13 +52,14 @@ def test_an_open_trial_page_gets_a_call_as_it_is_stored_and_a_reload_shows_it(
         cast.acme, cases=1, variants=1, trials=1, status=lambda c, v, t: Trial.Status.RUNNING
     )
     trial = Trial.objects.filter(run__batch=batch).get()
+    Trial.objects.filter(pk=trial.pk).update(lease_owner=OWNER)
     Turn.objects.create(trial=trial, index=0, prompt="Refund order 42")
     add_events(trial, 2)
     client.force_login(cast.alice)
     page = client.get(reverse("trial", args=[trial.pk])).content.decode()
     assert "&amp;calls=-1" in page  # no call shown yet: the socket asks for every later one
 
-    recorder = DatabaseRecorder(trial)
+    recorder = DatabaseRecorder(trial, owner=OWNER)
     recorder.mock_call(refund_record(1, time.time()))
     recorder.flush()  # what the flusher does within a second of the call
     (row,) = MockCall.objects.filter(trial=trial)

@@ -1,4 +1,4 @@
-"""A trial's events are written many rows per statement (runner.jobs.database_recorder._insert_events;
+"""A trial's events are written many rows per statement (runner.jobs.event_rows.insert_events;
 a COPY on PostgreSQL): through the real `proctor eval` on both databases, every event of a
 stream longer than one statement, and not a multiple of it, is stored once, in order, with its
 data (tabs, newlines and backslashes too, which COPY's text format escapes), and events.jsonl

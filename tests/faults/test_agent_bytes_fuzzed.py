@@ -34,6 +34,7 @@ from runner.core.reporting import TrialOutcome
 from runner.jobs.database_recorder import DatabaseRecorder
 
 NOW = 1_788_300_000_000
+OWNER = "test-process"  # the lease the trial runs under: the recorder writes only under it
 FIELDS = [
     "sessionId",
     "model",
@@ -307,7 +308,9 @@ def trial(db, settings, tmp_path: Path) -> Trial:
     settings.ARTIFACTS_DIR = tmp_path
     org = make_org("acme")
     batch = make_batch(org, [make_case(org, "health")], [make_variant(org, "careful")], statuses=[])
-    return Trial.objects.create(run=batch.runs.get(), index=0, status=Trial.Status.RUNNING)
+    return Trial.objects.create(
+        run=batch.runs.get(), index=0, status=Trial.Status.RUNNING, lease_owner=OWNER
+    )
 
 
 def feed(recorder: DatabaseRecorder, line: str) -> AgentEvent | None:
@@ -341,8 +344,10 @@ def feed_reads(recorder: DatabaseRecorder, lines: list[str], per_read: int) -> N
 def test_what_is_stored_reads_back_from_the_database(trial, rng):
     # 100 examples of 100 lines: 10,000 lines through the recorder into real rows.
     batch_of_lines = [random_line(rng) for _ in range(100)]
-    recorder = DatabaseRecorder(trial)
-    first = recorder._seq
+    # Each example records the same trial again: running under the lease, as its run began.
+    Trial.objects.filter(pk=trial.pk).update(status=Trial.Status.RUNNING, lease_owner=OWNER)
+    recorder = DatabaseRecorder(trial, owner=OWNER)
+    first = recorder.buffer.next_seq
     expected = []
     for line in batch_of_lines:
         event = feed(recorder, line)
@@ -362,7 +367,7 @@ def test_what_is_stored_reads_back_from_the_database(trial, rng):
 @pytest.mark.parametrize("per_read", [1, 30, 300], ids=["line-by-line", "30-a-read", "300-a-read"])
 def test_the_number_of_events_a_trial_keeps_is_capped_with_a_note(trial, settings, per_read):
     settings.PROCTOR_MAX_TRIAL_EVENTS = 50
-    recorder = DatabaseRecorder(trial)
+    recorder = DatabaseRecorder(trial, owner=OWNER)
     lines = [json.dumps({"_tag": "Message", "text": f"message {n}"}) for n in range(1_050)]
     feed_reads(recorder, lines, per_read)
     recorder.log("a note from Proctor is kept")
@@ -384,7 +389,7 @@ def test_the_number_of_events_a_trial_keeps_is_capped_with_a_note(trial, setting
 @pytest.mark.parametrize("per_read", [1, 30, 300], ids=["line-by-line", "30-a-read", "300-a-read"])
 def test_output_log_is_capped_with_a_mark_and_the_bytes_not_kept(trial, settings, per_read):
     settings.PROCTOR_MAX_OUTPUT_LOG_BYTES = 10_000
-    recorder = DatabaseRecorder(trial)
+    recorder = DatabaseRecorder(trial, owner=OWNER)
     feed_reads(recorder, ["y" * 99] * 1_000, per_read)  # 100 bytes a line with its newline
     recorder.trial_finished(TrialOutcome("passed"))
 
@@ -400,7 +405,7 @@ def test_output_log_is_capped_with_a_mark_and_the_bytes_not_kept(trial, settings
 
 
 def test_a_ten_megabyte_field_is_stored_capped(trial):
-    recorder = DatabaseRecorder(trial)
+    recorder = DatabaseRecorder(trial, owner=OWNER)
     feed(recorder, json.dumps({"_tag": "Message", "text": "z" * 10_000_000}))
     recorder.trial_finished(TrialOutcome("passed"))
 

@@ -1,7 +1,8 @@
 """Faults of a trial's hot path, made for real in a `proctor eval` process:
 
 - another process takes a running trial's lease over: the first process stops writing that
-  trial's events, turns and checks at once, and kills its agent instead of letting it run on;
+  trial's events, turns and checks at once, kills its agent instead of letting it run on, and
+  says why in one line;
 - an agent printing a million events: the worker's memory stays bounded by the event cap
   (measured against a small trial's in the same test, never an absolute figure).
 """
@@ -117,6 +118,11 @@ def test_a_process_whose_lease_was_taken_stops_writing_and_kills_its_agent(tmp_p
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    # It said why, once, on its stderr: the trial is the thief's now.
+    said = [line for line in (proc.stderr.read() if proc.stderr else "").splitlines()
+            if "lost its lease" in line]  # fmt: skip
+    assert len(said) == 1, said
+    assert "is already being run elsewhere (by thief:1:ffff)" in said[0]
 
 
 MANY_AGENT = r"""
