@@ -99,11 +99,33 @@ def _reports(version: CaseVersion, checks: list[Check]) -> list[CheckReport]:
     for index in sorted(set(defined) | set(by_index)):
         results = by_index.get(index, [])
         spec = defined.get(index) or {}
-        # A check recorded without a definition entry (none today) still shows its results.
+        # A check recorded without a definition entry (a task case's rewards and tests, from
+        # its verifier) still shows its results.
         if not spec and results:
             spec = {"kind": results[0].kind, "name": results[0].name, **results[0].source_ref}
+            spec.update(_verifier_of(version.definition.get("task"), results[0].name))
         reports.append(_report(index, spec, results, version.sources or {}))
     return reports
+
+
+def _verifier_of(task: Any, check_name: str) -> dict[str, Any]:
+    """What decided a task case's check: the verifier script that wrote it (a step's, for a
+    check named after its step: "scaffold: reward"), its limit and the reward threshold."""
+    if not isinstance(task, dict):
+        return {}
+    script = task.get("tests_script")
+    limit = task.get("verifier_timeout_s")
+    step_name, sep, _ = check_name.partition(": ")
+    step = next((s for s in task.get("steps") or [] if sep and s.get("name") == step_name), None)
+    if step is not None:
+        script = f"{script} (steps/{step_name}/tests/ over the task's tests/)"
+        limit = step.get("verifier_timeout_s") or limit
+    return {
+        "verifier": script,
+        "verifier_timeout_s": limit,
+        "reward_threshold": task.get("reward_threshold"),
+        "task_folder": task.get("folder"),
+    }
 
 
 def _report(
