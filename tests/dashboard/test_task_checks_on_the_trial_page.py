@@ -62,3 +62,4 @@ def test_a_task_trial_shows_its_steps_rewards_and_tests(client) -> None:
     assert "scaffold: reward" in html and "score 0.00" in html and "reward 0 &lt; 1" in html
     assert "scaffold: test_src_exists" in html and "src/ is missing" in html
     assert "steps/scaffold/tests/ over the task" in html
+    assert "<dt>Lowest reward</dt>" in html
