@@ -294,7 +294,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "dashboard.api.schema.ProctorAutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # Pages by keyset (?cursor=), never by offset: the last page costs what the first does.
+    "DEFAULT_PAGINATION_CLASS": "dashboard.api.paging.KeysetPagination",
     "PAGE_SIZE": 100,
 }
 
