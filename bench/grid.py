@@ -1,6 +1,7 @@
 """The dashboard's pages at 2,000 and at 20,000 trials: the grid (plain, sorted, filtered, with
-its pass@k footer), a run, a trial and the API's batch, run and trial lists, with their query
-counts, sizes and the ratio of their times.
+its pass@k footer), a run, a trial and the API's batch, run and trial lists (and the trial
+list's last page, reached by its next links), with their query counts, sizes and the ratio of
+their times.
 
 Each size is a finished batch seeded with `seed_demo_data` (50 and 500 cases x 8 variants x 5
 trials) in its own organization with its own reader, into a fresh SQLite database (or, with
@@ -76,6 +77,16 @@ def pages(batch_id: int) -> dict[str, str]:
         "api runs of batch": f"/api/runs/?batch={batch_id}",
         "api trials of batch": f"/api/trials/?batch={batch_id}",
     }
+
+
+def last_page(client, url: str) -> str:
+    """The last page of an API list, reached as a client reaches it: by its next links (the
+    lists page by cursor, so no page number names it)."""
+    while True:
+        following = client.get(url).json()["next"]
+        if following is None:
+            return url
+        url = following.removeprefix("http://testserver")
 
 
 def _request(client, url: str) -> tuple[list[float], int, int, str, int]:
@@ -179,6 +190,10 @@ def main() -> None:
         clients[cases].force_login(reader)
 
     urls = {cases: pages(batch_id) for cases, batch_id in batches.items()}
+    for cases, batch_id in batches.items():
+        urls[cases]["api trials, last page"] = last_page(
+            clients[cases], f"/api/trials/?batch={batch_id}"
+        )
     results: dict[str, dict[int, tuple[float, int, int, str, int]]] = {
         name: measure({c: (clients[c], urls[c][name]) for c in SIZES}, args.repeat)
         for name in urls[SIZES[0]]

@@ -1,30 +1,70 @@
 """How many reruns a user may start: PROCTOR_RERUN_RATE (default 30 a minute), counted once
-across the dashboard's rerun buttons and the API's rerun actions, per user.
+across the dashboard's rerun buttons and the API's rerun actions, per user, and across every
+web process: the count lives in the deployment's cache (Redis in the scaled mode, where several
+web processes share it), in a window of the rate's period, added to atomically (``incr``), so
+two processes counting at once never both take the last rerun.
 
-The counts live in Django's cache: the default in-process cache counts per server process,
-so with several web processes each allows the rate (configure a shared cache to make it one).
+A cache that cannot be reached (Redis down) lets the rerun through with a warning in the log:
+its trials wait in the outbox for Redis anyway (``runner.jobs.dispatch``), and refusing would
+turn an outage of the limit's store into an outage of reruns.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+import time
 from collections.abc import Callable
 from functools import wraps
 
 from django.conf import settings
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from rest_framework.exceptions import Throttled
-from rest_framework.throttling import UserRateThrottle
+from rest_framework.throttling import BaseThrottle
+
+log = logging.getLogger(__name__)
 
 
-class RerunRateThrottle(UserRateThrottle):
-    """DRF's per-user throttle, with its rate read from settings on every request (DRF reads
-    its own rates once, at import)."""
+# The period's first letter (as DRF reads a rate: "30/minute", "5/h"), in seconds.
+PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _parsed_rate() -> tuple[int, int]:
+    """PROCTOR_RERUN_RATE (checked at start-up) as (reruns, period in seconds)."""
+    count, period = settings.PROCTOR_RERUN_RATE.split("/")
+    return int(count), PERIODS[period[0]]
+
+
+class RerunRateThrottle(BaseThrottle):
+    """A per-user count of reruns in fixed windows of the rate's period, shared by every
+    process that shares the cache."""
 
     scope = "reruns"
 
-    def get_rate(self) -> str:
-        return settings.PROCTOR_RERUN_RATE
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request, view) -> bool:
+        allowed, duration = _parsed_rate()
+        user = request.user
+        who = user.pk if user.is_authenticated else self.get_ident(request)
+        now = time.time()
+        window = int(now // duration)
+        key = f"throttle_reruns_{who}_{window}"
+        try:
+            cache.add(key, 0, timeout=duration + 1)
+            count = cache.incr(key)
+        except Exception as exc:  # the cache's server is down (redis-py's ConnectionError)
+            log.warning("the rerun limit's cache is unreachable (%s): rerun allowed", exc)
+            return True
+        if count <= allowed:
+            return True
+        self._wait = (window + 1) * duration - now
+        return False
+
+    def wait(self) -> float | None:
+        return self._wait
 
 
 def too_many_reruns(wait: float | None) -> str:

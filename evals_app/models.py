@@ -748,6 +748,21 @@ _CLAIMED_RUN_IDENTITY = tuple(
 )
 
 
+class UnsentTrial(models.Model):
+    """A trial committed as queued whose message the broker has not taken yet (the scaled
+    mode's outbox). Written in the transaction that queues the trial, deleted once the message
+    is sent; the reaper re-sends what is left (Redis was down, the sender died after the
+    commit). A message sent twice runs the trial once: ``Trial.claim`` takes only a queued one."""
+
+    trial = models.OneToOneField(
+        Trial, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    since = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"unsent trial {self.trial_id}"
+
+
 class Turn(models.Model):
     """One user message and everything the agent did until it answered."""
 

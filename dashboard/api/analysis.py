@@ -16,11 +16,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import NotFound, ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dashboard import access, query_numbers
+from dashboard.api.paging import KeysetPagination
 from dashboard.batch_filters import BadBatchFilter, BatchFilters, filtered_batches, summarize
 from evals_app.comparison import compare_batches, suite_baseline
 from evals_app.cost import CostSummary, batch_cost, summarize_costs
@@ -65,9 +65,8 @@ class BatchSummarySerializer(serializers.Serializer):
 
 
 class BatchSummaryPageSerializer(serializers.Serializer):
-    """One page of the batches list (PageNumberPagination's envelope)."""
+    """One page of the batches list (``dashboard.api.paging``'s envelope: pages by cursor)."""
 
-    count = serializers.IntegerField()
     next = serializers.URLField(allow_null=True)
     previous = serializers.URLField(allow_null=True)
     results = BatchSummarySerializer(many=True)
@@ -307,7 +306,7 @@ TRIALS = OpenApiParameter(
         OpenApiParameter("who", str, description="Only batches started by this username."),
         OpenApiParameter("since", OpenApiTypes.DATE, description="Started on or after this day."),
         OpenApiParameter("until", OpenApiTypes.DATE, description="Started on or before this day."),
-        OpenApiParameter("page", int),
+        OpenApiParameter("cursor", str, description="A page's position, from next or previous."),
     ],
     responses={200: BatchSummaryPageSerializer},
 )
@@ -317,7 +316,7 @@ def batch_summaries_view(request: Request) -> Response:
         filters = BatchFilters.from_query(request.query_params)
     except BadBatchFilter as exc:
         raise ValidationError({"filter": str(exc)}) from None
-    paginator = PageNumberPagination()
+    paginator = KeysetPagination()
     page = paginator.paginate_queryset(filtered_batches(request.user, filters), request)
     rows = [
         {

@@ -238,6 +238,20 @@ else:
         }
     }
 
+# --- cache ------------------------------------------------------------------------------------
+# What every web process must count together (the rerun rate limit) lives in the cache: Redis in
+# the scaled mode, shared by all of them; the embedded mode has one web process (`serve`).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "proctor",
+            # A dead Redis answers at once or within these, never holds a request for long.
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+
 # --- background work ---------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = None
@@ -280,7 +294,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "dashboard.api.schema.ProctorAutoSchema",
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    # Pages by keyset (?cursor=), never by offset: the last page costs what the first does.
+    "DEFAULT_PAGINATION_CLASS": "dashboard.api.paging.KeysetPagination",
     "PAGE_SIZE": 100,
 }
 

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 
 from evals_app import hot_sql
-from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, Variant
+from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, UnsentTrial, Variant
 from runner.jobs.execution import finish_batch_if_done
 
 
@@ -75,6 +76,12 @@ def create_batch(
                 for i in range(r.trials)
             ],
         )
+        if not settings.EMBEDDED:
+            # Queued on the broker after the commit; until then (Redis down, this process gone
+            # first) the outbox says so and the reaper re-sends them.
+            UnsentTrial.objects.bulk_create(
+                [UnsentTrial(trial_id=trial_id) for trial_id in trial_ids], batch_size=5000
+            )
     if not trial_ids:
         finish_empty(batch)
     return batch, trial_ids

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import close_old_connections, connections
 
+from evals_app.models import Trial, UnsentTrial
 from runner.jobs import trial_processes
 from runner.jobs.execution import run_trial_by_id
 from runner.jobs.pool_size import default_concurrency
@@ -153,12 +154,7 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
     local pool is stopping (``stop_local_workers``) they stay queued for the next start."""
     ids = list(trial_ids)
     if not settings.EMBEDDED:
-        # Celery is loaded only in the scaled mode (start-up time), and the task is sent by
-        # its name (runner.jobs.tasks.run_trial), which needs nothing of the worker's side.
-        from proctor.site.celery import app
-
-        for trial_id in ids:
-            app.send_task(RUN_TRIAL, args=[trial_id])
+        send_to_broker(ids)
         return None
     with _pool_lock:
         if _stopped:
@@ -174,6 +170,70 @@ def enqueue(trial_ids: Iterable[int]) -> list[Future] | None:
     for future in futures:
         future.add_done_callback(_forget)
     return futures
+
+
+def send_to_broker(ids: list[int]) -> str | None:
+    """Send these trials' messages to the broker (the scaled mode) and clear them from the
+    outbox (``UnsentTrial``); None, or the sentence saying why the broker took none or only
+    some. Never raises for a broker that is down: the trials stay queued in the outbox, and the
+    reaper sends them once it is back (``resend_unsent``)."""
+    # Celery is loaded only in the scaled mode (start-up time), and the task is sent by its
+    # name (runner.jobs.tasks.run_trial), which needs nothing of the worker's side.
+    from proctor.site.celery import app
+
+    sent = 0
+    problem = None
+    try:
+        for trial_id in ids:
+            # No retries of its own: the first failure stops the sending (each retry of each
+            # trial would wait for a dead Redis), and the reaper retries them all.
+            app.send_task(RUN_TRIAL, args=[trial_id], retry=False)
+            sent += 1
+    except Exception as exc:  # kombu's OperationalError, redis-py's errors, an OSError
+        problem = broker_down(exc)
+        log.warning("%s: %d trials wait in the outbox for it", problem, len(ids) - sent)
+        UnsentTrial.objects.bulk_create(
+            [UnsentTrial(trial_id=trial_id) for trial_id in ids[sent:]],
+            batch_size=5000,
+            ignore_conflicts=True,
+        )
+    for start in range(0, sent, 5000):
+        UnsentTrial.objects.filter(trial_id__in=ids[start : min(sent, start + 5000)]).delete()
+    return problem
+
+
+def broker_down(exc: BaseException) -> str:
+    """One sentence for a broker that refused a message."""
+    address = urlsplit(settings.REDIS_URL)
+    where = f"{address.hostname}:{address.port or 6379}" if address.hostname else "its socket"
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"Redis at {where} is unreachable ({reason}); the trials start once it is back"
+
+
+def resend_unsent(*, older_than_s: float, limit: int = 5000) -> list[int]:
+    """Send the outbox's trials that waited longer than ``older_than_s`` (a sender that is
+    still at work is given that long) and are still queued; forget the rest. Returns the ids
+    sent. Rows another process's reaper holds are skipped (PostgreSQL)."""
+    from datetime import timedelta
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    before = timezone.now() - timedelta(seconds=older_than_s)
+    with transaction.atomic():
+        rows = list(
+            UnsentTrial.objects.select_for_update(skip_locked=True)
+            .filter(since__lt=before)
+            .order_by("trial_id")
+            .values_list("trial_id", "trial__status")[:limit]
+        )
+        if not rows:
+            return []
+        done = [trial_id for trial_id, status in rows if status != Trial.Status.QUEUED]
+        UnsentTrial.objects.filter(trial_id__in=done).delete()
+        queued = [trial_id for trial_id, status in rows if status == Trial.Status.QUEUED]
+        problem = send_to_broker(queued) if queued else None
+    return [] if problem else queued
 
 
 def _replace_broken(broken: Executor) -> Executor:

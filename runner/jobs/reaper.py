@@ -2,6 +2,10 @@
 once per attempt up to PROCTOR_MAX_ATTEMPTS, then ends it errored ``worker_lost``, so no trial
 stays running forever and every batch finishes.
 
+In the scaled mode it also empties the outbox: trials committed as queued whose message the
+broker never took (Redis was down at the commit, or the sender died just after it) are sent
+(``dispatch.resend_unsent``); a message sent twice still runs its trial once (``Trial.claim``).
+
 It runs every PROCTOR_LEASE_S in every `proctor worker`, in `proctor serve` and in the embedded
 pool of `proctor eval`. Several reapers at once are safe: the rows are locked (skipping those
 another reaper holds) and a re-queued trial is claimed by exactly one task.
@@ -19,7 +23,7 @@ from django.db import connection
 
 from evals_app.models import Trial
 from runner.jobs import artifact_paths, leases, publishing
-from runner.jobs.dispatch import enqueue
+from runner.jobs.dispatch import enqueue, resend_unsent
 from runner.jobs.execution import finish_batch_if_done
 from runner.sandboxes.leftovers import sweep_stale_folders
 
@@ -50,6 +54,10 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         enqueue(ids)
     for batch in sorted({trial.run.batch_id for trial in ended}):
         finish_batch_if_done(batch)
+    if not settings.EMBEDDED:
+        resent = resend_unsent(older_than_s=settings.PROCTOR_LEASE_S)
+        if resent:
+            log.warning("sent trials %s to the broker: it had not taken them", resent)
     return [t.pk for t in requeued], [t.pk for t in ended]
 
 

@@ -46,6 +46,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -64,13 +65,22 @@ LAZY_LINES = 64
 EMPTY_WAIT_S = 2.0
 # Empty run cgroups a process keeps for its next runs (each trial thread needs one at a time).
 SPARE_CGROUPS = 8
+# The folders a process names after itself in the temp folder (``proctor-<kind>-<identity>-``):
+# its trial folders and workspace snapshots, swept by its watchdog and by later start-ups.
+OWNED_KINDS = ("trial", "snapshot")
 
 # The watchdog: lines "+<tree>" / "-<tree>" ("cg <folder>", "pg <pgid>", "docker <engine
 # socket> <container id>" or "dir <folder>"); at EOF it kills the trees still open (a container
-# is removed), then deletes the folders still listed (sandbox folders awaiting removal). Run with ``python -I -S`` so it starts in milliseconds and imports nothing
-# of Proctor's.
+# is removed), then every run cgroup left under Proctor's (the spares kept for next runs
+# included), then deletes the folders still listed and every folder named after its owner in
+# the temp folder (``proctor-<kind>-<identity>-*``: the trial folders kept for next trials, a
+# running trial's, a snapshot's), whether or not a line told it of them. Its arguments: the
+# temp folder, the owner's identity, the owner's cgroup folder (when it has one). Run with
+# ``python -I -S`` so it starts in milliseconds and imports nothing of Proctor's.
 WATCHDOG = r"""
 import os, signal, sys, time
+temp, identity = sys.argv[1], sys.argv[2]
+base = sys.argv[3] if sys.argv[3:] else None
 open_trees = {}
 for line in sys.stdin:
     op, tree = line[:1], line[1:].rstrip("\n")
@@ -78,6 +88,33 @@ for line in sys.stdin:
         open_trees[tree] = None
     elif op == "-":
         open_trees.pop(tree, None)
+
+def end_cgroup(where):
+    try:
+        with open(where + "/cgroup.kill", "w") as f:
+            f.write("1")
+    except OSError:
+        for _ in range(20):
+            try:
+                pids = open(where + "/cgroup.procs").read().split()
+            except OSError:
+                return
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+    for _ in range(40):
+        try:
+            os.rmdir(where)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
 for tree in open_trees:
     kind, _, where = tree.partition(" ")
     if kind == "dir":
@@ -97,37 +134,26 @@ for tree in open_trees:
                 )
                 conn.recv(1024)
             continue
-        try:
-            with open(where + "/cgroup.kill", "w") as f:
-                f.write("1")
-        except OSError:
-            for _ in range(20):
-                pids = open(where + "/cgroup.procs").read().split()
-                if not pids:
-                    break
-                for pid in pids:
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except OSError:
-                        pass
-        for _ in range(40):
-            try:
-                os.rmdir(where)
-                break
-            except OSError:
-                time.sleep(0.05)
+        end_cgroup(where)
     except (OSError, ValueError):
         pass
-if sys.argv[1:]:
+if base is not None:
     try:
-        os.rmdir(sys.argv[1])
+        runs = [entry.path for entry in os.scandir(base) if entry.is_dir()]
+    except OSError:
+        runs = []
+    for run in runs:
+        end_cgroup(run)
+    try:
+        os.rmdir(base)
     except OSError:
         pass
-import shutil
-for tree in open_trees:
-    kind, _, where = tree.partition(" ")
-    if kind == "dir":
-        shutil.rmtree(where, ignore_errors=True)
+import glob, shutil
+folders = [where for kind, _, where in (t.partition(" ") for t in open_trees) if kind == "dir"]
+for kind in OWNED_KINDS:
+    folders += glob.glob(os.path.join(glob.escape(temp), f"proctor-{kind}-{identity}-*"))
+for folder in folders:
+    shutil.rmtree(folder, ignore_errors=True)
 """
 
 
@@ -281,7 +307,9 @@ class _Containment:
                     "-I",
                     "-S",
                     "-c",
-                    WATCHDOG,
+                    WATCHDOG.replace("OWNED_KINDS", repr(OWNED_KINDS)),
+                    tempfile.gettempdir(),
+                    self.identity,
                     *([str(self.base)] if self.base else []),
                 ],
                 stdin=subprocess.PIPE,

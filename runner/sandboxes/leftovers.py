@@ -7,9 +7,11 @@ window exists in which a folder has no owner), and the first sandbox a Proctor p
 sweeps the temp folder of those whose owner is gone.
 
 A live process hands its trial folders back and reuses them (``runner.sandboxes.trial_folders``);
-one that dies first (SIGKILL, an exit that skips atexit) leaves them to its watchdog, which
-deletes the folders still listed once the process is gone, and the next start-up's sweep finds
-any left (a renamed folder keeps its owner in its name).
+one that dies first (SIGKILL, an exit that skips atexit such as a stopping `proctor serve`'s
+``os._exit``) leaves them to its watchdog, which deletes every folder named after the process
+once it is gone, the ones kept for next trials (``<name>.spare``, ``<name>.r``) included,
+whether or not a line told it of them; and the next start-up's sweep, or the sweep after a
+re-queue, finds any left (a renamed folder keeps its owner in its name).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from runner.sandboxes.containment import containment, identity_alive
+from runner.sandboxes.containment import OWNED_KINDS, containment, identity_alive
 
-_OWNED = re.compile(r"proctor-(?:trial|snapshot)-(\d+-\d+)-")
+_OWNED = re.compile(rf"proctor-(?:{'|'.join(OWNED_KINDS)})-(\d+-\d+)-")
 
 
 def owned_prefix(kind: str) -> str:

@@ -12,8 +12,9 @@ Anything else an agent left (a folder it made unreadable, a link in place of ``h
 changed mode) is deleted as before, and the next trial gets a new root.
 
 At most ``SPARES_KEPT`` roots wait; the process deletes them before it exits, and its watchdog
-deletes them should it die first (they keep their owner in their name, so the next start-up's
-sweep finds any left: ``runner.sandboxes.leftovers``).
+deletes them should it die first or exit past atexit: they keep their owner in their name, and
+the watchdog removes every folder named after its owner, so a line it never got (the lazy
+``+dir``) loses nothing; the next start-up's sweep finds any left (``runner.sandboxes.leftovers``).
 """
 
 from __future__ import annotations

@@ -122,3 +122,64 @@ def test_the_default_is_thirty_a_minute_and_a_bad_rate_stops_start_up(monkeypatc
     monkeypatch.setenv("PROCTOR_RERUN_RATE", "lots")
     with pytest.raises(ImproperlyConfigured, match="PROCTOR_RERUN_RATE must be a count"):
         proctor_settings._rate("PROCTOR_RERUN_RATE", "30/minute")
+
+
+# Counts reruns for one user through the throttle, in a process of its own, and prints how
+# many it was allowed.
+COUNTING_PROCESS = """
+import os, sys
+from types import SimpleNamespace
+import django
+django.setup()
+from dashboard.throttling import RerunRateThrottle
+request = SimpleNamespace(user=SimpleNamespace(pk=7, is_authenticated=True), META={})
+print(sum(RerunRateThrottle().allow_request(request, None) for _ in range(20)))
+"""
+
+
+def test_every_web_process_counts_against_one_limit(redis_url, tmp_path):
+    """Two processes (two web servers of the scaled mode) share the limit through Redis: 5 a
+    day allows 5 in all, not 5 each."""
+    import os
+    import subprocess
+    import sys
+
+    import redis
+    from conftest import proctor_env
+
+    redis.Redis.from_url(redis_url).flushdb()
+    env = proctor_env(
+        tmp_path / "home",
+        REDIS_URL=redis_url,
+        DATABASE_URL="postgresql://postgres@127.0.0.1:5432/unused",
+        PROCTOR_RERUN_RATE="5/day",
+        DJANGO_SETTINGS_MODULE="proctor.site.settings",
+        PYTHONPATH=os.pathsep.join(sys.path),
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", COUNTING_PROCESS], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    allowed = [int(process.communicate(timeout=120)[0].strip()) for process in processes]
+    assert sum(allowed) == 5, allowed
+
+
+def test_a_rerun_goes_through_when_the_limits_cache_is_down(client, cast, batch, settings, caplog):
+    from conftest import free_port
+
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+    client.force_login(cast.alice)
+
+    response = client.post(f"/batches/{batch.pk}/rerun/")
+
+    assert response.status_code == 302
+    assert Batch.objects.count() == 2
+    assert "the rerun limit's cache is unreachable" in caplog.text

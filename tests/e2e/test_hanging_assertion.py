@@ -5,7 +5,6 @@ assertions after it are still graded."""
 from __future__ import annotations
 
 import json
-import time
 
 from e2e.running import AGENTS, Backend, only_run, write_eval
 
@@ -32,14 +31,13 @@ s = suite("hanging-assertions", prompt="fix the total", variants=[echo], cases=[
 ])
 """
 
-BOUND_S = 45
+# Far beyond the 1 s limit on a busy machine, far below the hour the assertion would hang.
+CEILING_S = 600
 
 
 def test_a_hanging_assertion_fails_in_its_time_limit(backend: Backend, tmp_path) -> None:
     write_eval(tmp_path, "hangs.eval.py", HANGING_ASSERTION_EVAL)
-    started = time.monotonic()
-    result = backend.eval(tmp_path, "--json", "--fail-under", "0", timeout=BOUND_S)
-    assert time.monotonic() - started < BOUND_S
+    result = backend.eval(tmp_path, "--json", "--fail-under", "0", timeout=CEILING_S)
     assert result.returncode == 0, result.stdout + result.stderr
     (trial,) = only_run(json.loads(result.stdout), "hanging-assertion")["trials"]
     assert trial["status"] == "failed"

@@ -1,11 +1,11 @@
 """The eval's own code that hangs, through the real `proctor eval`: a validator, an async
 validator and a prepare that never return each end in their time limit (1 s here), and
-`proctor eval` exits in bounded time with the right status and the sentence saying what hung."""
+`proctor eval` exits (each hangs for an hour: the subprocess's ceiling only guards against a
+hang) with the right status and the sentence saying what hung."""
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -51,28 +51,30 @@ s = suite("hangs", prompt="fix the total", variants=[echo], cases=[
 ])
 """
 
-# Three trials side by side, each hanging for its 1 s limit, plus start-up: far under a minute.
-BOUND_S = 45
+# Far beyond three 1 s limits on a busy machine, far below the hour each callable would hang.
+CEILING_S = 600
 
 
 @pytest.fixture(scope="module")
-def hanging(module_backend: Backend, tmp_path_factory) -> tuple[Backend, dict[str, Any], float]:
+def hanging(module_backend: Backend, tmp_path_factory) -> tuple[Backend, dict[str, Any]]:
     folder = tmp_path_factory.mktemp("hangs")
     write_eval(folder, "hangs.eval.py", HANGING_EVAL)
-    started = time.monotonic()
-    result = module_backend.eval(folder, "--json", "--fail-under", "0", timeout=BOUND_S)
-    elapsed = time.monotonic() - started
+    result = module_backend.eval(folder, "--json", "--fail-under", "0", timeout=CEILING_S)
     assert result.returncode == 0, result.stdout + result.stderr
-    return module_backend, json.loads(result.stdout), elapsed
+    return module_backend, json.loads(result.stdout)
 
 
-def test_proctor_eval_ends_in_bounded_time(hanging) -> None:
-    _backend, _report, elapsed = hanging
-    assert elapsed < BOUND_S
+def test_proctor_eval_ends_with_every_trial_reported(hanging) -> None:
+    _backend, report = hanging
+    assert sorted(run["case"] for run in report["runs"]) == [
+        "hanging-async-validator",
+        "hanging-prepare",
+        "hanging-validator",
+    ]
 
 
 def test_a_hanging_validator_fails_its_check_and_the_next_check_still_runs(hanging) -> None:
-    backend, report, _elapsed = hanging
+    backend, report = hanging
     (trial,) = only_run(report, "hanging-validator")["trials"]
     assert trial["status"] == "failed"
     hung, graded = trial["checks"]
@@ -87,7 +89,7 @@ def test_a_hanging_validator_fails_its_check_and_the_next_check_still_runs(hangi
 
 
 def test_a_hanging_async_validator_fails_its_check(hanging) -> None:
-    _backend, report, _elapsed = hanging
+    _backend, report = hanging
     (trial,) = only_run(report, "hanging-async-validator")["trials"]
     assert trial["status"] == "failed"
     (check,) = trial["checks"]
@@ -95,7 +97,7 @@ def test_a_hanging_async_validator_fails_its_check(hanging) -> None:
 
 
 def test_a_hanging_prepare_errors_the_trial_before_the_agent_runs(hanging) -> None:
-    backend, report, _elapsed = hanging
+    backend, report = hanging
     (trial,) = only_run(report, "hanging-prepare")["trials"]
     assert trial["status"] == "errored"
     assert trial["checks"] == []
@@ -109,7 +111,7 @@ def test_a_hanging_prepare_errors_the_trial_before_the_agent_runs(hanging) -> No
 
 
 def test_the_limits_are_part_of_the_case_version(hanging) -> None:
-    backend, report, _elapsed = hanging
+    backend, report = hanging
     (limits,) = backend.rows(
         "SELECT v.definition FROM evals_app_caseversion v JOIN evals_app_case c "
         "ON v.case_id = c.id WHERE c.slug = ?",

@@ -1,6 +1,6 @@
 """Faults of the processes around a trial, through the real `proctor eval`: a `proctor eval`
 killed with SIGKILL takes its agents with it and the next one sweeps the folders it left; an
-agent printing 1 GB of plain lines is read at pipe speed."""
+agent printing 1 GB of plain lines is read whole (how fast: ``bench/pipe_speed.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ceilings import eventually
 from conftest import PROCTOR
 from process_state import running
 
@@ -67,10 +68,9 @@ def test_a_killed_eval_takes_its_agents_with_it_and_the_next_sweeps_its_folders(
         eval_process.send_signal(signal.SIGKILL)
         eval_process.wait(timeout=10)
 
-        deadline = time.monotonic() + 3
-        while any(running(pid) for pid in pids) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert [pid for pid in pids if running(pid)] == []
+        assert eventually(lambda: not any(running(pid) for pid in pids)), [
+            pid for pid in pids if running(pid)
+        ]
     finally:
         for pid in pids if "pids" in locals() else []:
             if running(pid):
@@ -102,7 +102,7 @@ def test_a_killed_eval_takes_its_agents_with_it_and_the_next_sweeps_its_folders(
     assert [name for name in _left_folders(tmp) if name in left_by_the_crash] == []
 
 
-def test_an_agent_printing_1_gb_of_plain_lines_is_read_at_pipe_speed(
+def test_an_agent_printing_1_gb_of_plain_lines_is_read_to_its_last_line(
     sqlite_backend: Backend, tmp_path: Path
 ) -> None:
     # 1 GiB of 1,000-character lines (1,073,742 of them, the last one short), then one event.
@@ -117,19 +117,12 @@ def test_an_agent_printing_1_gb_of_plain_lines_is_read_at_pipe_speed(
         from proctor import case, command, profile, suite, variant
 
         s = suite("loud", prompt="print a gigabyte",
-                  cases=[case("gigabyte", timeout_ms=300_000, validate=command("true"))],
+                  cases=[case("gigabyte", timeout_ms=900_000, validate=command("true"))],
                   variants=[variant("command", profile=profile("loud", run={run!r}))])
         """,
     )
-    started = time.monotonic()
-    report = sqlite_backend.eval_json(tmp_path, "--fail-under", "0", timeout=300)
-    took = time.monotonic() - started
+    # The ceiling only guards against hanging; the speed is bench/pipe_speed.py's figure.
+    report = sqlite_backend.eval_json(tmp_path, "--fail-under", "0", timeout=900)
     (trial,) = only_run(report, "gigabyte")["trials"]
-    print(
-        f"\n1 GiB of plain lines through a command-harness trial: {took:.1f}s, {1024 / took:.0f} MB/s"
-    )
     assert trial["status"] == "passed", trial
     assert trial["answer"] == "printed it all", "the line after the gigabyte was not read"
-    # Generous: a figure belongs in bench/, this only says the agent is not held back (at the
-    # old 5.9 MB/s it would take three minutes).
-    assert took < 60

@@ -5,10 +5,10 @@ exits within seconds of its running trials ending, and another worker runs the r
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import pytest
+from ceilings import HANG_CEILING_S
 
 from faults.conftest import Workers, agent_runs, lease_eval, submit, wait_for
 
@@ -41,14 +41,12 @@ def test_a_stopped_worker_leaves_queued_trials_queued_and_exits_promptly(
         what="two running trials",
     )
     worker.send_signal(signal.SIGTERM)
-    stopped_at = time.monotonic()
-    worker.wait(timeout=WORK_S + 15)
-    exited_after = time.monotonic() - stopped_at
+    # It exits once its running trials end, leaving the queued ones; the ceiling only guards
+    # against hanging.
+    worker.wait(timeout=HANG_CEILING_S)
 
     ended = [run.ended for runs in agent_runs(runs_dir).values() for run in runs if run.ended]
     assert len(ended) == 2, log.read_text()[-3000:]
-    # Within a few seconds of its last trial's end (each runs WORK_S seconds at most).
-    assert exited_after < WORK_S + 5, f"exited {exited_after:.1f}s after SIGTERM"
     after = statuses()
     assert sorted(after.values()) == ["passed"] * 2 + ["queued"] * (CASES - 2), log.read_text()
     assert "Traceback" not in log.read_text()

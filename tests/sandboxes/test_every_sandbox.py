@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ceilings import HANG_CEILING_S
 
 from runner.sandboxes import PathEscapesWorkspace
 
@@ -19,7 +20,7 @@ LOCK_HOLDER = 'flock lock bash -c "echo held > ready; sleep 300"'
 WAIT_UNTIL_HELD = "while [ ! -e ready ]; do sleep 0.05; done"
 
 
-def lock_released(path: Path, within_s: float = 10) -> bool:
+def lock_released(path: Path, within_s: float = HANG_CEILING_S) -> bool:
     deadline = time.monotonic() + within_s
     with open(path, "rb") as handle:
         while True:
