@@ -24,11 +24,19 @@ from evals_app.models import Batch, Run, Trial
 from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
 from runner.core.reporting import TrialOutcome
-from runner.jobs import artifact_paths, benchmark, bundle_cache, eval_code, leases, publishing
+from runner.jobs import (
+    artifact_paths,
+    benchmark,
+    bundle_cache,
+    eval_code,
+    leases,
+    publishing,
+)
 from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
 from runner.trial.execute import TrialPlan, execute_trial
 from runner.trial.spec import RunCode, TrialSpec
+from runner.workspace.kept import WorkspaceStore
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +167,13 @@ def _plan(trial: Trial, spec: TrialSpec, resolved, variant, source) -> TrialPlan
         judge_model=spec.judge_model,
         source=source,
         max_events=settings.PROCTOR_MAX_TRIAL_EVENTS,
+        workspace_store=kept_workspaces(),
     )
+
+
+def kept_workspaces() -> WorkspaceStore:
+    """Where this installation keeps trials' final workspaces (runner.workspace.kept)."""
+    return WorkspaceStore(Path(settings.WORKSPACE_STORE), settings.WORKSPACE_KEEP_BYTES)
 
 
 def run_trial_by_id(trial_id: int) -> str | None:
