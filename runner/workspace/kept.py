@@ -142,6 +142,7 @@ def restore_workspace(store: WorkspaceStore, kept: dict[str, Any] | None, folder
         raise NotRestorable("workspace not kept: the trial ran before Proctor kept workspaces")
     if kept.get("not_kept"):
         raise NotRestorable(f"workspace not kept: {kept['not_kept']}")
+    wait_until_written()  # a trial of this very process may have handed its blobs off just now
     raw = store.read_blob(kept["manifest"])
     if raw is None:
         raise NotRestorable(
