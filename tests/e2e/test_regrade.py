@@ -158,3 +158,97 @@ def test_an_eval_file_that_moved_is_named_and_can_be_given(sqlite_backend, tmp_p
     given = regrade(sqlite_backend, project, "1", str(target))
     assert given.returncode == 0, given.stderr
     assert "0 of 4 trials changed" in given.stdout
+
+
+# Refunds order 42 through the billing mock on every turn, and says which turn it is on.
+CALLER = """
+import json, os, urllib.request
+with open({runs!r}, "a") as runs:
+    runs.write("run\\n")
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({{}}))
+request = urllib.request.Request(os.environ["BILLING_URL"] + "/refunds", method="POST",
+    data=json.dumps({{"order_id": 42}}).encode(), headers={{"Content-Type": "application/json"}})
+opener.open(request, timeout=10).read()
+turn = "second" if os.environ.get("PROCTOR_SESSION_ID") else "first"
+print(json.dumps({{"_tag": "Started", "sessionId": "s1", "model": "m"}}))
+print(json.dumps({{"_tag": "Message", "role": "assistant", "text": f"Refunded on the {{turn}} turn."}}))
+print(json.dumps({{"_tag": "Finished", "reason": "done"}}))
+"""
+
+CONVERSATION_EVAL = """
+from proctor import case, mock, profile, suite, turns, variant
+
+TURNS = {turns}
+REFUNDS = {refunds}
+
+
+def answered_each_turn(ctx):
+    answers = [turn.answer for turn in ctx.turns()]
+    return {{"passed": len(answers) == TURNS, "message": " | ".join(answers)}}
+
+
+def refunded_once_a_turn(ctx):
+    count = ctx.mocks["billing"].count("POST", "/refunds", json={{"order_id": 42}})
+    return {{"passed": count == REFUNDS, "message": f"{{count}} refunds"}}
+
+
+refunds = suite(
+    "refunds",
+    prompt="Refund order 42.",
+    mocks=[mock.api("billing", routes={{"POST /refunds": mock.response(201, json={{"id": "re_1"}})}})],
+    cases=[case("refund", user=turns("Once more, please."),
+                validate=[answered_each_turn, refunded_once_a_turn])],
+    variants=[variant("command", name="caller", profile=profile("caller", dir={agent!r},
+        run='python3 "$PROCTOR_PROFILE_DIR/caller.py"', capabilities=["conversation-resume"]))],
+)
+"""
+
+
+def test_a_conversation_and_a_mock_call_log_are_graded_again_from_the_record(
+    sqlite_backend, tmp_path
+) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    runs = tmp_path / "agent-runs.txt"
+    (agent / "caller.py").write_text(CALLER.format(runs=str(runs)))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("")
+    eval_file = write_eval(
+        project, "refunds.eval.py", CONVERSATION_EVAL.format(turns=3, refunds=1, agent=str(agent))
+    )
+    first = sqlite_backend.eval(project)
+    assert first.returncode == 0, first.stderr
+    (original,) = sqlite_backend.trial_ids(1)
+    assert sqlite_backend.scalar("SELECT status FROM evals_app_trial WHERE id = ?", original) == (
+        "failed"
+    )
+    assert len(runs.read_text().splitlines()) == 2  # two turns, two runs of the agent
+
+    # Both validators were wrong: two turns were held, and the mock was called once in each.
+    eval_file.write_text(
+        CONVERSATION_EVAL.format(turns=2, refunds=2, agent=str(agent)), encoding="utf-8"
+    )
+    result = regrade(sqlite_backend, project, "1")
+
+    assert result.returncode == 0, result.stderr
+    assert "refund × caller trial #1: failed → passed" in result.stdout
+    assert len(runs.read_text().splitlines()) == 2
+    (regraded,) = sqlite_backend.trial_ids(2)
+    checks = dict(
+        sqlite_backend.rows(
+            'SELECT name, message FROM evals_app_check WHERE trial_id = ? ORDER BY "index"',
+            regraded,
+        )
+    )
+    assert checks == {
+        "answered_each_turn": "Refunded on the first turn. | Refunded on the second turn.",
+        "refunded_once_a_turn": "2 refunds",
+    }
+    # The new trial holds the conversation's turns and the calls its checks read.
+    assert sqlite_backend.rows(
+        'SELECT prompt FROM evals_app_turn WHERE trial_id = ? ORDER BY "index"', regraded
+    ) == [("Refund order 42.",), ("Once more, please.",)]
+    assert sqlite_backend.scalar(
+        "SELECT COUNT(*) FROM evals_app_mockcall WHERE trial_id = ?", regraded
+    ) == 2
