@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from conftest import PROCTOR
+
 from e2e.running import Backend, run_hang_aware, write_eval
 
 # Writes "four" and counts its own runs.
@@ -249,6 +250,9 @@ def test_a_conversation_and_a_mock_call_log_are_graded_again_from_the_record(
     assert sqlite_backend.rows(
         'SELECT prompt FROM evals_app_turn WHERE trial_id = ? ORDER BY "index"', regraded
     ) == [("Refund order 42.",), ("Once more, please.",)]
-    assert sqlite_backend.scalar(
-        "SELECT COUNT(*) FROM evals_app_mockcall WHERE trial_id = ?", regraded
-    ) == 2
+    assert (
+        sqlite_backend.scalar(
+            "SELECT COUNT(*) FROM evals_app_mockcall WHERE trial_id = ?", regraded
+        )
+        == 2
+    )
