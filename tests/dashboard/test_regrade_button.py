@@ -108,3 +108,69 @@ def test_charlie_cannot_re_grade_a_batch_of_another_organization(client, queued)
     response = client.post(f"/batches/{batch.pk}/regrade/")
     assert response.status_code == 404
     assert Batch.objects.count() == 1 and queued == []
+
+
+# Fails on its first run only: the batch's first trial fails, every later run passes.
+LEARNER = """#!/usr/bin/env bash
+echo run >> {runs}
+if [ "$(wc -l < {runs})" -eq 1 ]; then echo bad > answer.txt; else echo ok > answer.txt; fi
+"""
+
+OK_EVAL = """
+from proctor import case, profile, suite, variant
+
+
+def says_ok(ctx):
+    return {{"passed": ctx.read_text("answer.txt").strip() == "ok", "message": "{message}"}}
+
+
+words = suite(
+    "words",
+    prompt="Say ok",
+    trials=2,
+    cases=[case("ok", validate=says_ok)],
+    variants=[variant("command", name="learner",
+        profile=profile("learner", dir={agent!r}, run='bash "$PROCTOR_PROFILE_DIR/learner.sh"'))],
+)
+"""
+
+
+@pytest.mark.usefixtures("transactional_db", "proctor_folders")
+def test_a_batch_with_a_rerun_is_re_graded_as_its_merged_view(
+    client, tmp_path: Path, queued: list[int], monkeypatch
+) -> None:
+    cast = make_cast()
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    runs = tmp_path / "agent-runs.txt"
+    (agent / "learner.sh").write_text(LEARNER.format(runs=runs))
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "pyproject.toml").write_text("")
+    eval_file = write_eval(
+        tmp_path / "project", "ok.eval.py", OK_EVAL.format(message="v1", agent=str(agent))
+    )
+    planned = plan_batch(load_suites([str(eval_file)]), Selection())
+    batch, (first, second), _ = record_locally(
+        cast.acme, build_submission(planned, {}, max_bytes=10 * 1024 * 1024)
+    )
+    assert [run_trial_by_id(first), run_trial_by_id(second)] == ["failed", "passed"]
+    rerun_ids: list[int] = []
+    monkeypatch.setattr("runner.batches.reruns.enqueue", lambda ids: rerun_ids.extend(ids))
+    client.force_login(cast.alice)
+    client.post(f"/batches/{batch.pk}/rerun-failed/")
+    (rerun,) = rerun_ids
+    assert run_trial_by_id(rerun) == "passed"
+
+    eval_file.write_text(eval_file.read_text().replace('"v1"', '"v2"'))
+    client.post(f"/batches/{batch.pk}/regrade/")
+
+    # The failed first trial was replaced by its rerun: those are the trials graded again.
+    regrade = Batch.objects.order_by("-id").first()
+    assert regrade is not None
+    (run,) = regrade.runs.all()
+    assert sorted(run.spec["regrade_of"]) == sorted([rerun, second])
+    assert [run_trial_by_id(trial_id) for trial_id in queued] == ["passed", "passed"]
+    assert set(
+        Trial.objects.filter(run__batch=regrade).values_list("checks__message", flat=True)
+    ) == {"v2"}
+    assert len(runs.read_text().splitlines()) == 3

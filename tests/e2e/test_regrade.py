@@ -7,11 +7,13 @@ not growing is the proof that a re-grade started no agent process."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from conftest import PROCTOR
 
 from e2e.running import Backend, run_hang_aware, write_eval
+from e2e.test_celery_worker import scaled_backend, worker_log  # noqa: F401 (fixtures)
 
 # Writes "four" and counts its own runs.
 WRITER = """#!/usr/bin/env bash
@@ -256,3 +258,22 @@ def test_a_conversation_and_a_mock_call_log_are_graded_again_from_the_record(
         )
         == 2
     )
+
+
+def test_a_re_grade_runs_on_the_workers_of_the_scaled_mode(
+    scaled_backend: Backend, worker_log: Path, tmp_path: Path
+) -> None:
+    project, eval_file, runs = make_project(tmp_path, limit=3)
+    first = scaled_backend.eval(project, timeout=120)
+    assert first.returncode == 0, first.stderr
+    eval_file.write_text(eval_file.read_text().replace("LIMIT = 3", "LIMIT = 10"))
+
+    result = regrade(scaled_backend, project, "1")
+
+    assert result.returncode == 0, result.stderr
+    assert "2 of 4 trials changed" in result.stdout
+    assert len(runs.read_text().splitlines()) == 4
+    # The worker ran the re-grade's trials from the bundle of the current eval file.
+    log = worker_log.read_text()
+    assert len(re.findall(r"Task proctor\.run_trial\[[0-9a-f-]+\] succeeded", log)) == 8, log
+    assert set(statuses(scaled_backend, 2).values()) == {"passed"}
