@@ -261,7 +261,9 @@ def test_a_conversation_and_a_mock_call_log_are_graded_again_from_the_record(
 
 
 def test_a_re_grade_runs_on_the_workers_of_the_scaled_mode(
-    scaled_backend: Backend, worker_log: Path, tmp_path: Path
+    scaled_backend: Backend,  # noqa: F811 (the fixture imported above)
+    worker_log: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     project, eval_file, runs = make_project(tmp_path, limit=3)
     first = scaled_backend.eval(project, timeout=120)
