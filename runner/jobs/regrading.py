@@ -68,6 +68,8 @@ def stored_trial(trial_id: int) -> StoredTrial:
         duration_ms=original.duration_ms or 0,
         approved_plan=_text_file(folder / "outputs" / "plan.md"),
         fields={name: getattr(original, name) for name in _COPIED},
+        status=original.status,
+        error=original.error,
     )
 
 

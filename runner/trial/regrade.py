@@ -1,7 +1,8 @@
 """Grading a finished trial again with its case's current checks, from what it left: its kept
 workspace, its transcript and its mocks' call logs. No agent, harness, prepare or mock runs.
 
-What cannot be had from the record is said in one line and the trial ends ``errored`` (kept
+A trial that timed out stays timed out (its checks never ran, and never will), one that
+errored stays errored. What cannot be had from the record is said in one line and the trial ends ``errored`` (kept
 apart from the agent's failures): a workspace that was not kept, a task case (its verifier runs
 in the task's image), a command check of a trial that ran in a docker sandbox (its image is not
 started again). ``ctx.prepared`` is None: what prepare returned is a secret, never stored.
@@ -51,6 +52,9 @@ class StoredTrial:
     mock_calls: dict[str, MockLog]
     duration_ms: int
     approved_plan: str | None = None
+    # How the original ended: a timed-out or errored trial is never graded (see below).
+    status: str = "passed"
+    error: str = ""
     # The original's own record of the conversation, copied to the new trial.
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -85,6 +89,12 @@ def regrade_trial(plan: TrialPlan, stored: StoredTrial, recorder: TrialRecorder)
     guarded.log(f"re-graded from trial {stored.trial_id} of batch {stored.batch_id}: no agent ran")
     sandbox: Sandbox | None = None
     try:
+        if stored.status == "timed_out":
+            # As when it ran: a trial that ran out of time never passes or fails.
+            outcome = TrialOutcome(status="timed_out", finish_reason="timed out", **stored.fields)
+            return _finished(guarded, outcome, started)
+        if stored.status == "errored":
+            raise NotRestorable(f"not re-graded: the trial errored ({stored.error})")
         problem = regrade_problem(plan)
         if problem is not None:
             raise NotRestorable(problem)
@@ -115,8 +125,12 @@ def regrade_trial(plan: TrialPlan, stored: StoredTrial, recorder: TrialRecorder)
     finally:
         if sandbox is not None:
             sandbox.destroy()
+    return _finished(guarded, outcome, started)
+
+
+def _finished(recorder: RedactingRecorder, outcome: TrialOutcome, started: float) -> TrialOutcome:
     outcome.duration_ms = int((time.monotonic() - started) * 1000)
-    guarded.trial_finished(outcome)
+    recorder.trial_finished(outcome)
     return outcome
 
 
