@@ -98,6 +98,10 @@ def test_the_button_re_grades_the_batch_and_its_page_shows_what_changed(
     assert f"re-graded from batch {batch.pk} with checks of v2" in page
     assert f'<a href="/batches/{batch.pk}/">batch #{batch.pk}</a> re-graded, no agent run' in page
     assert "<strong>failed → passed</strong>" in page
+    assert (
+        f'href="/compare/?a={batch.pk}&amp;b={regrade.pk}" title="Compare with the batch it re-graded"'
+        in page
+    )
 
 
 @pytest.mark.usefixtures("transactional_db", "proctor_folders")
