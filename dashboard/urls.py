@@ -21,6 +21,7 @@ urlpatterns = [
     path("judges/", labels.judges_view, name="judges"),
     path("batches/<int:batch_id>/metrics/", metrics.batch_metrics_view, name="batch-metrics"),
     path("batches/<int:batch_id>/rerun/", reruns.rerun_batch_view, name="rerun-batch"),
+    path("batches/<int:batch_id>/regrade/", reruns.regrade_batch_view, name="regrade-batch"),
     path("batches/<int:batch_id>/rerun-failed/", reruns.rerun_failed_view, name="rerun-failed"),
     path("batches/<int:batch_id>/rerun-errored/", reruns.rerun_errored_view, name="rerun-errored"),
     path(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -19,6 +20,7 @@ from dashboard.throttling import rerun_rate_limited
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import Batch, Trial
 from runner.batches.planning import InvalidInput
+from runner.batches.regrade import regrade_batch
 from runner.batches.reruns import (
     RETRYABLE,
     rerun_batch,
@@ -28,6 +30,8 @@ from runner.batches.reruns import (
     rerun_run,
     rerun_trial,
 )
+from runner.batches.submission import SubmissionError
+from runner.jobs.dispatch import enqueue
 
 
 def _follow(request: HtmxHttpRequest, url: str) -> HttpResponse:
@@ -140,3 +144,24 @@ def rerun_trial_view(request: HtmxHttpRequest, trial_id: int) -> HttpResponse:
         return _to_new_batch(request, rerun_trial(trial, user=request.user))
     except InvalidInput as refusal:
         return _refused(request, refusal, reverse("trial", args=[trial.pk]))
+
+
+@login_required
+@require_POST
+@rerun_rate_limited
+def regrade_batch_view(request: HtmxHttpRequest, batch_id: int) -> HttpResponse:
+    """Run the current eval file's checks on the batch's stored trials, with no agent run (the
+    eval file is read from where the batch's eval was, on this server)."""
+    batch = get_or_404(batches_for(request.user), pk=batch_id)
+    here = reverse("batch", args=[batch.pk])
+    try:
+        with transaction.atomic():
+            regrade, trial_ids, skipped = regrade_batch(batch, user=request.user)
+            transaction.on_commit(lambda: enqueue(trial_ids))
+    except (InvalidInput, SubmissionError) as refusal:
+        for problem in refusal.problems:
+            messages.error(request, f"Not re-graded: {problem}.")
+        return _follow(request, _back(request, here))
+    for line in skipped:
+        messages.warning(request, line)
+    return _to_new_batch(request, regrade)

@@ -24,6 +24,7 @@ PROCTOR_COMMANDS: list[tuple[str, str]] = [
     ("serve", "Serve the dashboard (and the API) on 127.0.0.1:8000."),
     ("worker", "Run queued trials from Redis (the server mode)."),
     ("compare", "Compare two batches case by case: what got better, what got worse."),
+    ("regrade", "Run the current checks on a batch's stored workspaces, with no agent run."),
     ("export", "Write a batch's trials as ATIF trajectory.json files for other tools."),
     ("harness list", "List the agent harnesses and what each can do."),
     ("import", "Write a Proctor eval file from a promptfoo config."),

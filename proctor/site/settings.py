@@ -50,6 +50,11 @@ BUNDLE_STORE = env_str("PROCTOR_BUNDLE_STORE", "database")
 # The largest bundle `proctor eval` records; a larger project folder is refused in one line
 # naming its largest files (trim it with a .proctorignore).
 BUNDLE_MAX_BYTES = int(float(env_str("PROCTOR_BUNDLE_MAX_MB", "50")) * 1024 * 1024)
+# Each trial's final workspace is kept for re-grading (`proctor regrade`): file contents by
+# sha256 in a store shared by every trial, beside the artifacts (workers of the scaled mode see
+# the same folder); a workspace larger than this is not kept, and says so.
+WORKSPACE_STORE = ARTIFACTS_DIR / "workspaces"
+WORKSPACE_KEEP_BYTES = int(float(env_str("PROCTOR_WORKSPACE_KEEP_MB", "50")) * 1024 * 1024)
 # `owner/name` sources resolve against this host.
 GIT_HOST = env_str("PROCTOR_GIT_HOST", "https://github.com")
 

@@ -23,19 +23,28 @@ class RunRequest:
     # Where the run's code lives (runner.trial.spec.RunCode as JSON): the bundles a worker
     # unpacks. A rerun passes its source run's, so it runs exactly the code that run ran.
     code: dict[str, Any] | None = None
+    # A re-grade's run: the ids of the trials its trials grade again, by index
+    # (runner.batches.regrade); its trials run no agent.
+    regrade_of: list[int] | None = None
 
 
 def run_spec(
-    case_version: CaseVersion, variant: Variant, code: dict[str, Any] | None
+    case_version: CaseVersion,
+    variant: Variant,
+    code: dict[str, Any] | None,
+    regrade_of: list[int] | None = None,
 ) -> dict[str, Any]:
     """What the run ran with, so any result can be explained and repeated."""
-    return {
+    spec = {
         "variant": variant.spec,
         "limits": case_version.definition.get("limits", {}),
         "case_version": case_version.number,
         "definition_hash": case_version.definition_hash,
         "code": code,
     }
+    if regrade_of:
+        spec["regrade_of"] = regrade_of
+    return spec
 
 
 def create_batch(
@@ -62,7 +71,7 @@ def create_batch(
                     batch=batch,
                     case_version=r.case_version,
                     variant=r.variant,
-                    spec=run_spec(r.case_version, r.variant, r.code),
+                    spec=run_spec(r.case_version, r.variant, r.code, r.regrade_of),
                 )
                 for r in requests
             ]

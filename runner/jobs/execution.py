@@ -24,11 +24,21 @@ from evals_app.models import Batch, Run, Trial
 from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
 from runner.core.reporting import TrialOutcome
-from runner.jobs import artifact_paths, benchmark, bundle_cache, eval_code, leases, publishing
+from runner.jobs import (
+    artifact_paths,
+    benchmark,
+    bundle_cache,
+    eval_code,
+    leases,
+    publishing,
+    regrading,
+)
 from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
 from runner.trial.execute import TrialPlan, execute_trial
+from runner.trial.regrade import regrade_trial
 from runner.trial.spec import RunCode, TrialSpec
+from runner.workspace.kept import WorkspaceStore
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +91,7 @@ def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
         raise PlanError(str(exc)) from None
     version = trial.run.case_version
     recorded_variant = spec.variant_spec
+    only_checks = bool((trial.run.spec or {}).get("regrade_of"))
     if code.record < 2 and _hidden_values(recorded_variant):
         raise PlanError(
             f"variant {code.variant} was recorded before Proctor kept a variant's values whole "
@@ -93,8 +104,9 @@ def _run_plan(trial: Trial, spec: TrialSpec, code: RunCode):
                 definition=version.definition,
                 definition_hash=version.definition_hash,
                 version=version.number,
-                variant=recorded_variant,
-                variant_hash=code.variant_hash,
+                # A re-grade runs no agent: the variant's tool stubs are not looked for.
+                variant={} if only_checks else recorded_variant,
+                variant_hash="" if only_checks else code.variant_hash,
                 module=root / code.eval_module,
                 root=root,
                 reads_comparable=code.record >= 2,
@@ -159,7 +171,13 @@ def _plan(trial: Trial, spec: TrialSpec, resolved, variant, source) -> TrialPlan
         judge_model=spec.judge_model,
         source=source,
         max_events=settings.PROCTOR_MAX_TRIAL_EVENTS,
+        workspace_store=kept_workspaces(),
     )
+
+
+def kept_workspaces() -> WorkspaceStore:
+    """Where this installation keeps trials' final workspaces (runner.workspace.kept)."""
+    return WorkspaceStore(Path(settings.WORKSPACE_STORE), settings.WORKSPACE_KEEP_BYTES)
 
 
 def run_trial_by_id(trial_id: int) -> str | None:
@@ -208,7 +226,12 @@ def _run_claimed(trial: Trial, owner: str) -> str | None:
                     )
                     status = "errored"
                 else:
-                    status = execute_trial(plan, recorder).status
+                    original = regrading.regraded_trial_id(trial)
+                    if original is None:
+                        status = execute_trial(plan, recorder).status
+                    else:
+                        stored = regrading.stored_trial(original)
+                        status = regrade_trial(plan, stored, recorder).status
             if recorder.lost.is_set():
                 return None
     except Exception as exc:

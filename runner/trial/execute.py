@@ -49,6 +49,7 @@ from runner.trial.session import AgentSession
 from runner.trial.task_artifacts import keep_task_artifacts
 from runner.trial.task_steps import StepsOutcome, run_steps
 from runner.workspace.diff import DEFAULT_IGNORE, WorkspaceSnapshot, diff_between
+from runner.workspace.kept import WorkspaceStore, keep_workspace
 from runner.workspace.prepare import Prepared, PrepareError, run_prepare
 from runner.workspace.sources import SourceError, materialize
 
@@ -70,6 +71,8 @@ class TrialPlan:
     source: Source | None = None
     # The most events the trial keeps in memory (PROCTOR_MAX_TRIAL_EVENTS); None: all.
     max_events: int | None = None
+    # Where the final workspace is kept for re-grading; None: it is not kept.
+    workspace_store: WorkspaceStore | None = None
 
 
 def responder_config(plan: TrialPlan, user: object):
@@ -184,7 +187,7 @@ def _run_in(
         ignore=[*DEFAULT_IGNORE, *plan.resolved.suite.diff_ignore],
     )
     agent = _run_agent(sandbox, plan, recorder, token, harness, snapshot)
-    _record_agent_artifacts(sandbox, recorder, agent, snapshot)
+    _record_agent_artifacts(sandbox, recorder, agent, snapshot, plan.workspace_store)
     if case.task is not None and isinstance(sandbox, TaskSandbox):
         return _verify_task(sandbox, case.task, recorder, agent)
     # A trial that ran out of time never passes or fails: its checks are not run.
@@ -335,10 +338,15 @@ def _audit_outside_writes(
 
 
 def _record_agent_artifacts(
-    sandbox: Sandbox, recorder: RedactingRecorder, agent: _AgentRun, snapshot: WorkspaceSnapshot
+    sandbox: Sandbox,
+    recorder: RedactingRecorder,
+    agent: _AgentRun,
+    snapshot: WorkspaceSnapshot,
+    store: WorkspaceStore | None,
 ) -> None:
-    """The approved plan, the refused actions, the workspace diff and ``conversation.json``;
-    the snapshot is discarded once the diff is written."""
+    """The approved plan, the refused actions, the workspace diff, the final workspace (kept
+    in ``store``, named in ``conversation.json``) and ``conversation.json``; the snapshot is
+    discarded once the diff is written."""
     session, conversation = agent.session, agent.conversation
     if conversation.plan is not None:
         recorder.artifact("outputs/plan.md", conversation.plan)
@@ -346,12 +354,15 @@ def _record_agent_artifacts(
         recorder.artifact(
             "permission-denials.json", json.dumps(session.denials, indent=2, ensure_ascii=False)
         )
-    workspace_now = session.workspace_now
-    recorder.artifact(
-        "workspace.diff",
-        snapshot.diff(sandbox.host_workspace)
-        if workspace_now is None
-        else diff_between(snapshot, workspace_now),
+    final = session.workspace_now
+    if final is None:
+        changed, final = snapshot.changes(sandbox.host_workspace)
+        recorder.artifact("workspace.diff", diff_between(snapshot, final, changed))
+    else:
+        recorder.artifact("workspace.diff", diff_between(snapshot, final))
+    # The bytes the diff just read, hashed here and written to the store off the path.
+    kept = (
+        keep_workspace(store, final.files(), sandbox.host_workspace) if store is not None else None
     )
     snapshot.discard()
     transcript = session.transcript
@@ -370,6 +381,8 @@ def _record_agent_artifacts(
                 "turns": [turn.to_json() for turn in transcript.turns],
                 # Past the trial's event cap, entries counted but not kept in memory.
                 "events_not_kept": transcript.events_not_kept or None,
+                # The final workspace in the store (runner.workspace.kept), or why not kept.
+                "workspace": kept,
             }
         ),
     )

@@ -247,6 +247,13 @@ class WorkspaceSnapshot:
         changed, after = self.changes(workspace)
         return diff_between(self, after, changed)
 
+    def files(self) -> Iterator[tuple[str, str, bytes | None]]:
+        """Each recorded path with its git mode and its content (a link's target for mode
+        120000); None for a large file, whose bytes a snapshot does not hold. A spilled file's
+        bytes are read back from the temp folder."""
+        for rel, entry in sorted(self._live().items()):
+            yield rel, entry.mode, None if entry.kind == "large" else entry.content()
+
     def discard(self) -> None:
         """Let go of the recorded contents (and, for the first snapshot, of every later one's
         temp folder). The snapshot cannot compare after this."""

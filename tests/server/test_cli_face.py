@@ -14,6 +14,7 @@ OWN_COMMANDS = [
     "serve",
     "worker",
     "compare",
+    "regrade",
     "export",
     "harness list",
     "import",
