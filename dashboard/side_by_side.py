@@ -22,6 +22,7 @@ from dashboard.trial_alignment import (
     ALIGNED_KINDS,
     SIGNATURE_CHARS,
     SIGNATURE_KEYS,
+    TRACED_ORIGIN,
     AlignedEvent,
     Alignment,
     Fold,
@@ -53,7 +54,8 @@ def _signature_columns() -> dict[str, Expression]:
 
 def aligned_events(trial: Trial) -> list[AlignedEvent]:
     """The trial's events the alignment reads, in order (one query; long values are read up
-    to SIGNATURE_CHARS, never whole)."""
+    to SIGNATURE_CHARS, never whole). Commands only the shell recorder saw are left out, as
+    the trial page folds them: the agent's own account is what two trials are compared by."""
     columns = _signature_columns()
     rows = (
         Event.objects.filter(trial=trial, kind__in=ALIGNED_KINDS)
@@ -61,10 +63,13 @@ def aligned_events(trial: Trial) -> list[AlignedEvent]:
         .annotate(**columns)
         .values_list("seq", "turn_index", "kind", *columns)
     )
-    return [
-        AlignedEvent(seq, turn, signature(kind, dict(zip(SIGNATURE_KEYS, values, strict=True))))
-        for seq, turn, kind, *values in rows
-    ]
+    found = []
+    for seq, turn, kind, *values in rows:
+        data = dict(zip(SIGNATURE_KEYS, values, strict=True))
+        if kind == Event.Kind.COMMAND and data["origin"] == TRACED_ORIGIN:
+            continue
+        found.append(AlignedEvent(seq, turn, signature(kind, data)))
+    return found
 
 
 def turn_prompts(trial: Trial) -> dict[int, str]:

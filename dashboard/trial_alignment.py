@@ -4,7 +4,8 @@ within a turn event by event, by a sequence alignment (difflib's) of each event'
 A signature is the event's kind and its content made comparable across trials: the trial's
 own workspace folder, long hex ids and timings are blanked, whitespace is collapsed. Only the
 kinds a reader compares are aligned (messages, commands, tool calls, file changes, the end);
-usage reports, session starts and log lines differ between any two runs and say nothing.
+usage reports, session starts and log lines differ between any two runs and say nothing, and
+the commands only the shell recorder saw would drown the agent's own account.
 
 Django-free: the page reads the events (dashboard.side_by_side) and draws a window of rows at
 a time; nothing here is proportional to more than the two trials' event counts.
@@ -22,6 +23,9 @@ from runner.sandboxes.workspace_paths import shown_path
 
 # What the alignment reads; the other kinds are left out of it (see the module's docstring).
 ALIGNED_KINDS = ("Message", "Command", "ToolCall", "FileChange", "Finished", "ProtocolError")
+# A command whose data has this origin was seen by the shell recorder, not reported by the
+# agent: left out too (many and terse; the trial page folds them).
+TRACED_ORIGIN = "trace"
 # The data keys a signature reads, per kind. Long values are compared by their start.
 SIGNATURE_KEYS = (
     "role",

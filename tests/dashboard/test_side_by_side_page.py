@@ -285,3 +285,17 @@ def test_a_ten_thousand_event_pair_draws_a_window_for_the_queries_of_a_small_pai
     assert fragment.count(f'id="event-{big_a.pk}-') == WINDOW_ROWS
     assert "<html" not in fragment
     assert f"start={WINDOW_ROWS}&amp;stop=9996&amp;fold=0" in fragment
+
+
+def test_commands_only_the_shell_trace_saw_do_not_make_a_divergence(client, cast, case):
+    plain = _trial(cast, case, "careful")
+    _record(plain, [LOOK, READ, DONE])
+    traced = _trial(cast, case, "hasty")
+    seen = (0, "Command", {"command": "ls -la", "exit_code": 0, "origin": "trace"})
+    _record(traced, [LOOK, seen, READ, seen, DONE])
+    client.force_login(cast.alice)
+
+    html = _page(client, plain, traced)
+
+    assert "The two conversations match event by event." in html
+    assert 'id="divergence"' not in html
