@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from django.core.cache import cache
 from django.db.models import Expression
 from django.db.models.fields.json import KT
-from django.db.models.functions import Substr
+from django.db.models.functions import Right, Substr
 
 from dashboard.access import trials_for
 from dashboard.trial_alignment import (
     ALIGNED_KINDS,
+    OUTPUT_TAIL_CHARS,
     SIGNATURE_CHARS,
     SIGNATURE_KEYS,
     TRACED_ORIGIN,
@@ -41,14 +42,19 @@ ALIGNMENT_LAYOUT = 1
 PICKER_SIZE = 100
 # Turn sections drawn per request.
 TURNS_PER_PAGE = 50
-_LONG_KEYS = {"text", "command", "output", "input", "error"}
+_LONG_KEYS = {"text", "command", "input", "error"}
 
 
 def _signature_columns() -> dict[str, Expression]:
     columns: dict[str, Expression] = {}
     for key in SIGNATURE_KEYS:
         value = KT(f"data__{key}")
-        columns[f"sig_{key}"] = Substr(value, 1, SIGNATURE_CHARS) if key in _LONG_KEYS else value
+        if key == "output":
+            columns[f"sig_{key}"] = Right(value, OUTPUT_TAIL_CHARS)
+        elif key in _LONG_KEYS:
+            columns[f"sig_{key}"] = Substr(value, 1, SIGNATURE_CHARS)
+        else:
+            columns[f"sig_{key}"] = value
     return columns
 
 
