@@ -299,3 +299,30 @@ def test_commands_only_the_shell_trace_saw_do_not_make_a_divergence(client, cast
 
     assert "The two conversations match event by event." in html
     assert 'id="divergence"' not in html
+
+
+def test_a_pair_of_many_turns_draws_fifty_and_loads_the_rest(client, cast, case):
+    prompts = [f"Step {n} of the plan." for n in range(60)]
+    steps = [(n, "Message", {"role": "assistant", "text": f"did {n}"}) for n in range(60)]
+    a = _trial(cast, case, "careful")
+    _record(a, steps, prompts=prompts)
+    b = _trial(cast, case, "hasty")
+    _record(b, [*steps[:59], (59, "Message", {"role": "assistant", "text": "skipped"})], prompts)
+    client.force_login(cast.alice)
+
+    # The divergence is in turn 60, past the first fifty: the page starts at it, with a link
+    # to the turns before.
+    html = _page(client, a, b)
+    assert _turns(html) == ["59"]
+    assert 'id="divergence"' in html
+    assert "?turns_from=0" in html
+
+    first = _page(client, a, b, "?turns_from=0")
+    assert _turns(first) == [str(n) for n in range(50)]
+    assert "?turns_from=50" in first
+    more = _page(client, a, b, "?turns_from=50", HTTP_HX_REQUEST="true")
+    assert _turns(more) == [str(n) for n in range(50, 60)] and "<html" not in more
+
+
+def _turns(html: str) -> list[str]:
+    return re.findall(r'<section class="pair-turn[^"]*" id="pair-turn-(\d+)"', html)
