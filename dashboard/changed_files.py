@@ -24,8 +24,9 @@ class FilePatch:
 
     path: str
     text: str
-    state: str  # "added", "deleted", "modified", "binary", "large"
+    state: str  # "added", "deleted", "modified", "large"
     new_id: str = ""
+    binary: bool = False
 
     def final_lines(self) -> list[str]:
         """The lines the patch shows of the file's final content, a GAP line where it skips
@@ -74,19 +75,19 @@ def parse(diff_text: str) -> dict[str, FilePatch]:
         quoted = header.startswith('"')
         name = header[: (len(header) - 1) // 2]
         path = name[3:-1] if quoted else name[2:]
-        state, new_id = "modified", ""
+        state, new_id, binary = "modified", "", False
         for line in section[1:]:
             if line.startswith("new file mode"):
                 state = "added"
             elif line.startswith("deleted file mode"):
                 state = "deleted"
             elif line.startswith("Binary files"):
-                state = "binary" if state == "modified" else state
+                binary = True
             elif line.startswith("index "):
                 new_id = line.split()[1].split("..")[-1]
             elif line.startswith("@@"):
                 break
-        patches[path] = FilePatch(path, "".join(section), state, new_id)
+        patches[path] = FilePatch(path, "".join(section), state, new_id, binary)
     return patches
 
 
@@ -109,7 +110,8 @@ def compare(diff_a: str, diff_b: str) -> list[FileComparison]:
 
 
 def _same(a: FilePatch, b: FilePatch) -> bool:
-    if a.state != b.state:
+    # A file over the diff's size limit is only named: two of them cannot be told apart.
+    if a.state != b.state or a.state == "large":
         return False
     if a.new_id and b.new_id:
         return a.new_id == b.new_id
@@ -117,7 +119,7 @@ def _same(a: FilePatch, b: FilePatch) -> bool:
 
 
 def _content_diff(a: FilePatch, b: FilePatch) -> str:
-    if "binary" in (a.state, b.state) or "large" in (a.state, b.state):
+    if a.binary or b.binary or "large" in (a.state, b.state):
         return ""
     lines = list(
         difflib.unified_diff(
