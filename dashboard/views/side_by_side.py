@@ -106,6 +106,13 @@ def side_by_side(request: HtmxHttpRequest, trial_id: int, other_id: int) -> Http
             ),
             None,
         )
+    # The summary's link jumps within the page when the mark is drawn, else opens the page
+    # at the divergence's turn.
+    context["divergence_on_page"] = divergence is not None and (
+        at_divergence is not None
+        if divergence.row is not None
+        else any(turn.index == divergence.turn for turn in shown)
+    )
     if at_divergence is not None:
         context["divergence_row"] = at_divergence
         context["divergence_a"] = describe(at_divergence.a)

@@ -326,3 +326,20 @@ def test_a_pair_of_many_turns_draws_fifty_and_loads_the_rest(client, cast, case)
 
 def _turns(html: str) -> list[str]:
     return re.findall(r'<section class="pair-turn[^"]*" id="pair-turn-(\d+)"', html)
+
+
+def test_the_divergence_link_opens_its_turn_from_a_page_showing_another(client, cast, case):
+    a = _trial(cast, case, "careful")
+    _record(a, [LOOK, (1, *GIVE_UP[1:])], prompts=("First part.", "Second part."))
+    b = _trial(cast, case, "hasty")
+    _record(b, [LOOK, (1, *DONE[1:])], prompts=("First part.", "Second part."))
+    client.force_login(cast.alice)
+
+    at_divergence = _page(client, a, b)
+    assert 'id="divergence-link">' in at_divergence
+    assert 'href="#divergence" id="divergence-link"' in at_divergence
+
+    elsewhere = _page(client, a, b, "?turn=0")
+    assert 'id="divergence"' not in elsewhere
+    link = f'href="/trials/{a.pk}/compare/{b.pk}/?turn=1#divergence" id="divergence-link"'
+    assert link in elsewhere
