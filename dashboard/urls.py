@@ -3,7 +3,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from dashboard.views import batches, cases, compare, grid, labels, metrics, reruns, runs, trials
+from dashboard.views import (
+    batches,
+    cases,
+    compare,
+    grid,
+    labels,
+    metrics,
+    reruns,
+    runs,
+    side_by_side,
+    trials,
+)
 
 urlpatterns = [
     path("api/", include("dashboard.api.urls")),
@@ -33,6 +44,14 @@ urlpatterns = [
     path("runs/<int:run_id>/rerun/", reruns.rerun_run_view, name="rerun-run"),
     path("trials/<int:trial_id>/", trials.trial_detail, name="trial"),
     path("trials/<int:trial_id>/trajectory.json", trials.trial_trajectory, name="trial-trajectory"),
+    path(
+        "trials/<int:trial_id>/compare/", side_by_side.compare_picker, name="trial-compare-picker"
+    ),
+    path(
+        "trials/<int:trial_id>/compare/<int:other_id>/",
+        side_by_side.side_by_side,
+        name="trial-side-by-side",
+    ),
     path("trials/<int:trial_id>/label/", labels.label_trial_view, name="label-trial"),
     path("trials/<int:trial_id>/rerun/", reruns.rerun_trial_view, name="rerun-trial"),
     path(

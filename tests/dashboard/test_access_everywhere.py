@@ -17,6 +17,7 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
     (tmp_path / "events.jsonl").write_text("{}\n")
     trial = make_trial_with_events(run, index=1, artifacts_dir=tmp_path)
     case = run.case_version.case
+    first = run.trials.get(index=0)
     pages = [
         f"/batches/{batch.pk}/",
         f"/batches/{batch.pk}/metrics/",
@@ -31,6 +32,9 @@ def acme_urls(tmp_path) -> tuple[object, list[str], list[str]]:
         f"/trials/{trial.pk}/?after=0",
         f"/trials/{trial.pk}/artifacts/events.jsonl",
         f"/trials/{trial.pk}/trajectory.json",
+        f"/trials/{trial.pk}/compare/",
+        f"/trials/{trial.pk}/compare/{first.pk}/",
+        f"/trials/{first.pk}/compare/{trial.pk}/?turn=0&start=0",
         f"/cases/{case.pk}/",
     ]
     buttons = [

@@ -78,11 +78,24 @@ def test_it_escapes_html_in_every_part_of_a_transcript(client, tmp_path):
     (tmp_path / "outputs" / "plan.md").write_text(
         f"# Plan\n\n{SCRIPT}\n\n{IMG}\n\n[click]({LINK})\n"
     )
+    # The side-by-side page shows the files it changed, by the paths the diff names.
+    (tmp_path / "workspace.diff").write_text(
+        f"diff --git a/{SCRIPT} b/{SCRIPT}\nnew file mode 100644\nindex 0000000..1234567\n"
+        f"--- /dev/null\n+++ b/{SCRIPT}\n@@ -0,0 +1 @@\n+{IMG}\n"
+    )
     trial.artifacts_dir = str(tmp_path)
     trial.save()
+    other = make_trial(run, 1)
     client.force_login(cast.alice)
 
-    for url in (f"/trials/{trial.pk}/", f"/runs/{run.pk}/", f"/batches/{batch.pk}/"):
+    for url in (
+        f"/trials/{trial.pk}/",
+        f"/runs/{run.pk}/",
+        f"/batches/{batch.pk}/",
+        f"/trials/{other.pk}/compare/",
+        f"/trials/{trial.pk}/compare/{other.pk}/",
+        f"/trials/{other.pk}/compare/{trial.pk}/",
+    ):
         html = client.get(url).content.decode()
         tags = elements(html)
         # The page's own scripts are the two vendored htmx files; nothing else runs.
@@ -100,6 +113,8 @@ def test_it_escapes_html_in_every_part_of_a_transcript(client, tmp_path):
         ], url
     trial_html = client.get(f"/trials/{trial.pk}/").content.decode()
     assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in trial_html
+    pair_html = client.get(f"/trials/{trial.pk}/compare/{other.pk}/").content.decode()
+    assert pair_html.count("&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;") >= 3
 
 
 def test_it_escapes_consultations_simulated_turns_and_metric_names(client):
