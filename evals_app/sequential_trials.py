@@ -20,12 +20,15 @@ Pure Python (math.lgamma only), no Django: a simulation test checks the error ra
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from typing import TypeVar
 
 from proctor.definitions import AdaptiveTrials
+
+Key = TypeVar("Key", bound=Hashable)
 
 # The prior's parameters: Jeffreys' Beta(1/2, 1/2).
 PRIOR = 0.5
@@ -111,7 +114,7 @@ class Cell:
     running: int  # trials queued or running
 
 
-def cells_wanting_a_trial(cells: Mapping[str, Cell], rule: AdaptiveTrials) -> list[str]:
+def cells_wanting_a_trial(cells: Mapping[Key, Cell], rule: AdaptiveTrials) -> list[Key]:
     """Of one case's cells (by variant), those that get one more trial now: nothing of theirs
     is running, they are below the maximum, and either they have not reached the minimum or
     their own outcome or a pair they are in is undecided. A cell waits for its running trials:
@@ -125,7 +128,9 @@ def cells_wanting_a_trial(cells: Mapping[str, Cell], rule: AdaptiveTrials) -> li
         if not pair_decided((a.passes, a.trials), (b.passes, b.trials), rule):
             undecided |= {name_a, name_b}
     return [
-        name for name in undecided if cells[name].running == 0 and cells[name].trials < rule.max
+        name
+        for name, cell in cells.items()
+        if name in undecided and cell.running == 0 and cell.trials < rule.max
     ]
 
 

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from evals_app import hot_sql
 from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, Variant
+from proctor.definitions import AdaptiveTrials
 from runner.jobs.execution import finish_batch_if_done
 
 
@@ -22,6 +23,8 @@ class RunRequest:
     # Where the run's code lives (runner.trial.spec.RunCode as JSON): the bundles a worker
     # unpacks. A rerun passes its source run's, so it runs exactly the code that run ran.
     code: dict[str, Any] | None = None
+    # adaptive(...): ``trials`` is its minimum, and the run gets more while undecided.
+    adaptive: AdaptiveTrials | None = None
 
 
 def run_spec(
@@ -47,11 +50,15 @@ def create_batch(
     label: str = "",
 ) -> tuple[Batch, list[int]]:
     """The new batch and the ids of its queued trials (enqueue them after the commit)."""
+    options = dict(options or {})
+    options.pop("adaptive", None)
+    if any(r.adaptive is not None for r in requests):
+        options["adaptive"] = True
     with transaction.atomic():
         batch = Batch.objects.create(
             organization=organization,
             parent=parent,
-            options=options or {},
+            options=options,
             created_by=user,
             label=label,
         )
@@ -62,6 +69,7 @@ def create_batch(
                     case_version=r.case_version,
                     variant=r.variant,
                     spec=run_spec(r.case_version, r.variant, r.code),
+                    adaptive=r.adaptive.to_json() if r.adaptive is not None else None,
                 )
                 for r in requests
             ]

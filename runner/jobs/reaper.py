@@ -49,7 +49,7 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         log.warning("re-queued trials %s: their worker stopped renewing its lease", ids)
         enqueue(ids)
     for batch in sorted({trial.run.batch_id for trial in ended}):
-        finish_batch_if_done(batch)
+        finish_batch_if_done(batch, start=enqueue)
     return [t.pk for t in requeued], [t.pk for t in ended]
 
 
