@@ -44,6 +44,7 @@ from evals_app.flakiness import flaky_count, flaky_pairs
 from evals_app.grid_paging import column_cell_counts, grid_page
 from evals_app.models import Batch
 from evals_app.pass_rates import GridColumn, GridRow
+from runner.jobs.adaptive import savings
 
 # The batch picker offers this many recent batches (plus the one shown, if older).
 PICKER_SIZE = 50
@@ -233,6 +234,8 @@ def _page_context(
         "status_filters": STATUS_FILTERS,
         "trial_modes": TRIAL_MODES,
         "has_reruns": batch.reruns.exists(),
+        # Adaptive trials: how many ran, and how many were saved against the maximum.
+        "adaptive": savings(batch),
         "full_text": uses_full_text(),
         "baseline": page.baseline,
         "delta_sort": _sort_link(request, "delta", query.sort) if page.baseline else None,
