@@ -134,3 +134,17 @@ def test_a_decided_cell_runs_on_while_its_pair_is_undecided():
 
 def test_the_saving_is_counted_against_the_maximum_everywhere():
     assert trials_saved([7, 7, 12], adaptive(min=7, max=12)) == 10
+
+
+def test_the_worked_example_of_docs_compare_md():
+    rule = adaptive(min=2, max=10)
+    assert cell_decision(6, 6, rule) is None and cell_decision(7, 7, rule) == ABOVE
+    assert cell_decision(0, 7, rule) == BELOW
+    assert cell_decision(6, 10, rule) is None
+    low, high = confidence_sequence(6, 10, 0.05)
+    assert (round(low, 2), round(high, 2)) == (0.18, 0.93)
+    assert confidence_sequence(6, 6, 0.05)[0] == pytest.approx(0.474, abs=1e-3)
+    assert trials_saved([7, 7, 10], rule) == 6
+    # One dissenting trial costs many: 11 of 12 decide, 10 of 11 do not; 14 of 16 decide.
+    assert cell_decision(11, 12, rule) == ABOVE and cell_decision(10, 11, rule) is None
+    assert cell_decision(14, 16, rule) == ABOVE and cell_decision(13, 15, rule) is None
