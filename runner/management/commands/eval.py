@@ -250,7 +250,9 @@ class Command(EvalOptions):
 
                     def show(counts: dict[str, int]) -> None:
                         final = {status: counts.get(status, 0) for status in FINAL_STATUSES}
-                        progress.update(task, completed=sum(final.values()), **final)  # type: ignore[arg-type]  # extra fields
+                        # An adaptive batch's total grows as undecided cells get trials.
+                        total = counts.get("total", batch.trials)
+                        progress.update(task, total=total, completed=sum(final.values()), **final)  # type: ignore[arg-type]  # extra fields
 
                     try:
                         server.wait(batch.id, show)
