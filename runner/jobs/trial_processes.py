@@ -247,7 +247,10 @@ class WorkerPool(Executor):
             if not self._futures:
                 self._idle.notify_all()
         if queued and self._queued is not None:
-            self._queued(queued)
+            try:
+                self._queued(queued)
+            except Exception:  # a pool shutting down: they stay queued in the database
+                log.warning("could not start the queued trials %s", queued, exc_info=True)
         for future, exception in settled:
             if exception is None:
                 future.set_result(None)
