@@ -254,17 +254,29 @@ class Batch(models.Model):
         closed it. Two trials ending together both ask; the row lock lets exactly one close it."""
         with transaction.atomic():
             batch = Batch.objects.select_for_update().get(pk=self.pk)
-            if batch.status == Batch.Status.FINISHED:
-                return False
-            if Trial.objects.filter(
-                run__batch_id=self.pk, status__in=Trial.UNFINISHED_STATUSES
-            ).exists():
-                return False
-            batch.status = Batch.Status.FINISHED
-            batch.finished_at = timezone.now()
-            batch.save(update_fields=["status", "finished_at"])
-        self.status, self.finished_at = batch.status, batch.finished_at
+            closed = batch.close_locked()
+        if closed:
+            self.status, self.finished_at = batch.status, batch.finished_at
+        return closed
+
+    def close_locked(self) -> bool:
+        """``close_if_done``'s work for a caller that holds this batch's row lock (in a
+        transaction): an adaptive batch decides its next trials under the same lock."""
+        if self.status == Batch.Status.FINISHED:
+            return False
+        if Trial.objects.filter(
+            run__batch_id=self.pk, status__in=Trial.UNFINISHED_STATUSES
+        ).exists():
+            return False
+        self.status = Batch.Status.FINISHED
+        self.finished_at = timezone.now()
+        self.save(update_fields=["status", "finished_at"])
         return True
+
+    @property
+    def is_adaptive(self) -> bool:
+        """Whether some of its runs follow ``adaptive(...)`` (runner.jobs.adaptive)."""
+        return bool((self.options or {}).get("adaptive"))
 
 
 class Run(models.Model):
@@ -274,6 +286,10 @@ class Run(models.Model):
     case_version = models.ForeignKey(CaseVersion, on_delete=models.PROTECT, related_name="runs")
     variant = models.ForeignKey(Variant, on_delete=models.PROTECT, related_name="runs")
     spec = models.JSONField(default=dict)
+    # The adaptive(...) rule its trials follow ({"min", "max", "threshold", "confidence"}):
+    # min trials first, one more at a time while undecided (runner.jobs.adaptive). Null: the
+    # trials it was made with, no more.
+    adaptive = models.JSONField(null=True, blank=True, default=None)
     # What the run's trials add up to, kept by database triggers on every write of a trial
     # (migration 0009), so a page counts a batch's runs rather than its trials. Read-only
     # here: never save a Run over them. No CHECK constraints: a count must never refuse a

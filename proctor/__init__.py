@@ -1,7 +1,7 @@
 """Proctor: the Django project, and the small public SDK that eval files import.
 
-``from proctor import suite, case, variant, profile, command, repo, files, tasks, Verdict``. This
-package's top level imports nothing of Django, so eval files stay plain Python.
+``from proctor import suite, case, variant, profile, command, repo, files, tasks, adaptive,
+Verdict``. This package's top level imports nothing of Django, so eval files stay plain Python.
 """
 
 from proctor import mock
@@ -17,6 +17,7 @@ from proctor.conversations import (
     turns,
 )
 from proctor.definitions import (
+    AdaptiveTrials,
     Cache,
     Case,
     Command,
@@ -26,6 +27,7 @@ from proctor.definitions import (
     Suite,
     Variant,
     Verdict,
+    adaptive,
     case,
     command,
     files,
@@ -39,6 +41,8 @@ from proctor.tasks import Task, tasks
 from proctor.tools import Tool, tool
 
 __all__ = [
+    "AdaptiveTrials",
+    "adaptive",
     "Assertion",
     "SimulatedUser",
     "Tool",

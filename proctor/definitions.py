@@ -372,6 +372,36 @@ def _items(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
+@dataclass(frozen=True)
+class AdaptiveTrials:
+    """``trials=adaptive(min=2, max=10)``: every cell (case x variant) runs ``min`` trials, then
+    one more at a time while its outcome is undecided (its confidence sequence straddles
+    ``threshold``, or a pair of variants on the case cannot be told apart), up to ``max``. See
+    docs/compare.md, "Adaptive trials"."""
+
+    min: int
+    max: int
+    # The pass rate a cell is decided against, and the confidence of the sequences.
+    threshold: float = 0.5
+    confidence: float = 0.95
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "min": self.min,
+            "max": self.max,
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+        }
+
+
+def adaptive(
+    min: int = 2, max: int = 10, *, threshold: float = 0.5, confidence: float = 0.95
+) -> AdaptiveTrials:
+    """Adaptive trials for ``suite(trials=...)``: ``min`` trials per cell, more only where the
+    outcome is undecided, ``max`` at most."""
+    return AdaptiveTrials(min=min, max=max, threshold=threshold, confidence=confidence)
+
+
 # A suite's prompt when it gives none: the instruction of a task case (proctor.tasks).
 TASK_PROMPT = "{{instruction}}"
 
@@ -385,7 +415,8 @@ class Suite:
     name: str | None = None
     system_prompt: str | None = None
     source: Source | None = None
-    trials: int = 1
+    # A count, or adaptive(min=..., max=...).
+    trials: int | AdaptiveTrials = 1
     capture_source: bool = True
     # Mocks every case of the suite gets (a case's mock of the same name replaces one).
     mocks: tuple[Any, ...] = ()
@@ -408,7 +439,7 @@ def suite(
     name: str | None = None,
     system_prompt: str | None = None,
     source: Source | None = None,
-    trials: int = 1,
+    trials: int | AdaptiveTrials = 1,
     capture_source: bool = True,
     mocks: Sequence[Any] = (),
     diff_ignore: Sequence[str] = (),

@@ -23,6 +23,7 @@ from proctor.assertions import (
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import (
     CAPABILITIES,
+    AdaptiveTrials,
     Cache,
     Case,
     Command,
@@ -100,6 +101,32 @@ def handle_problem(field: str, value: object) -> str | None:
             f"{field} {value!r} must be lowercase letters, digits and single hyphens, "
             "not starting or ending with a hyphen (like health-route)"
         )
+    return None
+
+
+def trials_problem(trials: object) -> str | None:
+    """What is wrong with a suite's ``trials``: a whole number, or ``adaptive(min, max)`` with
+    1 <= min <= max within TRIALS_RANGE, a threshold strictly between 0 and 1 and a confidence
+    from 0.5 to below 1."""
+    if not isinstance(trials, AdaptiveTrials):
+        return _in_range("trials", trials, TRIALS_RANGE)
+    for name in ("min", "max"):
+        if (
+            message := _in_range(f"adaptive {name}", getattr(trials, name), TRIALS_RANGE)
+        ) is not None:
+            return message
+    if trials.min > trials.max:
+        return f"adaptive min ({trials.min}) must not exceed its max ({trials.max})"
+    for name, low, high in (("threshold", 0.0, 1.0), ("confidence", 0.5, 1.0)):
+        value = getattr(trials, name)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or not (low < value < 1.0 if name == "threshold" else low <= value < high)
+        ):
+            shown = "strictly between 0 and 1" if name == "threshold" else "from 0.5 to below 1"
+            return f"adaptive {name} must be a number {shown} (got {value!r})"
     return None
 
 
@@ -587,7 +614,7 @@ def suite_problems(
         add(message)
     if not isinstance(suite.prompt, str) or not suite.prompt.strip():
         add("prompt is required: the template each case fills in, like '{{task}}'")
-    if (message := _in_range("trials", suite.trials, TRIALS_RANGE)) is not None:
+    if (message := trials_problem(suite.trials)) is not None:
         add(message)
     if message := name_problem("name", suite.name):
         add(message)

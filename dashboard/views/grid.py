@@ -45,6 +45,7 @@ from evals_app.grid_paging import column_cell_counts, grid_page
 from evals_app.models import Batch
 from evals_app.pass_rates import GridColumn, GridRow
 from runner.batches.regrade import regraded_from, regraded_trials
+from runner.jobs.adaptive import savings
 
 # The batch picker offers this many recent batches (plus the one shown, if older).
 PICKER_SIZE = 50
@@ -236,6 +237,8 @@ def _page_context(
         "has_reruns": batch.reruns.exists(),
         "regraded_from": regraded_from(batch),
         "regraded": regraded_trials(batch) if regraded_from(batch) else [],
+        # Adaptive trials: how many ran, and how many were saved against the maximum.
+        "adaptive": savings(batch),
         "full_text": uses_full_text(),
         "baseline": page.baseline,
         "delta_sort": _sort_link(request, "delta", query.sort) if page.baseline else None,

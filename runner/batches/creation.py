@@ -12,6 +12,7 @@ from django.db import transaction
 
 from evals_app import hot_sql
 from evals_app.models import Batch, CaseVersion, Organization, Run, Trial, UnsentTrial, Variant
+from proctor.definitions import AdaptiveTrials
 from runner.jobs.execution import finish_batch_if_done
 
 
@@ -26,6 +27,8 @@ class RunRequest:
     # A re-grade's run: the ids of the trials its trials grade again, by index
     # (runner.batches.regrade); its trials run no agent.
     regrade_of: list[int] | None = None
+    # adaptive(...): ``trials`` is its minimum, and the run gets more while undecided.
+    adaptive: AdaptiveTrials | None = None
 
 
 def run_spec(
@@ -57,11 +60,15 @@ def create_batch(
     label: str = "",
 ) -> tuple[Batch, list[int]]:
     """The new batch and the ids of its queued trials (enqueue them after the commit)."""
+    options = dict(options or {})
+    options.pop("adaptive", None)
+    if any(r.adaptive is not None for r in requests):
+        options["adaptive"] = True
     with transaction.atomic():
         batch = Batch.objects.create(
             organization=organization,
             parent=parent,
-            options=options or {},
+            options=options,
             created_by=user,
             label=label,
         )
@@ -72,6 +79,7 @@ def create_batch(
                     case_version=r.case_version,
                     variant=r.variant,
                     spec=run_spec(r.case_version, r.variant, r.code, r.regrade_of),
+                    adaptive=r.adaptive.to_json() if r.adaptive is not None else None,
                 )
                 for r in requests
             ]

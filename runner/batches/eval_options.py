@@ -12,6 +12,7 @@ import os
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from proctor.definitions import AdaptiveTrials, adaptive
 from runner.jobs.pool_size import default_concurrency
 
 
@@ -23,6 +24,16 @@ def difference_points(value: str) -> float:
     if not 0 < difference < 1:
         raise ValueError(value)
     return difference
+
+
+def trials_count(value: str) -> int | AdaptiveTrials:
+    """``--trials``: a count (3), or adaptive trials from MIN to MAX (``adaptive:2:10``)."""
+    if value.startswith("adaptive:"):
+        bounds = value.removeprefix("adaptive:").split(":")
+        if len(bounds) != 2:
+            raise ValueError(value)
+        return adaptive(min=int(bounds[0]), max=int(bounds[1]))
+    return int(value)
 
 
 def pass_rate(value: str) -> float:
@@ -63,9 +74,10 @@ class EvalOptions(BaseCommand):
         )
         parser.add_argument(
             "--trials",
-            type=int,
+            type=trials_count,
             metavar="N",
-            help="trials per case and variant (overrides the suite)",
+            help="trials per case and variant (overrides the suite), or adaptive:MIN:MAX for "
+            "MIN trials and more, up to MAX, only where the outcome is undecided",
         )
         parser.add_argument(
             "--plan-trials",

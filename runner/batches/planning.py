@@ -17,8 +17,8 @@ from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, UndescribableValue, resolve_case
 from proctor.conversations import Responder, SimulatedUser
-from proctor.definitions import Case, Suite, Variant
-from proctor.rules import Problem, duplicate_problems, suite_problems
+from proctor.definitions import AdaptiveTrials, Case, Suite, Variant
+from proctor.rules import Problem, duplicate_problems, suite_problems, trials_problem
 from runner.batches.creation import RunRequest, create_batch
 from runner.batches.submission import Submission
 from runner.batches.variant_options import variant_option_problems
@@ -39,14 +39,15 @@ class InvalidInput(Exception):
 class Selection:
     cases: list[str] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
-    trials: int | None = None
+    trials: int | AdaptiveTrials | None = None
 
 
 @dataclass
 class Planned:
     resolved: ResolvedCase
     variants: list[Variant]
-    trials: int
+    trials: int  # adaptive: its minimum
+    adaptive: AdaptiveTrials | None = None
 
 
 def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
@@ -221,7 +222,11 @@ def plan_batch(loaded: list[tuple[Path, Suite]], selection: Selection) -> list[P
                     str(Problem(display_path(path), str(exc), suite=suite.id, case=case.id))
                 )
                 continue
-            planned.append(Planned(resolved, variants, selection.trials or suite.trials))
+            trials = selection.trials or suite.trials
+            if isinstance(trials, AdaptiveTrials):
+                planned.append(Planned(resolved, variants, trials.min, adaptive=trials))
+            else:
+                planned.append(Planned(resolved, variants, trials))
     if problems:
         raise InvalidInput(problems)
     if not planned:
@@ -260,6 +265,11 @@ def record_submission(
         f"bundle {digest} was not uploaded; send the bundles before the batch"
         for digest in missing_bundles(organization, referenced)
     ]
+    for run in submission["runs"]:
+        try:
+            _adaptive_rule(run.get("adaptive"))
+        except InvalidInput as exc:
+            problems += exc.problems
     if problems:
         raise InvalidInput(problems)
     with transaction.atomic():
@@ -279,18 +289,41 @@ def record_submission(
                 source=case.get("source"),
                 record=submission["format"],
             )
+            rule = _adaptive_rule(run.get("adaptive"))
             requests.append(
                 RunRequest(
                     recorded[run["case"]].version,
                     variant_rows[run["variant"]],
-                    run["trials"],
+                    rule.min if rule is not None else run["trials"],
                     code=code.to_json(),
+                    adaptive=rule,
                 )
             )
         batch, trial_ids = create_batch(
             organization, requests, options=options, user=user, label=label
         )
     return batch, trial_ids, sum(1 for r in recorded if r.created)
+
+
+def _adaptive_rule(recorded: Any) -> AdaptiveTrials | None:
+    """A submitted run's adaptive rule ({"min", "max", "threshold", "confidence"}), checked by
+    the suite's own rule; None for a fixed count. Raises InvalidInput of one sentence."""
+    if recorded is None:
+        return None
+    try:
+        rule = AdaptiveTrials(
+            min=recorded["min"],
+            max=recorded["max"],
+            threshold=recorded["threshold"],
+            confidence=recorded["confidence"],
+        )
+    except (TypeError, KeyError):
+        raise InvalidInput(
+            ["a run's adaptive trials must be an object of min, max, threshold and confidence"]
+        ) from None
+    if problem := trials_problem(rule):
+        raise InvalidInput([f"a run's trials: {problem}"])
+    return rule
 
 
 def record_locally(

@@ -184,6 +184,9 @@ class ProctorServer:
                 finished_at = finished_at or time.monotonic()
                 if time.monotonic() - finished_at > FINISH_GRACE_S:
                     return
+            else:
+                # An adaptive batch queued more trials since: the grace starts over.
+                finished_at = None
             sleep(poll_s)
 
     def report(self, batch: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from evals_app.cost import batch_cost
 from evals_app.models import Batch, Check, Run, Trial
+from runner.jobs import adaptive
 from runner.jobs.benchmark import summarize
 
 
@@ -24,12 +25,16 @@ def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str,
     )
     dashboard = (dashboard_url or settings.PROCTOR_DASHBOARD_URL).rstrip("/")
     trials_by_run = _trials_by_run(batch, dashboard)
+    saving = adaptive.savings(batch)
+    cells = adaptive.cell_outcomes(batch) if saving is not None else {}
     return {
         "batch": batch.pk,
         "label": batch.label,
         "url": f"{dashboard}/batches/{batch.pk}/",
         "cost_usd": batch_cost(batch).total_usd,
         "validity_warnings": summarize(batch)["validity_warnings"],
+        # Adaptive trials: run, the most they could have been, saved; None for fixed counts.
+        "adaptive": saving.to_dict() if saving is not None else None,
         "runs": [
             {
                 "suite": run.case_version.case.suite.slug,
@@ -39,6 +44,7 @@ def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str,
                 "run_id": run.pk,
                 "url": f"{dashboard}/runs/{run.pk}/",
                 "trials": trials_by_run.get(run.pk, []),
+                **({"adaptive": cells[run.pk].to_dict()} if run.pk in cells else {}),
             }
             for run in runs.iterator(chunk_size=CHUNK)
         ],

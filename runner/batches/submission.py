@@ -102,9 +102,14 @@ def build_submission(
                 entry = builder.variant_entry(resolved.suite.id, variant, path)
                 variants.append(entry)
                 submission.variant_callables[entry["spec_hash"]] = variant_callables(variant)
-            runs.append(
-                {"case": len(cases) - 1, "variant": variant_index[key], "trials": plan.trials}
-            )
+            run: dict[str, Any] = {
+                "case": len(cases) - 1,
+                "variant": variant_index[key],
+                "trials": plan.trials,
+            }
+            if plan.adaptive is not None:
+                run["adaptive"] = plan.adaptive.to_json()
+            runs.append(run)
     # Bundled once every file a recorded value names is known.
     for entry, plan in zip(cases, planned, strict=True):
         path = Path(plan.resolved.module_path)

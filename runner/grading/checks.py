@@ -33,6 +33,7 @@ class CheckContext:
         prepared: Any,
         env: dict[str, str] | None = None,
         mocks: dict[str, MockLog] | None = None,
+        trial_index: int = 0,
     ) -> None:
         self._sandbox = sandbox
         self._transcript = transcript
@@ -41,6 +42,8 @@ class CheckContext:
         self.workspace = sandbox.workspace
         # Each mock's calls by name: ctx.mocks["billing"].called("POST", "/refunds").
         self.mocks: dict[str, MockLog] = mocks or {}
+        # Which trial of its cell this is (0, 1, 2...): a check that seeds by it repeats.
+        self.trial_index = trial_index
 
     def answer(self) -> str:
         """The agent's last message."""

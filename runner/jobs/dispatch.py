@@ -57,7 +57,9 @@ def configure_local_workers(size: int, *, processes: bool = False) -> None:
         old, _pool = _pool, None
     if old is not None:
         old.shutdown(wait=False)
-    pool: Executor | None = trial_processes.start_workers(size, _run_locally) if processes else None
+    pool: Executor | None = (
+        trial_processes.start_workers(size, _run_locally, enqueue) if processes else None
+    )
     processes = pool is not None
     if pool is None:
         pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="proctor-trial")
@@ -104,7 +106,7 @@ def _run_locally(trial_id: int) -> None:
     if not keep:
         close_old_connections()
     try:
-        run_trial_by_id(trial_id)
+        run_trial_by_id(trial_id, trial_processes.hand_to_parent if in_worker() else enqueue)
     except Exception:
         log.exception("trial %s could not be run", trial_id)
         raise
@@ -259,6 +261,13 @@ def _forget(future: Future) -> None:
         _ended_count += 1
         if _wake_at is not None and _ended_count >= _wake_at:
             _ended.notify_all()
+
+
+def pending_count() -> int:
+    """How many local tasks are queued or running in this process's pool (those a trial's end
+    queued included)."""
+    with _pool_lock:
+        return len(_pending)
 
 
 def ended_count() -> int:

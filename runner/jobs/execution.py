@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_va
 from proctor.definitions import Repo
 from runner.core.reporting import TrialOutcome
 from runner.jobs import (
+    adaptive,
     artifact_paths,
     benchmark,
     bundle_cache,
@@ -180,12 +182,18 @@ def kept_workspaces() -> WorkspaceStore:
     return WorkspaceStore(Path(settings.WORKSPACE_STORE), settings.WORKSPACE_KEEP_BYTES)
 
 
-def run_trial_by_id(trial_id: int) -> str | None:
+# How trials queued while a batch runs are started: dispatch.enqueue, passed down by whoever
+# runs trials (this module sits below the dispatcher that imports it).
+StartTrials = Callable[[Iterable[int]], object]
+
+
+def run_trial_by_id(trial_id: int, start: StartTrials | None = None) -> str | None:
     """Run one queued trial; returns its final status, or None when it was not queued (or
     another process took it over mid-run: that process records it).
 
     Whatever breaks on the way (the database included), the trial ends with a final status, so
-    nobody waits forever on a trial left ``running``.
+    nobody waits forever on a trial left ``running``. In an adaptive batch its end may queue
+    more trials (runner.jobs.adaptive), started with ``start``.
     """
     owner = leases.owner()
     trial = Trial.claim(
@@ -202,7 +210,8 @@ def run_trial_by_id(trial_id: int) -> str | None:
     status = _run_claimed(trial, owner)
     if status is None:
         return None
-    finish_batch_if_done(trial.run.batch_id)
+    batch = trial.run.batch
+    finish_batch_if_done(batch.pk, start=start if batch.is_adaptive else None)
     return status
 
 
@@ -263,14 +272,17 @@ def abandon_unfinished(batch: Batch, reason: str) -> int:
     return count
 
 
-def finish_batch_if_done(batch_id: int) -> bool:
+def finish_batch_if_done(batch_id: int, *, start: StartTrials | None = None) -> bool:
     """Mark the batch finished (and write benchmark.json) once no trial is left to run.
 
     Two trials ending together both ask; the batch row lock lets exactly one of them close it.
+    With ``start``, an adaptive batch first queues the trials its undecided cells need and
+    starts them with it, and stays open; without, nobody is left to run more (an interrupted
+    `proctor eval`), so it closes with the trials it has.
     """
     for attempt in range(3):
         try:
-            return _finish_batch_if_done(batch_id)
+            return _finish_batch_if_done(batch_id, start)
         except OperationalError:  # a lock timeout or deadlock victim: ask again
             if attempt == 2:
                 raise
@@ -278,14 +290,27 @@ def finish_batch_if_done(batch_id: int) -> bool:
     return False
 
 
-def _finish_batch_if_done(batch_id: int) -> bool:
-    # Every trial but the batch's last finds others left: one unlocked query says so, and the
-    # row lock (close_if_done) is taken only when none seems left.
-    if _has_unfinished_trials(batch_id):
-        return False
-    batch = Batch.objects.get(pk=batch_id)
-    if not batch.close_if_done():
-        return False
+def _finish_batch_if_done(batch_id: int, start: StartTrials | None) -> bool:
+    batch: Batch | None = None
+    if start is not None:
+        batch = Batch.objects.get(pk=batch_id)
+        if not batch.is_adaptive:
+            start = None
+    if start is not None:
+        closed, added = adaptive.continue_or_close(batch_id)
+        if added:
+            start(added)
+        if not closed:
+            return False
+        batch = Batch.objects.get(pk=batch_id)
+    else:
+        # Every trial but the batch's last finds others left: one unlocked query says so, and
+        # the row lock (close_if_done) is taken only when none seems left.
+        if _has_unfinished_trials(batch_id):
+            return False
+        batch = batch or Batch.objects.get(pk=batch_id)
+        if not batch.close_if_done():
+            return False
     # Slow I/O after the commit: the report file and the live update.
     benchmark.write_benchmark(batch)
     # Queued behind its trials' own messages, so a page never sees the batch end first.

@@ -53,7 +53,7 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         log.warning("re-queued trials %s: their worker stopped renewing its lease", ids)
         enqueue(ids)
     for batch in sorted({trial.run.batch_id for trial in ended}):
-        finish_batch_if_done(batch)
+        finish_batch_if_done(batch, start=enqueue)
     if not settings.EMBEDDED:
         resent = resend_unsent(older_than_s=settings.PROCTOR_LEASE_S)
         if resent:

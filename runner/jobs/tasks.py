@@ -8,7 +8,7 @@ from celery.signals import worker_ready
 # tasks to amqp://localhost instead of the configured Redis broker.
 from proctor.site.celery import app
 from runner.jobs import reaper
-from runner.jobs.dispatch import RUN_TRIAL
+from runner.jobs.dispatch import RUN_TRIAL, enqueue
 from runner.jobs.execution import run_trial_by_id
 
 
@@ -17,7 +17,7 @@ from runner.jobs.execution import run_trial_by_id
 # whether a redelivery runs it again.
 @app.task(name=RUN_TRIAL, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def run_trial(trial_id: int) -> str | None:
-    return run_trial_by_id(trial_id)
+    return run_trial_by_id(trial_id, enqueue)
 
 
 @worker_ready.connect

@@ -46,7 +46,7 @@ import signal
 import struct
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -70,6 +70,9 @@ _TASK = struct.Struct("=qq")
 _RESULT = struct.Struct("=qq")
 # Written once by each worker when it is ready for tasks.
 _READY = -1
+# A trial a worker's trial queued (an adaptive batch's next trial), its id in place of the
+# error's length: the parent starts it (a worker has no pool of its own to start it in).
+_QUEUED = -2
 # An error's text is cut to fit one write the kernel keeps whole (PIPE_BUF).
 _ERROR_BYTES = select.PIPE_BUF - _RESULT.size
 
@@ -97,9 +100,16 @@ class WorkerPool(Executor):
     are ended, and ``submit`` refuses more.
     """
 
-    def __init__(self, size: int, board: SiblingBoard, run: Callable[[int], Any]) -> None:
+    def __init__(
+        self,
+        size: int,
+        board: SiblingBoard,
+        run: Callable[[int], Any],
+        queued: Callable[[list[int]], Any] | None = None,
+    ) -> None:
         self.board = board
         self._run = run
+        self._queued = queued
         self._size = size
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
@@ -207,12 +217,19 @@ class WorkerPool(Executor):
             self._break("the trial workers exited before their trials ended")
 
     def _results(self, data: bytes) -> bytes:
-        """Settles the futures of the whole results in ``data``; returns what is left of it."""
+        """Settles the futures of the whole results in ``data``; returns what is left of it.
+        Trials the workers queued are handed on first, so their work is pending before the
+        task that queued them is seen to end."""
         settled: list[tuple[Future, BaseException | None]] = []
+        queued: list[int] = []
         offset = 0
         with self._lock:
             while len(data) - offset >= _RESULT.size:
                 task, error_bytes = _RESULT.unpack_from(data, offset)
+                if task == _QUEUED:
+                    queued.append(error_bytes)
+                    offset += _RESULT.size
+                    continue
                 if len(data) - offset - _RESULT.size < error_bytes:
                     break
                 start = offset + _RESULT.size
@@ -229,6 +246,11 @@ class WorkerPool(Executor):
             self._fill_pipe()
             if not self._futures:
                 self._idle.notify_all()
+        if queued and self._queued is not None:
+            try:
+                self._queued(queued)
+            except Exception:  # a pool shutting down: they stay queued in the database
+                log.warning("could not start the queued trials %s", queued, exc_info=True)
         for future, exception in settled:
             if exception is None:
                 future.set_result(None)
@@ -286,17 +308,20 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def start_workers(size: int, run: Callable[[int], Any]) -> WorkerPool | None:
+def start_workers(
+    size: int, run: Callable[[int], Any], queued: Callable[[list[int]], Any] | None = None
+) -> WorkerPool | None:
     """``size`` worker processes that run ``run`` on the trial ids given to them, forked now
     rather than on the first trial, from this thread (a worker dies with the thread that
-    forked it); None if they could not start."""
+    forked it); None if they could not start. ``queued`` starts the trials a worker's trial
+    queued (``hand_to_parent``)."""
     connections.close_all()
     # Everything loaded so far out of the collector's view in the workers: a collection there
     # would write to every object's header and so copy every page the fork shares with this
     # process. This process hands its objects back to the collector once the workers exist.
     gc.freeze()
     try:
-        pool = WorkerPool(size, SiblingBoard(size), run)
+        pool = WorkerPool(size, SiblingBoard(size), run, queued)
         if not pool.wait_ready():
             log.warning("the trial workers could not start; trials run in threads instead")
             pool.shutdown(wait=True)
@@ -306,12 +331,21 @@ def start_workers(size: int, run: Callable[[int], Any]) -> WorkerPool | None:
     return pool
 
 
-# Whether this process is a trial worker (set at its start).
+# Whether this process is a trial worker (set at its start), and its end of the results pipe.
 _is_worker = False
+_results_w = -1
 
 
 def in_worker() -> bool:
     return _is_worker
+
+
+def hand_to_parent(trial_ids: Iterable[int]) -> None:
+    """In a worker: have the parent start these queued trials. Written before the task's own
+    result, on the same pipe, so the parent has them before it sees the task end."""
+    records = b"".join(_RESULT.pack(_QUEUED, t) for t in trial_ids)
+    if records:
+        _write_all(_results_w, records)
 
 
 def _worker_main(
@@ -324,8 +358,10 @@ def _worker_main(
     run: Callable[[int], Any],
 ) -> None:
     # The parent's ends: the tasks pipe must read as ended once the parent closes its end.
+    global _results_w
     os.close(tasks_w)
     os.close(results_r)
+    _results_w = results_w
     _worker_started(parent, board)
     os.write(results_w, _RESULT.pack(_READY, 0))
     while True:

@@ -456,6 +456,7 @@ def _grade(
         transcript=transcript,
         prepared=prepared.value,
         mocks=mock_logs(sandbox),
+        trial_index=plan.index,
     )
     measures = TrialMeasures(
         agent_ms=session.clock.spent_ms,

@@ -472,3 +472,26 @@ def test_a_stopped_wait_says_the_batch_goes_on_on_the_server(
             break
         time.sleep(0.2)
     assert statuses == {"fix-total": ["passed"], "wrong-total": ["failed"]}
+
+
+def test_adaptive_trials_run_on_the_server_too(server: Server, project: Path, client_env):
+    result = submit(
+        project,
+        client_env,
+        "--server",
+        server.url,
+        "--token",
+        server.token,
+        "--trials",
+        "adaptive:7:9",
+        "--json",
+    )
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    # Both cases are unanimous: decided at the minimum on the server's worker, 2 + 2 saved.
+    assert {r["case"]: len(r["trials"]) for r in report["runs"]} == {
+        "fix-total": 7,
+        "wrong-total": 7,
+    }
+    assert report["adaptive"]["saved"] == 4

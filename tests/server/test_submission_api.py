@@ -249,3 +249,20 @@ def test_another_organizations_batch_report_is_not_found(api_with_token, charlie
     response = api_with_token(charlie).get(f"/api/batches/{batch.pk}/report/")
 
     assert response.status_code == 404
+
+
+def test_it_refuses_adaptive_trials_that_break_the_suite_rule(
+    api_with_token, alice, acme, built, monkeypatch
+):
+    monkeypatch.setattr("runner.jobs.dispatch.enqueue", lambda ids: pytest.fail("queued"))
+    client = api_with_token(alice)
+    upload_all(client, built)
+    built.value["runs"][0]["adaptive"] = {"min": 9, "max": 3, "threshold": 0.5, "confidence": 0.95}
+
+    response = client.post("/api/submissions/", {"submission": built.value}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["problems"] == [
+        "a run's trials: adaptive min (9) must not exceed its max (3)"
+    ]
+    assert not Batch.objects.exists()

@@ -17,6 +17,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evals_app.models import Batch, Organization, Trial
+from proctor.definitions import AdaptiveTrials
+from proctor.rules import trials_problem
 from runner.batches.consoles import command_consoles
 from runner.batches.eval_options import EvalOptions
 from runner.batches.planning import (
@@ -31,6 +33,7 @@ from runner.batches.stop_signals import StopSignal, exit_status, stop_signals_in
 from runner.batches.submission import SubmissionError, build_submission
 from runner.batches.terminal_grid import grid
 from runner.jobs import artifact_paths, dispatch, leases, reaper
+from runner.jobs.adaptive import adaptive_sentence
 from runner.jobs.database import ensure_database
 from runner.jobs.execution import abandon_unfinished, finish_batch_if_done
 
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 POLL_S = 0.2
 # How often the local wait redraws the progress bar from the database.
 PROGRESS_READ_S = 0.5
+# How long the wait gives a batch whose trials all ended to close (or to queue more trials).
+CLOSING_WAIT_S = 2.5
 SUITE_BASELINE = "suite-baseline"
 
 
@@ -64,7 +69,10 @@ class Command(EvalOptions):
 
     def _run(self, options) -> None:
         out, err = command_consoles()
-        if options["trials"] is not None and options["trials"] < 1:
+        if isinstance(options["trials"], AdaptiveTrials):
+            if problem := trials_problem(options["trials"]):
+                self._invalid(err, [f"--trials: {problem}"])
+        elif options["trials"] is not None and options["trials"] < 1:
             self._invalid(err, ["--trials must be 1 or more"])
         if options["jobs"] < 1:
             self._invalid(err, ["-j must be 1 or more"])
@@ -242,7 +250,9 @@ class Command(EvalOptions):
 
                     def show(counts: dict[str, int]) -> None:
                         final = {status: counts.get(status, 0) for status in FINAL_STATUSES}
-                        progress.update(task, completed=sum(final.values()), **final)  # type: ignore[arg-type]  # extra fields
+                        # An adaptive batch's total grows as undecided cells get trials.
+                        total = counts.get("total", batch.trials)
+                        progress.update(task, total=total, completed=sum(final.values()), **final)  # type: ignore[arg-type]  # extra fields
 
                     try:
                         server.wait(batch.id, show)
@@ -415,6 +425,9 @@ class Command(EvalOptions):
         return organization
 
     def _wait(self, batch: Batch, total: int, err: Console, *, quiet: bool, futures) -> None:
+        """Wait for the batch's trials, the bar drawn from the database. ``total`` grows in an
+        adaptive batch as undecided cells get more trials, so it is counted again each time;
+        the local work to wait for is the pool's, which holds the trials queued since too."""
         trials = Trial.objects.filter(run__batch=batch)
         if not settings.EMBEDDED and not quiet:
             err.print("Queued on the broker; waiting for `proctor worker` processes to run it.")
@@ -422,28 +435,30 @@ class Command(EvalOptions):
             task = progress.add_task(
                 "trials", total=total, passed=0, failed=0, timed_out=0, errored=0
             )
-            # The count of ended tasks at which all of this batch's local tasks have ended.
-            all_ended = (
-                dispatch.ended_count() + sum(not f.done() for f in futures)
-                if futures is not None
-                else None
-            )
+            # When every trial was first seen ended with the batch still open (see below).
+            all_ended_at: float | None = None
             while True:
+                # Before counting: a trial ending after the count wakes the wait below at once.
+                ended = dispatch.ended_count()
+                local_left = futures is not None and dispatch.pending_count() > 0
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
+                total = 0
                 # Counted by the database: one row per status, whatever the batch's size.
                 for status, count in (
-                    trials.filter(status__in=Trial.FINAL_STATUSES)
-                    .values_list("status")
-                    .annotate(count=Count("id"))
-                    .order_by()
+                    trials.values_list("status").annotate(count=Count("id")).order_by()
                 ):
-                    counts[status] += count
+                    total += count
+                    if status in counts:
+                        counts[status] += count
                 done = sum(counts.values())
-                progress.update(task, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
-                if done >= total:
+                progress.update(task, total=total, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
+                if (
+                    done >= total
+                    and Batch.objects.filter(pk=batch.pk, status=Batch.Status.FINISHED).exists()
+                ):
                     break
-                if futures is not None and all(f.done() for f in futures):
-                    if any(isinstance(f.exception(), BrokenExecutor) for f in futures):
+                if futures is not None and not local_left and done < total:
+                    if any(isinstance(f.exception(), BrokenExecutor) for f in futures if f.done()):
                         # A worker process died and took the pool with it: the trials that
                         # never started are queued again now, and those that were running
                         # once the reaper sees their lease lapse (PROCTOR_LEASE_S). From
@@ -456,29 +471,39 @@ class Command(EvalOptions):
                         dispatch.enqueue(
                             trials.filter(status=Trial.Status.QUEUED).values_list("pk", flat=True)
                         )
-                        futures = all_ended = None
+                        futures = None
                         continue
                     # Every local task returned, yet a trial is not final: say so, don't hang.
-                    failures = [f"{type(e).__name__}: {e}" for f in futures if (e := f.exception())]
+                    failures = [
+                        f"{type(e).__name__}: {e}"
+                        for f in futures
+                        if f.done() and (e := f.exception())
+                    ]
                     if abandon_unfinished(
                         batch, "; ".join(failures) or "the local worker returned without running it"
                     ):
                         continue  # counted as errored on the next pass
+                if done >= total:
+                    # Every trial ended but the batch is not closed yet: its last trial's end
+                    # is closing it, or queuing an undecided cell's next trial. Waited for a
+                    # few seconds at most, as a batch that cannot close must not hang this.
+                    now = time.monotonic()
+                    all_ended_at = all_ended_at or now
+                    if now - all_ended_at > CLOSING_WAIT_S:
+                        break
+                    time.sleep(0.05)
+                    continue
+                all_ended_at = None
                 if settings.EMBEDDED:
                     # The bar is redrawn from the database every PROGRESS_READ_S, and at once
-                    # when the last local task ends; the timeout still notices trials that other
+                    # when the pool's work ends; the timeout still notices trials that other
                     # processes end (a lease taken over, the reaper).
                     # Once every local task has ended only the timeout is left to wait for:
                     # a count already reached would return at once, and the loop would spin.
-                    local_left = futures is not None and not all(f.done() for f in futures)
-                    dispatch.wait_until_ended(all_ended if local_left else None, PROGRESS_READ_S)
+                    target = ended + dispatch.pending_count() if local_left else None
+                    dispatch.wait_until_ended(target, PROGRESS_READ_S)
                 else:
                     time.sleep(POLL_S)
-        # The last trial's thread closes the batch just after its trial; wait for it briefly.
-        for _ in range(50):
-            if Batch.objects.filter(pk=batch.pk, status=Batch.Status.FINISHED).exists():
-                break
-            time.sleep(0.05)
 
     def _progress(self, err: Console, *, quiet: bool) -> Progress:
         """The trials bar, fed from the database here or from a server's API."""
@@ -498,6 +523,8 @@ class Command(EvalOptions):
 
     def _print_table(self, out: Console, report: dict, footer: str) -> None:
         out.print(grid(report, out))
+        if saving := report.get("adaptive"):
+            out.print(adaptive_sentence(saving), markup=False)
         for variant, warnings in report["validity_warnings"].items():
             listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
