@@ -24,7 +24,15 @@ from evals_app.models import Batch, Run, Trial
 from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
 from runner.core.reporting import TrialOutcome
-from runner.jobs import artifact_paths, benchmark, bundle_cache, eval_code, leases, publishing
+from runner.jobs import (
+    artifact_paths,
+    benchmark,
+    bundle_cache,
+    eval_code,
+    leases,
+    publishing,
+    trace_export,
+)
 from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
 from runner.trial.execute import TrialPlan, execute_trial
@@ -184,6 +192,8 @@ def run_trial_by_id(trial_id: int) -> str | None:
     status = _run_claimed(trial, owner)
     if status is None:
         return None
+    # Built from the record just written, so every way of running sends the same trace.
+    trace_export.trial_ended(trial_id)
     finish_batch_if_done(trial.run.batch_id)
     return status
 
@@ -265,6 +275,7 @@ def _finish_batch_if_done(batch_id: int) -> bool:
         return False
     # Slow I/O after the commit: the report file and the live update.
     benchmark.write_benchmark(batch)
+    trace_export.batch_ended(batch_id)
     # Queued behind its trials' own messages, so a page never sees the batch end first.
     publishing.batch_changed(batch_id=batch_id, status=batch.status, wait=False)
     return True

@@ -1,0 +1,667 @@
+"""Trials and batches as OpenTelemetry traces (issue 33), sent over OTLP/HTTP by the official SDK.
+
+Switched on by the standard variables: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), with ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_SERVICE_NAME``,
+``OTEL_TRACES_SAMPLER`` and the rest read by the SDK itself. Without them this module imports
+nothing of OpenTelemetry and does nothing.
+
+The spans are built from what the trial recorded (its row, turns, events, checks and
+consultations, with their timestamps), after its final row is written, so every way of running
+(embedded, ``-j N``, a Celery worker) and ``proctor export --otlp`` send the same trace:
+
+- ``invoke_agent <agent>``: the trial, root of its own trace, linked to its batch's trace;
+- ``turn <n>``: one user message and what the agent did until it answered;
+- ``execute_tool <name>`` per tool call and ``command <program>`` per command, under their turn,
+  each from the event before it (its best known start) to its own event;
+- ``chat <model>`` per model call Proctor made itself (judges, responder, simulated user);
+- one ``gen_ai.evaluation.result`` event per check on the root span.
+
+Message content (prompts, answers, tool arguments and results, command lines and output) is
+attached only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; everything sent
+is the recorded text, redacted when recorded, and passed through the credential shapes again.
+
+A batch is a trace of its own (``proctor batch <id>``, one span per run linking its trials).
+Ids are derived from the records, so the batch links trials sent by other processes.
+
+Export never slows or fails a trial: spans wait in the SDK's bounded queue and a background
+thread sends them; spans dropped (a full queue, a receiver that failed) are counted and said in
+one line when the process flushes at its exit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shlex
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from evals_app.models import Batch, Check, Consultation, Event, Trial, Turn
+from runner.core.redaction import Redactor
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+CAPTURE_CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+# The one protocol the exporter Proctor depends on speaks.
+PROTOCOL = "http/protobuf"
+# Text attributes are cut here: a backend is for looking, the record is Proctor's.
+MAX_ATTRIBUTE_CHARS = 8_000
+# Links per span: the SDK keeps 128 by default (OTEL_SPAN_LINK_COUNT_LIMIT).
+LINKS_PER_SPAN = 128
+# How long the exit's flush may wait for the receiver.
+FLUSH_TIMEOUT_MS = 5_000
+
+# The provider a harness's agent talks to, when the model's name does not say.
+_HARNESS_PROVIDERS = {
+    "claude-code": "anthropic",
+    "codex": "openai",
+    "gemini": "gcp.gemini",
+}
+_MODEL_PROVIDERS = (
+    ("claude", "anthropic"),
+    ("gpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
+    ("gemini", "gcp.gemini"),
+    ("mistral", "mistral_ai"),
+    ("deepseek", "deepseek"),
+)
+_SHAPES = Redactor()
+
+
+def enabled() -> bool:
+    """Whether traces are to be sent: an OTLP endpoint is set and the SDK is not disabled."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return False
+    return any(os.environ.get(name, "").strip() for name in ENDPOINT_VARIABLES)
+
+
+def captures_content() -> bool:
+    return os.environ.get(CAPTURE_CONTENT_VARIABLE, "").strip().lower() == "true"
+
+
+def trial_ended(trial_id: int) -> None:
+    """Send the finished trial's trace, when export is on; never raises (a trial's record is
+    written already, and export must not fail it)."""
+    if not enabled():
+        return
+    try:
+        export_trial(Trial.objects.select_related(*_TRIAL_RELATED).get(pk=trial_id))
+    except Exception:
+        _say_once("trial", f"trial {trial_id} could not be exported as a trace", exc_info=True)
+
+
+def batch_ended(batch_id: int) -> None:
+    """Send the closed batch's trace, when export is on; never raises."""
+    if not enabled():
+        return
+    try:
+        export_batch(Batch.objects.get(pk=batch_id))
+    except Exception:
+        _say_once("batch", f"batch {batch_id} could not be exported as a trace", exc_info=True)
+
+
+# --- building the spans ------------------------------------------------------------------------
+
+_TRIAL_RELATED = ("run__batch", "run__variant", "run__case_version__case")
+
+
+def export_trial(trial: Trial) -> None:
+    """Queue the trial's spans (reads its turns, tool and command events, checks and
+    consultations: a few queries)."""
+    pipeline = _pipeline()
+    if pipeline is None:
+        return
+    from opentelemetry import trace  # only when exporting (see the module docstring)
+    from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+    tracer = pipeline.tracer
+    content = captures_content()
+    run = trial.run
+    batch, variant, version = run.batch, run.variant, run.case_version
+    start = trial.started_at or trial.queued_at
+    end = max(trial.finished_at or start, start)
+    agent = variant.harness
+    model = variant.model or ""
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.request.model": model,
+        "gen_ai.provider.name": provider_name(model, agent),
+        "gen_ai.conversation.id": trial.session_id or f"proctor-trial-{trial.pk}",
+        "gen_ai.usage.input_tokens": trial.input_tokens,
+        "gen_ai.usage.output_tokens": trial.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": trial.cache_read_tokens,
+        "gen_ai.usage.cache_creation.input_tokens": trial.cache_write_tokens,
+        "proctor.batch.id": batch.pk,
+        "proctor.run.id": run.pk,
+        "proctor.case.name": version.case.slug,
+        "proctor.case.version": version.number,
+        "proctor.variant.name": variant.name,
+        "proctor.variant.id": variant.pk,
+        "proctor.sandbox": variant.sandbox,
+        "proctor.trial.id": trial.pk,
+        "proctor.trial.index": trial.index,
+        "proctor.trial.attempt": trial.attempt,
+        "proctor.trial.status": trial.status,
+        "proctor.trial.finish_reason": trial.finish_reason,
+        "proctor.trial.url": f"{settings.PROCTOR_DASHBOARD_URL}/trials/{trial.pk}/",
+        "proctor.trial.score": trial.score,
+        "proctor.trial.cost_usd": trial.cost_usd,
+        "proctor.trial.duration_ms": trial.duration_ms,
+    }
+    if content and trial.answer:
+        attributes["gen_ai.output.messages"] = _messages([("assistant", trial.answer)])
+    trace_id, span_id = trial_span_ids(batch, trial.pk, trial.attempt)
+    batch_link = Link(_context(*batch_span_ids(batch)))
+    with pipeline.ids.fixed(trace_id, span_id):
+        root = tracer.start_span(
+            f"invoke_agent {agent}",
+            kind=SpanKind.INTERNAL,
+            start_time=_ns(start),
+            attributes=_clean(attributes),
+            links=[batch_link],
+        )
+    if trial.status in (Trial.Status.ERRORED, Trial.Status.TIMED_OUT):
+        root.set_status(Status(StatusCode.ERROR, _text(trial.error or trial.status)))
+    in_root = trace.set_span_in_context(root)
+
+    turns = _turn_spans(tracer, trial, in_root, start, end, model, content)
+    _event_spans(tracer, trial, turns, in_root, start, end, content)
+    _consultation_spans(tracer, trial, in_root, start, end, content)
+    for check in Check.objects.filter(trial_id=trial.pk).order_by("index"):
+        root.add_event(
+            "gen_ai.evaluation.result",
+            attributes=_clean(_evaluation(check)),
+            timestamp=_ns(end),
+        )
+    for span, _, turn_end in turns.values():
+        span.end(end_time=_ns(turn_end))
+    root.end(end_time=_ns(end))
+
+
+def _turn_spans(tracer, trial, in_root, start, end, model, content) -> dict[int, tuple]:
+    """Each turn's span, started (ended by the caller, after its children): by turn index, with
+    its start and end."""
+    spans: dict[int, tuple] = {}
+    for turn in Turn.objects.filter(trial_id=trial.pk).order_by("index"):
+        turn_start = _within(turn.started_at, start, end)
+        turn_end = _within(turn.finished_at or end, turn_start, end)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+            "gen_ai.usage.input_tokens": turn.input_tokens,
+            "gen_ai.usage.output_tokens": turn.output_tokens,
+            "proctor.turn.index": turn.index,
+            "proctor.turn.mode": turn.mode,
+            "proctor.turn.origin": next(iter(turn.origin), "author") if turn.origin else "author",
+        }
+        if content:
+            attributes["gen_ai.input.messages"] = _messages([("user", turn.prompt)])
+            if turn.answer:
+                attributes["gen_ai.output.messages"] = _messages([("assistant", turn.answer)])
+        span = tracer.start_span(
+            f"turn {turn.index + 1}",
+            context=in_root,
+            start_time=_ns(turn_start),
+            attributes=_clean(attributes),
+        )
+        spans[turn.index] = (span, turn_start, turn_end)
+    return spans
+
+
+def _event_spans(tracer, trial, turns, in_root, start, end, content) -> None:
+    """A span per tool call and per command, under its turn (the root when the turn is not
+    recorded), from the event before it to its own."""
+    from opentelemetry import trace  # only when exporting
+    from opentelemetry.trace import Status, StatusCode
+
+    kinds = (Event.Kind.TOOL_CALL, Event.Kind.COMMAND, Event.Kind.MESSAGE, Event.Kind.STARTED)
+    rows = (
+        Event.objects.filter(trial_id=trial.pk, kind__in=kinds)
+        .order_by("seq")
+        .values_list("turn_index", "kind", "at", "data")
+    )
+    previous: dict[int, datetime] = {}
+    contexts: dict[int, Any] = {}
+    for turn_index, kind, at, data in rows.iterator(chunk_size=2_000):
+        turn = turns.get(turn_index)
+        low, high = (turn[1], turn[2]) if turn else (start, end)
+        event_end = _within(at, low, high)
+        event_start = _within(previous.get(turn_index, low), low, event_end)
+        previous[turn_index] = event_end
+        if kind not in (Event.Kind.TOOL_CALL, Event.Kind.COMMAND) or not isinstance(data, dict):
+            continue
+        if turn_index not in contexts:
+            contexts[turn_index] = trace.set_span_in_context(turn[0]) if turn else in_root
+        if kind == Event.Kind.TOOL_CALL:
+            name = str(data.get("name") or "tool")
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                "gen_ai.tool.call.id": data.get("call_id"),
+                "gen_ai.tool.type": "function",
+                "proctor.tool.status": data.get("status"),
+            }
+            if content:
+                attributes["gen_ai.tool.call.arguments"] = data.get("input")
+                attributes["gen_ai.tool.call.result"] = data.get("output")
+            span_name = f"execute_tool {name}"
+            failed = data.get("error")
+        else:
+            attributes = {
+                "proctor.command.exit_code": data.get("exit_code"),
+                "proctor.command.origin": data.get("origin"),
+            }
+            if content:
+                attributes["proctor.command.line"] = data.get("command")
+                attributes["proctor.command.output"] = data.get("output")
+            span_name = f"command {_program(data.get('command'))}"
+            failed = None
+        span = tracer.start_span(
+            span_name,
+            context=contexts[turn_index],
+            start_time=_ns(event_start),
+            attributes=_clean(attributes),
+        )
+        if failed:
+            span.set_status(Status(StatusCode.ERROR, _text(failed) if content else "tool error"))
+            span.set_attribute("error.type", "tool_error")
+        span.end(end_time=_ns(event_end))
+
+
+def _consultation_spans(tracer, trial, in_root, start, end, content) -> None:
+    """A ``chat`` span per model call Proctor made (judges, responder, simulated user)."""
+    from datetime import timedelta
+
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    for consultation in Consultation.objects.filter(trial_id=trial.pk).order_by("created_at", "id"):
+        call_end = _within(consultation.created_at, start, end)
+        call_start = _within(
+            call_end - timedelta(milliseconds=consultation.duration_ms), start, call_end
+        )
+        usage = consultation.usage or {}
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": consultation.model,
+            "gen_ai.provider.name": provider_name(consultation.model, ""),
+            "gen_ai.usage.input_tokens": _int(usage.get("input_tokens")),
+            "gen_ai.usage.output_tokens": _int(usage.get("output_tokens")),
+            "proctor.consultation.kind": consultation.kind,
+            "proctor.consultation.verdict": consultation.verdict,
+            "proctor.consultation.turn_index": consultation.turn_index,
+            "proctor.consultation.check_index": consultation.check_index,
+        }
+        if content:
+            prompt = consultation.prompt if isinstance(consultation.prompt, list) else []
+            attributes["gen_ai.input.messages"] = _messages(
+                [
+                    (str(m.get("role", "user")), m.get("content"))
+                    for m in prompt
+                    if isinstance(m, dict)
+                ]
+            )
+            attributes["gen_ai.output.messages"] = _messages([("assistant", consultation.answer)])
+        span = tracer.start_span(
+            f"chat {consultation.model}".strip(),
+            context=in_root,
+            kind=SpanKind.CLIENT,
+            start_time=_ns(call_start),
+            attributes=_clean(attributes),
+        )
+        if consultation.cause:
+            span.set_attribute("error.type", consultation.cause)
+            span.set_status(Status(StatusCode.ERROR, consultation.cause))
+        span.end(end_time=_ns(call_end))
+
+
+def _evaluation(check: Check) -> dict[str, Any]:
+    """A check as the ``gen_ai.evaluation.result`` event's attributes."""
+    score = check.score if check.score is not None else (1.0 if check.passed else 0.0)
+    return {
+        "gen_ai.evaluation.name": check.name,
+        "gen_ai.evaluation.score.value": float(score),
+        "gen_ai.evaluation.score.label": "pass" if check.passed else "fail",
+        "gen_ai.evaluation.explanation": check.message,
+        "proctor.check.index": check.index,
+        "proctor.check.kind": check.kind,
+        "proctor.check.weight": check.weight,
+        "proctor.check.metric": check.metric,
+    }
+
+
+def export_batch(batch: Batch) -> None:
+    """Queue the batch's trace: its span, and per run one span linking the run's trials (more
+    than one when a run has more trials than a span keeps links)."""
+    pipeline = _pipeline()
+    if pipeline is None:
+        return
+    from opentelemetry import trace  # only when exporting
+    from opentelemetry.trace import Link
+
+    tracer = pipeline.tracer
+    start = batch.created_at
+    end = max(batch.finished_at or start, start)
+    trace_id, span_id = batch_span_ids(batch)
+    with pipeline.ids.fixed(trace_id, span_id):
+        root = tracer.start_span(
+            f"proctor batch {batch.pk}",
+            start_time=_ns(start),
+            attributes=_clean(
+                {
+                    "gen_ai.operation.name": "invoke_workflow",
+                    "proctor.batch.id": batch.pk,
+                    "proctor.batch.label": batch.label,
+                    "proctor.batch.status": batch.status,
+                    "proctor.batch.url": f"{settings.PROCTOR_DASHBOARD_URL}/batches/{batch.pk}/",
+                }
+            ),
+        )
+    in_root = trace.set_span_in_context(root)
+    runs = batch.runs.select_related("variant", "case_version__case").order_by("pk")
+    for run in runs:
+        trials = list(run.trials.order_by("index").values_list("pk", "attempt", "status"))
+        for first in range(0, max(len(trials), 1), LINKS_PER_SPAN):
+            chunk = trials[first : first + LINKS_PER_SPAN]
+            links = [
+                Link(_context(*trial_span_ids(batch, pk, attempt)), {"proctor.trial.id": pk})
+                for pk, attempt, _ in chunk
+            ]
+            span = tracer.start_span(
+                f"run {run.case_version.case.slug} × {run.variant.name}",
+                context=in_root,
+                start_time=_ns(start),
+                links=links,
+                attributes=_clean(
+                    {
+                        "proctor.run.id": run.pk,
+                        "proctor.case.name": run.case_version.case.slug,
+                        "proctor.case.version": run.case_version.number,
+                        "proctor.variant.name": run.variant.name,
+                        "gen_ai.agent.name": run.variant.harness,
+                        "gen_ai.request.model": run.variant.model,
+                        "proctor.run.trials_passed": sum(s == "passed" for *_, s in chunk),
+                        "proctor.run.trials": len(chunk),
+                    }
+                ),
+            )
+            span.end(end_time=_ns(end))
+    root.end(end_time=_ns(end))
+
+
+# --- ids, derived from the record ---------------------------------------------------------------
+
+
+def _ids(text: str) -> tuple[int, int]:
+    digest = hashlib.sha256(text.encode()).digest()
+    # Never zero (an invalid id): the lowest bit is set.
+    return int.from_bytes(digest[:16], "big") | 1, int.from_bytes(digest[16:24], "big") | 1
+
+
+def trial_span_ids(batch: Batch, trial_id: int, attempt: int) -> tuple[int, int]:
+    """The trace id and root span id of a trial's trace: the same in every process, so its
+    batch can link to it. The batch's creation time keeps two installations' ids apart."""
+    return _ids(f"proctor trial {batch.created_at.isoformat()} {batch.pk} {trial_id} {attempt}")
+
+
+def batch_span_ids(batch: Batch) -> tuple[int, int]:
+    return _ids(f"proctor batch {batch.created_at.isoformat()} {batch.pk}")
+
+
+def _context(trace_id: int, span_id: int):
+    from opentelemetry.trace import SpanContext, TraceFlags  # only when exporting
+
+    return SpanContext(
+        trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+    )
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+def provider_name(model: str, harness: str) -> str:
+    """``gen_ai.provider.name``: from the model's ``provider/`` prefix or its name, else the
+    harness's provider; ``_OTHER`` when neither says."""
+    lowered = (model or "").lower()
+    if "/" in lowered:
+        return lowered.split("/", 1)[0]
+    for prefix, provider in _MODEL_PROVIDERS:
+        if lowered.startswith(prefix):
+            return provider
+    return _HARNESS_PROVIDERS.get(harness, "_OTHER")
+
+
+def _program(command: object) -> str:
+    """The program a command line runs, for the span's name (its arguments are content)."""
+    if not isinstance(command, str) or not command.strip():
+        return "?"
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return os.path.basename(words[0])[:40] if words else "?"
+
+
+def _messages(pairs: list[tuple[str, Any]]) -> str:
+    """Messages in the GenAI conventions' JSON form (role, text parts)."""
+    return json.dumps(
+        [
+            {"role": role, "parts": [{"type": "text", "content": _text(content)}]}
+            for role, content in pairs
+        ],
+        ensure_ascii=False,
+    )
+
+
+def _text(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return _SHAPES.redact(text[:MAX_ATTRIBUTE_CHARS])
+
+
+def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
+    """Attributes as OpenTelemetry takes them: no None, text capped and redacted again."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if value is None:
+            continue
+        if isinstance(value, bool | int | float):
+            out[key] = value
+        else:
+            out[key] = _text(value)
+    return out
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _ns(moment: datetime) -> int:
+    return int(moment.timestamp() * 1_000_000_000)
+
+
+def _within(moment: datetime | None, low: datetime, high: datetime) -> datetime:
+    if moment is None:
+        return low
+    return min(max(moment, low), high)
+
+
+# --- the pipeline: provider, queue, exporter ---------------------------------------------------
+
+_said: set[str] = set()
+_said_lock = threading.Lock()
+
+
+def _say_once(topic: str, message: str, *, exc_info: bool = False) -> None:
+    with _said_lock:
+        if topic in _said:
+            return
+        _said.add(topic)
+    log.warning("OpenTelemetry: %s", message, exc_info=exc_info)
+
+
+class _Pipeline:
+    """This process's tracer provider, its batch processor and the tallies of what was sent."""
+
+    def __init__(self, tracer, provider, ids, tally) -> None:
+        self.tracer = tracer
+        self.provider = provider
+        self.ids = ids
+        self.tally = tally
+        self.pid = os.getpid()
+
+
+_current: _Pipeline | None = None
+_current_lock = threading.Lock()
+
+
+def _pipeline() -> _Pipeline | None:
+    """The process's pipeline, made on first use (a forked child makes its own); None when
+    the settings name a protocol Proctor cannot send."""
+    global _current
+    with _current_lock:
+        if _current is not None and _current.pid == os.getpid():
+            return _current
+        protocol = (
+            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or PROTOCOL
+        ).strip()
+        if protocol != PROTOCOL:
+            _say_once(
+                "protocol",
+                f"OTEL_EXPORTER_OTLP_PROTOCOL is {protocol!r}, but Proctor sends traces as "
+                f"{PROTOCOL} only: no traces are sent (point the endpoint at the receiver's "
+                "OTLP/HTTP port, usually 4318)",
+            )
+            return None
+        _current = _start_pipeline()
+        atexit.register(flush)
+        return _current
+
+
+def _start_pipeline() -> _Pipeline:
+    # OpenTelemetry is imported only here: a process that exports nothing never loads it.
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+    from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+
+    class RecordIds(IdGenerator):
+        """Random ids, except a root span's, which ``fixed`` derives from the record."""
+
+        def __init__(self) -> None:
+            self._random = RandomIdGenerator()
+            self._fixed = threading.local()
+
+        @contextlib.contextmanager
+        def fixed(self, trace_id: int, span_id: int) -> Iterator[None]:
+            self._fixed.ids = [trace_id, span_id]
+            try:
+                yield
+            finally:
+                self._fixed.ids = None
+
+        def generate_trace_id(self) -> int:
+            ids = getattr(self._fixed, "ids", None)
+            return ids[0] if ids else self._random.generate_trace_id()
+
+        def generate_span_id(self) -> int:
+            ids = getattr(self._fixed, "ids", None)
+            return ids[1] if ids else self._random.generate_span_id()
+
+        def is_trace_id_random(self) -> bool:
+            return True  # a hash's bits: sampling by ratio stays uniform
+
+    class Tally:
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.ended = self.sent = self.failed = 0
+
+    tally = Tally()
+
+    class CountingExporter(SpanExporter):
+        def __init__(self, inner: SpanExporter) -> None:
+            self.inner = inner
+
+        def export(self, spans):
+            result = self.inner.export(spans)
+            with tally.lock:
+                if result == SpanExportResult.SUCCESS:
+                    tally.sent += len(spans)
+                else:
+                    tally.failed += len(spans)
+            return result
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return self.inner.force_flush(timeout_millis)
+
+    class CountingProcessor(SpanProcessor):
+        def __init__(self, inner: SpanProcessor) -> None:
+            self.inner = inner
+
+        def on_start(self, span, parent_context=None) -> None:
+            self.inner.on_start(span, parent_context=parent_context)
+
+        def on_end(self, span) -> None:
+            with tally.lock:
+                tally.ended += 1
+            self.inner.on_end(span)
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return self.inner.force_flush(timeout_millis)
+
+    # The exporter's own complaints (one per failed batch) are summed up in one line instead.
+    for name in ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.sdk.trace.export"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    resource = Resource.create()
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        resource = resource.merge(Resource({SERVICE_NAME: "proctor"}))
+    ids = RecordIds()
+    provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
+    provider.add_span_processor(
+        CountingProcessor(BatchSpanProcessor(CountingExporter(OTLPSpanExporter())))
+    )
+    return _Pipeline(provider.get_tracer("proctor"), provider, ids, tally)
+
+
+def flush() -> None:
+    """Send what waits (at most FLUSH_TIMEOUT_MS), and say once how many spans were not sent."""
+    pipeline = _current
+    if pipeline is None or pipeline.pid != os.getpid():
+        return
+    pipeline.provider.force_flush(FLUSH_TIMEOUT_MS)
+    tally = pipeline.tally
+    with tally.lock:
+        lost = tally.ended - tally.sent
+        ended, failed = tally.ended, tally.failed
+    if lost > 0:
+        endpoint = next((os.environ[n] for n in ENDPOINT_VARIABLES if os.environ.get(n)), "")
+        _say_once(
+            "dropped",
+            f"{lost} of {ended} spans were not sent to {endpoint} ({failed} refused or "
+            "unreachable, the rest dropped from a full queue or still waiting)",
+        )
