@@ -25,7 +25,8 @@ Ids are derived from the records, so the batch links trials sent by other proces
 
 Export never slows or fails a trial: spans wait in the SDK's bounded queue and a background
 thread sends them; spans dropped (a full queue, a receiver that failed) are counted and said in
-one line when the process flushes at its exit.
+one line when the process flushes at its exit (each process its own: ``proctor eval -j N``'s
+workers export the trials they ran).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import threading
 from collections.abc import Iterator
@@ -77,6 +79,8 @@ _MODEL_PROVIDERS = (
     ("deepseek", "deepseek"),
 )
 _SHAPES = Redactor()
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PROGRAM = re.compile(r"[\w.+-]+")
 
 
 def enabled() -> bool:
@@ -268,7 +272,7 @@ def _event_spans(tracer, trial, turns, in_root, start, end, content) -> None:
             if content:
                 attributes["proctor.command.line"] = data.get("command")
                 attributes["proctor.command.output"] = data.get("output")
-            span_name = f"command {_program(data.get('command'))}"
+            span_name = f"command {_program(data.get('command'))}".strip()
             failed = None
         span = tracer.start_span(
             span_name,
@@ -391,10 +395,14 @@ def export_batch(batch: Batch) -> None:
                         "proctor.case.name": run.case_version.case.slug,
                         "proctor.case.version": run.case_version.number,
                         "proctor.variant.name": run.variant.name,
-                        "gen_ai.agent.name": run.variant.harness,
-                        "gen_ai.request.model": run.variant.model,
+                        "proctor.variant.harness": run.variant.harness,
+                        "proctor.variant.model": run.variant.model,
                         "proctor.run.trials_passed": sum(s == "passed" for *_, s in chunk),
                         "proctor.run.trials": len(chunk),
+                        # The links as text too: some backends (Phoenix) do not show links.
+                        "proctor.trial.trace_ids": [
+                            f"{link.context.trace_id:032x}" for link in links
+                        ],
                     }
                 ),
             )
@@ -447,12 +455,15 @@ def provider_name(model: str, harness: str) -> str:
 def _program(command: object) -> str:
     """The program a command line runs, for the span's name (its arguments are content)."""
     if not isinstance(command, str) or not command.strip():
-        return "?"
+        return ""
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    return os.path.basename(words[0])[:40] if words else "?"
+    # Past leading assignments (NAME=value); a word that is no plain name is not shown.
+    words = [word for word in words if not _ASSIGNMENT.match(word)][:1]
+    program = os.path.basename(words[0]) if words else ""
+    return program[:40] if _PROGRAM.fullmatch(program) else ""
 
 
 def _messages(pairs: list[tuple[str, Any]]) -> str:
@@ -479,6 +490,8 @@ def _clean(attributes: dict[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(value, bool | int | float):
             out[key] = value
+        elif isinstance(value, list):
+            out[key] = [_text(item) for item in value]
         else:
             out[key] = _text(value)
     return out
@@ -662,6 +675,7 @@ def flush() -> None:
         endpoint = next((os.environ[n] for n in ENDPOINT_VARIABLES if os.environ.get(n)), "")
         _say_once(
             "dropped",
-            f"{lost} of {ended} spans were not sent to {endpoint} ({failed} refused or "
-            "unreachable, the rest dropped from a full queue or still waiting)",
+            f"{lost} of {ended} spans were not sent to {endpoint} by process {os.getpid()} "
+            f"({failed} refused or unreachable, the rest dropped from a full queue or still "
+            "waiting)",
         )
