@@ -102,7 +102,7 @@ def trial_ended(trial_id: int) -> None:
     if not enabled():
         return
     try:
-        export_trial(Trial.objects.select_related(*_TRIAL_RELATED).get(pk=trial_id))
+        export_trial(Trial.objects.select_related(*TRIAL_RELATED).get(pk=trial_id))
     except Exception:
         _say_once("trial", f"trial {trial_id} could not be exported as a trace", exc_info=True)
 
@@ -119,7 +119,7 @@ def batch_ended(batch_id: int) -> None:
 
 # --- building the spans ------------------------------------------------------------------------
 
-_TRIAL_RELATED = ("run__batch", "run__variant", "run__case_version__case")
+TRIAL_RELATED = ("run__batch", "run__variant", "run__case_version__case")
 
 
 def export_trial(trial: Trial) -> None:
@@ -661,21 +661,27 @@ def _start_pipeline() -> _Pipeline:
     return _Pipeline(provider.get_tracer("proctor"), provider, ids, tally)
 
 
-def flush() -> None:
-    """Send what waits (at most FLUSH_TIMEOUT_MS), and say once how many spans were not sent."""
+def endpoint() -> str:
+    """The receiver's address, as set."""
+    return next((os.environ[n] for n in ENDPOINT_VARIABLES if os.environ.get(n, "").strip()), "")
+
+
+def flush() -> int:
+    """Send what waits (at most FLUSH_TIMEOUT_MS), and say once how many spans were not sent;
+    returns that number."""
     pipeline = _current
     if pipeline is None or pipeline.pid != os.getpid():
-        return
+        return 0
     pipeline.provider.force_flush(FLUSH_TIMEOUT_MS)
     tally = pipeline.tally
     with tally.lock:
         lost = tally.ended - tally.sent
         ended, failed = tally.ended, tally.failed
     if lost > 0:
-        endpoint = next((os.environ[n] for n in ENDPOINT_VARIABLES if os.environ.get(n)), "")
         _say_once(
             "dropped",
-            f"{lost} of {ended} spans were not sent to {endpoint} by process {os.getpid()} "
+            f"{lost} of {ended} spans were not sent to {endpoint()} by process {os.getpid()} "
             f"({failed} refused or unreachable, the rest dropped from a full queue or still "
             "waiting)",
         )
+    return lost

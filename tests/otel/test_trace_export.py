@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import free_port, proctor_env
+from conftest import free_port, proctor_env, run_proctor
 from e2e.running import Backend, write_eval, write_quick_eval
 from fakes.openai_server import FakeModelServer
 
@@ -242,3 +242,35 @@ def test_without_an_endpoint_nothing_of_opentelemetry_is_imported(tmp_path: Path
     assert "runner.jobs.trace_export" in result.stderr, "the import times are shown"
     assert "opentelemetry" not in result.stderr
     assert "opentelemetry" not in shown.stderr
+
+
+def test_a_finished_batch_is_sent_afterwards_by_export_otlp(tmp_path: Path, phoenix: str):
+    project = f"proctor-{uuid.uuid4().hex[:8]}"
+    write_quick_eval(tmp_path / "project", trials=2)
+    env = proctor_env(tmp_path / "home")
+    report = Backend("sqlite", env).eval_json(tmp_path / "project")
+    otlp = {
+        **env,
+        "OTEL_EXPORTER_OTLP_ENDPOINT": phoenix,
+        "OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}",
+    }
+
+    refused = run_proctor("export", str(report["batch"]), "--otlp", cwd=tmp_path, env=env)
+    sent = run_proctor("export", str(report["batch"]), "--otlp", cwd=tmp_path, env=otlp)
+
+    assert refused.returncode == 2
+    assert "--otlp: set OTEL_EXPORTER_OTLP_ENDPOINT" in refused.stderr
+    assert sent.returncode == 0, sent.stderr
+    assert f"Sent 2 trials of batch {report['batch']} as traces to {phoenix}" in sent.stderr
+    spans = phoenix_spans(
+        phoenix,
+        project,
+        until=lambda spans: (
+            sum(s["name"] == "invoke_agent command" for s in spans) == 2
+            and any(s["name"].startswith("proctor batch") for s in spans)
+        ),
+    )
+    roots = [s for s in spans if s["name"] == "invoke_agent command"]
+    assert {r["attributes"]["proctor.trial.id"] for r in roots} == {
+        t["id"] for t in report["runs"][0]["trials"]
+    }
