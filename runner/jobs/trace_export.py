@@ -51,10 +51,8 @@ from runner.core.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+ENDPOINT_VARIABLES = settings.OTLP_ENDPOINT_VARIABLES
 CAPTURE_CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-# The one protocol the exporter Proctor depends on speaks.
-PROTOCOL = "http/protobuf"
 # Text attributes are cut here: a backend is for looking, the record is Proctor's.
 MAX_ATTRIBUTE_CHARS = 8_000
 # Links per span: the SDK keeps 128 by default (OTEL_SPAN_LINK_COUNT_LIMIT).
@@ -126,8 +124,6 @@ def export_trial(trial: Trial) -> None:
     """Queue the trial's spans (reads its turns, tool and command events, checks and
     consultations: a few queries)."""
     pipeline = _pipeline()
-    if pipeline is None:
-        return
     from opentelemetry import trace  # only when exporting (see the module docstring)
     from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
@@ -351,8 +347,6 @@ def export_batch(batch: Batch) -> None:
     """Queue the batch's trace: its span, and per run one span linking the run's trials (more
     than one when a run has more trials than a span keeps links)."""
     pipeline = _pipeline()
-    if pipeline is None:
-        return
     from opentelemetry import trace  # only when exporting
     from opentelemetry.trace import Link
 
@@ -540,26 +534,13 @@ _current: _Pipeline | None = None
 _current_lock = threading.Lock()
 
 
-def _pipeline() -> _Pipeline | None:
-    """The process's pipeline, made on first use (a forked child makes its own); None when
-    the settings name a protocol Proctor cannot send."""
+def _pipeline() -> _Pipeline:
+    """The process's pipeline, made on first use (a forked child makes its own). The protocol
+    is OTLP/HTTP with protobuf: the settings refuse any other."""
     global _current
     with _current_lock:
         if _current is not None and _current.pid == os.getpid():
             return _current
-        protocol = (
-            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-            or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-            or PROTOCOL
-        ).strip()
-        if protocol != PROTOCOL:
-            _say_once(
-                "protocol",
-                f"OTEL_EXPORTER_OTLP_PROTOCOL is {protocol!r}, but Proctor sends traces as "
-                f"{PROTOCOL} only: no traces are sent (point the endpoint at the receiver's "
-                "OTLP/HTTP port, usually 4318)",
-            )
-            return None
         _current = _start_pipeline()
         atexit.register(flush)
         return _current

@@ -274,3 +274,21 @@ def test_a_finished_batch_is_sent_afterwards_by_export_otlp(tmp_path: Path, phoe
     assert {r["attributes"]["proctor.trial.id"] for r in roots} == {
         t["id"] for t in report["runs"][0]["trials"]
     }
+
+
+def test_a_protocol_proctor_cannot_send_ends_the_command_at_start_up(tmp_path: Path):
+    write_quick_eval(tmp_path / "project")
+    env = proctor_env(
+        tmp_path / "home",
+        OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:4317",
+        OTEL_EXPORTER_OTLP_PROTOCOL="grpc",
+    )
+
+    result = Backend("sqlite", env).eval(tmp_path / "project")
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "proctor: OTEL_EXPORTER_OTLP_PROTOCOL is 'grpc', but Proctor sends traces as "
+        "http/protobuf only: unset it and point OTEL_EXPORTER_OTLP_ENDPOINT at the receiver's "
+        "OTLP/HTTP port (usually 4318)"
+    ]
