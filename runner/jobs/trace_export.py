@@ -141,10 +141,12 @@ def export_trial(trial: Trial) -> None:
         "gen_ai.request.model": model,
         "gen_ai.provider.name": provider_name(model, agent),
         "gen_ai.conversation.id": trial.session_id or f"proctor-trial-{trial.pk}",
-        "gen_ai.usage.input_tokens": trial.input_tokens,
-        "gen_ai.usage.output_tokens": trial.output_tokens,
-        "gen_ai.usage.cache_read.input_tokens": trial.cache_read_tokens,
-        "gen_ai.usage.cache_creation.input_tokens": trial.cache_write_tokens,
+        # The trial's tokens are its turns' (gen_ai.usage.* there): a backend that sums a
+        # trace's usage (Langfuse) would count them twice if the root said them again.
+        "proctor.trial.input_tokens": trial.input_tokens,
+        "proctor.trial.output_tokens": trial.output_tokens,
+        "proctor.trial.cache_read_tokens": trial.cache_read_tokens,
+        "proctor.trial.cache_write_tokens": trial.cache_write_tokens,
         "proctor.batch.id": batch.pk,
         "proctor.run.id": run.pk,
         "proctor.case.name": version.case.slug,
