@@ -1,13 +1,10 @@
-"""Trials and batches as OpenTelemetry traces (issue 33), sent over OTLP/HTTP by the official SDK.
+"""Trials and batches as OpenTelemetry traces (issue 33): the spans, built from the record.
 
-Switched on by the standard variables: ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
-``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), with ``OTEL_EXPORTER_OTLP_HEADERS``, ``OTEL_SERVICE_NAME``,
-``OTEL_TRACES_SAMPLER`` and the rest read by the SDK itself. Without them this module imports
-nothing of OpenTelemetry and does nothing.
-
-The spans are built from what the trial recorded (its row, turns, events, checks and
-consultations, with their timestamps), after its final row is written, so every way of running
-(embedded, ``-j N``, a Celery worker) and ``proctor export --otlp`` send the same trace:
+When an OTLP endpoint is set (``runner.jobs.otlp_pipeline``: the SDK's provider, queue and
+exporter, and the settings it reads), each trial is sent once its final row is written, and
+each batch once it closes. The spans are built from what the trial recorded (its row, turns,
+events, checks and consultations, with their timestamps), so every way of running (embedded,
+``-j N``, a Celery worker) and ``proctor export --otlp`` send the same trace:
 
 - ``invoke_agent <agent>``: the trial, root of its own trace, linked to its batch's trace;
 - ``turn <n>``: one user message and what the agent did until it answered;
@@ -21,26 +18,17 @@ attached only with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``; 
 is the recorded text, redacted when recorded, and passed through the credential shapes again.
 
 A batch is a trace of its own (``proctor batch <id>``, one span per run linking its trials).
-Ids are derived from the records, so the batch links trials sent by other processes.
-
-Export never slows or fails a trial: spans wait in the SDK's bounded queue and a background
-thread sends them; spans dropped (a full queue, a receiver that failed) are counted and said in
-one line when the process flushes at its exit (each process its own: ``proctor eval -j N``'s
-workers export the trials they ran).
+Root span ids are derived from the record, so the batch links trials other processes sent.
+Sending never fails a trial: ``trial_ended`` and ``batch_ended`` never raise.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import hashlib
 import json
-import logging
 import os
 import re
 import shlex
-import threading
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -48,17 +36,13 @@ from django.conf import settings
 
 from evals_app.models import Batch, Check, Consultation, Event, Trial, Turn
 from runner.core.redaction import Redactor
+from runner.jobs import otlp_pipeline
 
-log = logging.getLogger(__name__)
-
-ENDPOINT_VARIABLES = settings.OTLP_ENDPOINT_VARIABLES
 CAPTURE_CONTENT_VARIABLE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 # Text attributes are cut here: a backend is for looking, the record is Proctor's.
 MAX_ATTRIBUTE_CHARS = 8_000
 # Links per span: the SDK keeps 128 by default (OTEL_SPAN_LINK_COUNT_LIMIT).
 LINKS_PER_SPAN = 128
-# How long the exit's flush may wait for the receiver.
-FLUSH_TIMEOUT_MS = 5_000
 
 # The provider a harness's agent talks to, when the model's name does not say.
 _HARNESS_PROVIDERS = {
@@ -81,15 +65,6 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PROGRAM = re.compile(r"[\w.+-]+")
 
 
-def enabled() -> bool:
-    """Whether traces are to be sent: an OTLP endpoint is set and the SDK is not disabled."""
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
-        return False
-    return any(os.environ.get(name, "").strip() for name in ENDPOINT_VARIABLES)
-
-
 def captures_content() -> bool:
     return os.environ.get(CAPTURE_CONTENT_VARIABLE, "").strip().lower() == "true"
 
@@ -97,22 +72,26 @@ def captures_content() -> bool:
 def trial_ended(trial_id: int) -> None:
     """Send the finished trial's trace, when export is on; never raises (a trial's record is
     written already, and export must not fail it)."""
-    if not enabled():
+    if not otlp_pipeline.enabled():
         return
     try:
         export_trial(Trial.objects.select_related(*TRIAL_RELATED).get(pk=trial_id))
     except Exception:
-        _say_once("trial", f"trial {trial_id} could not be exported as a trace", exc_info=True)
+        otlp_pipeline.say_once(
+            "trial", f"trial {trial_id} could not be exported as a trace", exc_info=True
+        )
 
 
 def batch_ended(batch_id: int) -> None:
     """Send the closed batch's trace, when export is on; never raises."""
-    if not enabled():
+    if not otlp_pipeline.enabled():
         return
     try:
         export_batch(Batch.objects.get(pk=batch_id))
     except Exception:
-        _say_once("batch", f"batch {batch_id} could not be exported as a trace", exc_info=True)
+        otlp_pipeline.say_once(
+            "batch", f"batch {batch_id} could not be exported as a trace", exc_info=True
+        )
 
 
 # --- building the spans ------------------------------------------------------------------------
@@ -123,7 +102,7 @@ TRIAL_RELATED = ("run__batch", "run__variant", "run__case_version__case")
 def export_trial(trial: Trial) -> None:
     """Queue the trial's spans (reads its turns, tool and command events, checks and
     consultations: a few queries)."""
-    pipeline = _pipeline()
+    pipeline = otlp_pipeline.current()
     from opentelemetry import trace  # only when exporting (see the module docstring)
     from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
@@ -348,7 +327,7 @@ def _evaluation(check: Check) -> dict[str, Any]:
 def export_batch(batch: Batch) -> None:
     """Queue the batch's trace: its span, and per run one span linking the run's trials (more
     than one when a run has more trials than a span keeps links)."""
-    pipeline = _pipeline()
+    pipeline = otlp_pipeline.current()
     from opentelemetry import trace  # only when exporting
     from opentelemetry.trace import Link
 
@@ -505,166 +484,3 @@ def _within(moment: datetime | None, low: datetime, high: datetime) -> datetime:
     if moment is None:
         return low
     return min(max(moment, low), high)
-
-
-# --- the pipeline: provider, queue, exporter ---------------------------------------------------
-
-_said: set[str] = set()
-_said_lock = threading.Lock()
-
-
-def _say_once(topic: str, message: str, *, exc_info: bool = False) -> None:
-    with _said_lock:
-        if topic in _said:
-            return
-        _said.add(topic)
-    log.warning("OpenTelemetry: %s", message, exc_info=exc_info)
-
-
-class _Pipeline:
-    """This process's tracer provider, its batch processor and the tallies of what was sent."""
-
-    def __init__(self, tracer, provider, ids, tally) -> None:
-        self.tracer = tracer
-        self.provider = provider
-        self.ids = ids
-        self.tally = tally
-        self.pid = os.getpid()
-
-
-_current: _Pipeline | None = None
-_current_lock = threading.Lock()
-
-
-def _pipeline() -> _Pipeline:
-    """The process's pipeline, made on first use (a forked child makes its own). The protocol
-    is OTLP/HTTP with protobuf: the settings refuse any other."""
-    global _current
-    with _current_lock:
-        if _current is not None and _current.pid == os.getpid():
-            return _current
-        _current = _start_pipeline()
-        atexit.register(flush)
-        return _current
-
-
-def _start_pipeline() -> _Pipeline:
-    # OpenTelemetry is imported only here: a process that exports nothing never loads it.
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-    from opentelemetry.sdk.trace.export import (
-        BatchSpanProcessor,
-        SpanExporter,
-        SpanExportResult,
-    )
-    from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
-
-    class RecordIds(IdGenerator):
-        """Random ids, except a root span's, which ``fixed`` derives from the record."""
-
-        def __init__(self) -> None:
-            self._random = RandomIdGenerator()
-            self._fixed = threading.local()
-
-        @contextlib.contextmanager
-        def fixed(self, trace_id: int, span_id: int) -> Iterator[None]:
-            self._fixed.ids = [trace_id, span_id]
-            try:
-                yield
-            finally:
-                self._fixed.ids = None
-
-        def generate_trace_id(self) -> int:
-            ids = getattr(self._fixed, "ids", None)
-            return ids[0] if ids else self._random.generate_trace_id()
-
-        def generate_span_id(self) -> int:
-            ids = getattr(self._fixed, "ids", None)
-            return ids[1] if ids else self._random.generate_span_id()
-
-        def is_trace_id_random(self) -> bool:
-            return True  # a hash's bits: sampling by ratio stays uniform
-
-    class Tally:
-        def __init__(self) -> None:
-            self.lock = threading.Lock()
-            self.ended = self.sent = self.failed = 0
-
-    tally = Tally()
-
-    class CountingExporter(SpanExporter):
-        def __init__(self, inner: SpanExporter) -> None:
-            self.inner = inner
-
-        def export(self, spans):
-            result = self.inner.export(spans)
-            with tally.lock:
-                if result == SpanExportResult.SUCCESS:
-                    tally.sent += len(spans)
-                else:
-                    tally.failed += len(spans)
-            return result
-
-        def shutdown(self) -> None:
-            self.inner.shutdown()
-
-        def force_flush(self, timeout_millis: int = 30_000) -> bool:
-            return self.inner.force_flush(timeout_millis)
-
-    class CountingProcessor(SpanProcessor):
-        def __init__(self, inner: SpanProcessor) -> None:
-            self.inner = inner
-
-        def on_start(self, span, parent_context=None) -> None:
-            self.inner.on_start(span, parent_context=parent_context)
-
-        def on_end(self, span) -> None:
-            with tally.lock:
-                tally.ended += 1
-            self.inner.on_end(span)
-
-        def shutdown(self) -> None:
-            self.inner.shutdown()
-
-        def force_flush(self, timeout_millis: int = 30_000) -> bool:
-            return self.inner.force_flush(timeout_millis)
-
-    # The exporter's own complaints (one per failed batch) are summed up in one line instead.
-    for name in ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.sdk.trace.export"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    resource = Resource.create()
-    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
-        resource = resource.merge(Resource({SERVICE_NAME: "proctor"}))
-    ids = RecordIds()
-    provider = TracerProvider(resource=resource, id_generator=ids, shutdown_on_exit=False)
-    provider.add_span_processor(
-        CountingProcessor(BatchSpanProcessor(CountingExporter(OTLPSpanExporter())))
-    )
-    return _Pipeline(provider.get_tracer("proctor"), provider, ids, tally)
-
-
-def endpoint() -> str:
-    """The receiver's address, as set."""
-    return next((os.environ[n] for n in ENDPOINT_VARIABLES if os.environ.get(n, "").strip()), "")
-
-
-def flush() -> int:
-    """Send what waits (at most FLUSH_TIMEOUT_MS), and say once how many spans were not sent;
-    returns that number."""
-    pipeline = _current
-    if pipeline is None or pipeline.pid != os.getpid():
-        return 0
-    pipeline.provider.force_flush(FLUSH_TIMEOUT_MS)
-    tally = pipeline.tally
-    with tally.lock:
-        lost = tally.ended - tally.sent
-        ended, failed = tally.ended, tally.failed
-    if lost > 0:
-        _say_once(
-            "dropped",
-            f"{lost} of {ended} spans were not sent to {endpoint()} by process {os.getpid()} "
-            f"({failed} refused or unreachable, the rest dropped from a full queue or still "
-            "waiting)",
-        )
-    return lost

@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from evals_app.atif_trajectory import trial_trajectory
 from evals_app.models import Batch, Organization, Trial
 from runner.batches.consoles import command_consoles
-from runner.jobs import trace_export
+from runner.jobs import otlp_pipeline, trace_export
 from runner.jobs.database import ensure_database
 
 FORMATS = ("atif",)
@@ -105,7 +105,7 @@ class Command(BaseCommand):
         err.print(f"Wrote {len(index)} trajectories of batch {batch.pk} to {folder}", markup=False)
 
     def _send(self, err, batch: Batch) -> None:
-        if not trace_export.enabled():
+        if not otlp_pipeline.enabled():
             self._invalid(
                 err,
                 "--otlp: set OTEL_EXPORTER_OTLP_ENDPOINT to the receiver's OTLP/HTTP address "
@@ -121,8 +121,8 @@ class Command(BaseCommand):
             trace_export.export_trial(trial)
             sent += 1
         trace_export.export_batch(batch)
-        lost = trace_export.flush()
-        endpoint = trace_export.endpoint()
+        lost = otlp_pipeline.flush()
+        endpoint = otlp_pipeline.endpoint()
         if lost:
             err.print(
                 f"Batch {batch.pk}: {lost} spans of {sent} trials could not be sent to {endpoint}",
