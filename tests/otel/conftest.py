@@ -16,6 +16,7 @@ from conftest import REPO, free_port, tier_unavailable
 
 PHOENIX = REPO / ".proctor" / "phoenix-venv" / "bin" / "phoenix"
 START_TIMEOUT_S = 180
+_NOT_FOR_PHOENIX = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "PYTHONPATH")
 
 
 @pytest.fixture(scope="session")
@@ -29,8 +30,9 @@ def phoenix(tmp_path_factory) -> Iterator[str]:
         )
     folder = tmp_path_factory.mktemp("phoenix")
     port = free_port()
+    # Phoenix's own environment: none of the suite's database, broker or Python path.
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in _NOT_FOR_PHOENIX},
         "PHOENIX_WORKING_DIR": str(folder),
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_PORT": str(port),
