@@ -903,6 +903,8 @@ class Consultation(models.Model):
     reason = models.TextField(blank=True, default="")
     cause = models.CharField(max_length=40, blank=True, default="")
     duration_ms = models.PositiveBigIntegerField(default=0)
+    # The tokens the call used ({"input_tokens", "output_tokens"}), as the endpoint said.
+    usage = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -419,6 +419,31 @@ PROCTOR_MAX_TRIAL_EVENTS = _cap("PROCTOR_MAX_TRIAL_EVENTS", 100_000, 1)
 # Where the dashboard answers, for the links `proctor eval --json` and JUnit reports print.
 PROCTOR_DASHBOARD_URL = env_str("PROCTOR_DASHBOARD_URL", "http://127.0.0.1:8000").rstrip("/")
 
+# --- OpenTelemetry export (issue 33) ----------------------------------------------------------
+# runner/jobs/trace_export.py sends every trial as a trace once an OTLP endpoint is set; the SDK
+# reads the other OTEL_* variables itself. The exporter Proctor ships speaks OTLP/HTTP with
+# protobuf only: another protocol fails here, once, rather than in every worker.
+OTLP_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def _otlp_protocol() -> str:
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = os.environ.get(name, "").strip()
+        if not value:
+            continue
+        exporting = any(os.environ.get(v, "").strip() for v in OTLP_ENDPOINT_VARIABLES)
+        if value != "http/protobuf" and exporting:
+            raise ImproperlyConfigured(
+                f"{name} is {value!r}, but Proctor sends traces as http/protobuf only: unset it "
+                "and point OTEL_EXPORTER_OTLP_ENDPOINT at the receiver's OTLP/HTTP port "
+                "(usually 4318)"
+            )
+        return value
+    return "http/protobuf"
+
+
+OTLP_PROTOCOL = _otlp_protocol()
+
 PRICE_KEYS = ("input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok")
 
 

@@ -101,6 +101,7 @@ def consult(
         planning=planning,
     )
     started = time.monotonic()
+    used: dict[str, int] = {}  # the tokens of the call, once it answered
 
     def record(
         answer: str, verdict: str, reason: str, cause: str, model: str
@@ -115,6 +116,7 @@ def consult(
             model=model,
             duration_ms=int((time.monotonic() - started) * 1000),
             turn_index=turn_index,
+            usage=dict(used),
         )
 
     try:
@@ -126,6 +128,7 @@ def consult(
             cause=exc.cause,
             record=record("", "", str(exc), exc.cause, config.model or ""),
         )
+    used.update(completion.usage)
     answer = completion.text
     parsed = parse_json_answer(answer)
     if parsed is None:

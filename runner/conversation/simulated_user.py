@@ -77,5 +77,6 @@ def next_message(
         model=completion.model,
         duration_ms=completion.duration_ms,
         turn_index=turn_index,
+        usage=completion.usage,
     )
     return SimulatedReply(said, stop=stop, cause=record.cause, record=record)

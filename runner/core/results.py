@@ -61,6 +61,8 @@ class ConsultationRecord:
     duration_ms: int
     turn_index: int | None = None
     check_index: int | None = None
+    # The tokens the call used, as the endpoint reported them (input_tokens, output_tokens).
+    usage: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -142,6 +142,7 @@ def run_judge(
             model=completion.model,
             duration_ms=duration_ms,
             check_index=index,
+            usage=completion.usage,
         )
         return result, record
 
@@ -169,6 +170,7 @@ def run_judge(
         model=completion.model,
         duration_ms=duration_ms,
         check_index=index,
+        usage=completion.usage,
     )
     return result, record
 

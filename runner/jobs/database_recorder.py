@@ -243,6 +243,7 @@ class DatabaseRecorder:
                 reason=record.reason,
                 cause=record.cause[:40],
                 duration_ms=record.duration_ms,
+                usage=record.usage,
             )
         )
         # Numbered from 1, as the dashboard shows turns and checks.

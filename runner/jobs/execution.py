@@ -34,6 +34,7 @@ from runner.jobs import (
     leases,
     publishing,
     regrading,
+    trace_export,
 )
 from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
@@ -210,6 +211,8 @@ def run_trial_by_id(trial_id: int, start: StartTrials | None = None) -> str | No
     status = _run_claimed(trial, owner)
     if status is None:
         return None
+    # Built from the record just written, so every way of running sends the same trace.
+    trace_export.trial_ended(trial_id)
     batch = trial.run.batch
     finish_batch_if_done(batch.pk, start=start if batch.is_adaptive else None)
     return status
@@ -313,6 +316,7 @@ def _finish_batch_if_done(batch_id: int, start: StartTrials | None) -> bool:
             return False
     # Slow I/O after the commit: the report file and the live update.
     benchmark.write_benchmark(batch)
+    trace_export.batch_ended(batch_id)
     # Queued behind its trials' own messages, so a page never sees the batch end first.
     publishing.batch_changed(batch_id=batch_id, status=batch.status, wait=False)
     return True

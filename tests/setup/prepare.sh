@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs and starts what the test tiers need, where this machine allows it:
 #   PostgreSQL and Redis (started if installed and down), Debian's Chromium for browser tests,
-#   git and bubblewrap for the runner tests.
+#   git and bubblewrap for the runner tests, Arize Phoenix for the trace-export tests.
 # What cannot be installed or started is left to tests/conftest.py, which skips that tier with
 # its reason (or fails it, when PROCTOR_REQUIRE_ALL_TIERS=1 as in CI).
 set -u
@@ -53,6 +53,8 @@ if ! (command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 -p 6379 ping >/d
     redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no >/dev/null 2>&1 || true
   fi
 fi
+# Arize Phoenix, the OpenTelemetry receiver of the trace-export tests, in its own virtualenv.
+bash "$(dirname "$0")/phoenix.sh"
 # The real agent CLIs for the harness tests.
 bash "$(dirname "$0")/agent-clis.sh"
 

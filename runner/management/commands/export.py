@@ -1,6 +1,10 @@
 """proctor export BATCH --format atif [--out DIR]: every trial of a batch as an ATIF
 ``trajectory.json`` (``DIR/trial-<id>/trajectory.json``), with ``DIR/index.json`` naming each
-trial's case, variant and status, so other tools can read Proctor's runs."""
+trial's case, variant and status, so other tools can read Proctor's runs.
+
+proctor export BATCH --otlp: the batch's finished trials and the batch itself sent as
+OpenTelemetry traces to ``OTEL_EXPORTER_OTLP_ENDPOINT`` (runner.jobs.trace_export), as they
+would have been sent while it ran."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from evals_app.atif_trajectory import trial_trajectory
 from evals_app.models import Batch, Organization, Trial
 from runner.batches.consoles import command_consoles
+from runner.jobs import otlp_pipeline, trace_export
 from runner.jobs.database import ensure_database
 
 FORMATS = ("atif",)
@@ -26,6 +31,11 @@ class Command(BaseCommand):
         parser.add_argument("batch", metavar="BATCH", help="the batch id")
         parser.add_argument(
             "--format", default="atif", help=f"the format ({', '.join(FORMATS)}; default: atif)"
+        )
+        parser.add_argument(
+            "--otlp",
+            action="store_true",
+            help="send the batch as OpenTelemetry traces to OTEL_EXPORTER_OTLP_ENDPOINT instead",
         )
         parser.add_argument(
             "--out",
@@ -61,6 +71,9 @@ class Command(BaseCommand):
                 err, f"BATCH: there is no batch {raw} in organization {organization.slug}"
             )
         assert batch is not None  # _invalid exits
+        if options["otlp"]:
+            self._send(err, batch)
+            return
         folder = Path(options["out"] or f"proctor-export-{raw}")
         trials = (
             Trial.objects.filter(run__batch=batch)
@@ -90,6 +103,33 @@ class Command(BaseCommand):
             encoding="utf-8",
         )
         err.print(f"Wrote {len(index)} trajectories of batch {batch.pk} to {folder}", markup=False)
+
+    def _send(self, err, batch: Batch) -> None:
+        if not otlp_pipeline.enabled():
+            self._invalid(
+                err,
+                "--otlp: set OTEL_EXPORTER_OTLP_ENDPOINT to the receiver's OTLP/HTTP address "
+                "(such as http://127.0.0.1:6006 for Phoenix)",
+            )
+        trials = (
+            Trial.objects.filter(run__batch=batch, status__in=Trial.FINAL_STATUSES)
+            .select_related(*trace_export.TRIAL_RELATED)
+            .order_by("id")
+        )
+        sent = 0
+        for trial in trials.iterator(chunk_size=500):
+            trace_export.export_trial(trial)
+            sent += 1
+        trace_export.export_batch(batch)
+        lost = otlp_pipeline.flush()
+        endpoint = otlp_pipeline.endpoint()
+        if lost:
+            err.print(
+                f"Batch {batch.pk}: {lost} spans of {sent} trials could not be sent to {endpoint}",
+                markup=False,
+            )
+            sys.exit(1)
+        err.print(f"Sent {sent} trials of batch {batch.pk} as traces to {endpoint}", markup=False)
 
     def _invalid(self, err, problem: str) -> None:
         err.print(problem, markup=False)
