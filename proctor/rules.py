@@ -23,6 +23,7 @@ from proctor.assertions import (
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import (
     CAPABILITIES,
+    PROMPT_OPTIONS,
     Cache,
     Case,
     Command,
@@ -481,6 +482,19 @@ def case_problems(
         missing = [name for name in variables_in(suite.prompt) if name not in case.variables]
         for name in missing:
             problems.append(f"prompt variable {{{{{name}}}}} has no value in variables")
+    for variant in suite.variants:
+        if not isinstance(variant, Variant):
+            continue
+        for field in PROMPT_OPTIONS:
+            template = variant.options.get(field)
+            if not isinstance(template, str):
+                continue
+            for name in variables_in(template):
+                if name not in case.variables:
+                    problems.append(
+                        f"variable {{{{{name}}}}} of variant {variant.name}'s "
+                        f"{field.replace('_', ' ')} has no value in variables"
+                    )
     return problems
 
 
@@ -556,6 +570,9 @@ def _variant_problems(
             problems.append(
                 f"variant {variant.name}: network must be true or false (got {variant.network!r})"
             )
+        for field in PROMPT_OPTIONS:
+            if message := text_problem(field, variant.options.get(field)):
+                problems.append(f"variant {variant.name}: {message}")
         if variant.profile is not None:
             problems.extend(
                 f"variant {variant.name}: {problem}"

@@ -39,6 +39,9 @@ def dry_run_listing(planned: list[Planned]) -> dict[str, Any]:
                         "harness": variant.harness,
                         "model": variant.model,
                         "sandbox": variant.sandbox,
+                        # Its own prompts, when it carries them (None: the suite's).
+                        "prompt": variant.prompt,
+                        "system_prompt": variant.system_prompt,
                     }
                 )
             entry["runs"].append(
