@@ -88,3 +88,66 @@ def test_an_imported_config_runs_and_passes_on_its_weighted_score(
     ]
     assert agent_calls[0]["model"] == "fake-agent"
     assert agent_calls[0]["messages"][1] == {"role": "user", "content": "Can I book a demo?"}
+
+
+# promptfoo's getting-started config: two prompts compared under two providers.
+GETTING_STARTED = """
+description: Tweets
+prompts:
+  - "Write a tweet about {{topic}}"
+  - label: concise
+    raw: "Write a concise, funny tweet about {{topic}}"
+providers:
+  - openai:gpt-4o-mini
+  - openai:gpt-4o
+tests:
+  - vars:
+      topic: bananas
+    assert:
+      - type: icontains
+        value: bananas
+  - vars:
+      topic: avocado toast
+    assert:
+      - type: icontains
+        value: avocado
+"""
+FIRST = 'chat:gpt-4o-mini:"Write a tweet about {{topic}}"'
+
+
+def test_prompts_times_providers_are_variants_that_dry_run_and_run(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
+    (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(GETTING_STARTED).lstrip())
+    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
+    assert imported.returncode == 0, imported.stderr
+    backend = Backend(
+        "sqlite",
+        proctor_env(proctor.cwd.parent / "eval-home", PROCTOR_LLM_BASE_URL=fake_model_server.url),
+    )
+
+    listed = backend.eval(proctor.cwd, "promptfooconfig.eval.py", "--dry-run", "--json")
+
+    assert listed.returncode == 0, listed.stderr
+    (suite,) = json.loads(listed.stdout)["suites"]
+    assert [(v["name"], v["model"], v["prompt"]) for v in suite["variants"]] == [
+        (FIRST, "gpt-4o-mini", "Write a tweet about {{topic}}"),
+        ('chat:gpt-4o:"Write a tweet about {{topic}}"', "gpt-4o", "Write a tweet about {{topic}}"),
+        ("chat:gpt-4o-mini:concise", "gpt-4o-mini", "Write a concise, funny tweet about {{topic}}"),
+        ("chat:gpt-4o:concise", "gpt-4o", "Write a concise, funny tweet about {{topic}}"),
+    ]
+    assert not backend.home.exists()
+
+    # The model answers with what it was asked, and which model it is.
+    fake_model_server.script(
+        *[lambda body: f"{body['model']}: {body['messages'][-1]['content']}"] * 8
+    )
+    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+
+    answers = {(r["case"], r["variant"]): r["trials"][0]["answer"] for r in report["runs"]}
+    assert len(answers) == 8
+    assert answers[("test-1", FIRST)] == "gpt-4o-mini: Write a tweet about bananas"
+    assert answers[("test-2", "chat:gpt-4o:concise")] == (
+        "gpt-4o: Write a concise, funny tweet about avocado toast"
+    )
+    assert all(t["status"] == "passed" for r in report["runs"] for t in r["trials"])

@@ -579,3 +579,50 @@ def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_p
         "test 'Seeded': maxTurns 80 (Proctor allows 1 to 50; 50 used)",
         "test 'Seeded': initialMessages: system messages (a conversation is seeded with user and assistant messages)",
     ]
+
+
+def test_each_prompt_under_each_provider_is_a_variant(tmp_path: Path) -> None:
+    """promptfoo compares prompts: two prompts under two providers are four variants, named by
+    provider and prompt; a simulated user's agent gets its prompt as the system prompt."""
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "sam.txt").write_text("You are Sam from Acme. Help with {{topic}}.")
+    config = write_config(
+        tmp_path,
+        """
+        description: Support
+        prompts: [file://prompts/sam.txt, "You are Jo, terse."]
+        providers:
+          - id: openai:chat:gpt-4.1
+            label: GPT
+          - openai:gpt-4.1-mini
+        tests:
+          - description: Refund
+            vars: {topic: refunds}
+          - description: Books
+            vars: {instructions: You want a demo.}
+            provider:
+              id: promptfoo:simulated-user
+              config: {maxTurns: 3}
+        """,
+    )
+
+    result, output = import_to_file(config)
+
+    suites = load_valid_suites(output)
+    single, multi = suites["support"], suites["support-multi-turn"]
+    assert not any("the first was used" in item for item in result.untranslated)
+    assert "test 'Books': prompt variable {{topic}} has no value (promptfoo leaves it empty)" in (
+        result.untranslated
+    )
+    assert [(v.name, v.prompt, v.system_prompt) for v in single.variants] == [
+        ("GPT:prompts/sam.txt", "You are Sam from Acme. Help with {{topic}}.", None),
+        ("chat:gpt-4.1-mini:prompts/sam.txt", "You are Sam from Acme. Help with {{topic}}.", None),
+        ('GPT:"You are Jo, terse."', "You are Jo, terse.", None),
+        ('chat:gpt-4.1-mini:"You are Jo, terse."', "You are Jo, terse.", None),
+    ]
+    assert [(v.name, v.prompt, v.system_prompt) for v in multi.variants] == [
+        ("GPT:prompts/sam.txt", None, "You are Sam from Acme. Help with {{topic}}."),
+        ("chat:gpt-4.1-mini:prompts/sam.txt", None, "You are Sam from Acme. Help with {{topic}}."),
+        ('GPT:"You are Jo, terse."', None, "You are Jo, terse."),
+        ('chat:gpt-4.1-mini:"You are Jo, terse."', None, "You are Jo, terse."),
+    ]

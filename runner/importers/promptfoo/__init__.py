@@ -9,6 +9,9 @@ How promptfoo's concepts land:
 - ``providers`` become variants: ``openai:chat:MODEL`` and ``openai:MODEL`` run on the chat
   harness (with ``apiBaseUrl`` and ``tools``); ``promptfoo:simulated-user`` is not a variant but
   the person's side of the conversation.
+- Several ``prompts`` are compared as promptfoo compares them: N prompts under M providers are
+  N × M variants, each carrying its prompt (``variant(..., prompt=..., prompt_name=...)``) and
+  named by its provider and its prompt's label; the suite's prompt is the first one.
 - ``tests`` become cases (``description`` the name, a slug of it the id, ``vars`` the
   variables, ``assert`` the weighted assertions, ``threshold`` the case's), with ``defaultTest``
   merged into each as promptfoo does. A var holding a list runs the test once per item.
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from proctor.definitions import DEFAULT_MAX_TURNS
+from proctor.definitions import DEFAULT_MAX_TURNS, prompt_label
 from proctor.prompt_templates import variables_in
 from proctor.rules import MAX_TURNS_RANGE
 from runner.importers import ImportFailed
@@ -89,6 +92,9 @@ class _Prompt:
     label: str
     user: str | None
     system: str | None
+    # How a variant's name shows it: the prompt's own label or file; None for an inline prompt
+    # without one, which the variant's default name shows by its first words.
+    name: str | None = None
 
 
 @dataclass
@@ -139,7 +145,7 @@ def translate_config(
     single = [test for test in tests if test.simulated is None]
     simulated = [test for test in tests if test.simulated is not None]
     prompt = prompts[0] if prompts else None
-    if single and (prompt is None or not prompt.user):
+    if single and (prompt is None or not all(p.user for p in prompts)):
         raise ImportFailed(
             f"{config_path} has tests but no prompt to send them with; add one under prompts."
         )
@@ -150,10 +156,22 @@ def translate_config(
             continue
         suite_id = base_id + suffix
         suite_ids.append(suite_id)
-        cases = [_case(t, test, default=default, shared=shared, prompt=prompt) for test in group]
+        conversational = group is simulated
+        cases = [_case(t, test, default=default, shared=shared, prompts=prompts) for test in group]
+        compared = len(prompts) > 1
         module.assign(
             identifier_for(suite_id, fallback="suite"),
-            _suite(t, suite_id, cases, variants, prompt, conversational=group is simulated),
+            _suite(
+                t,
+                suite_id,
+                cases,
+                _prompt_variants(variants, prompts, conversational=conversational)
+                if compared
+                else variants,
+                prompt,
+                conversational=conversational,
+                variants_carry_prompts=compared,
+            ),
         )
     if t.needs_answered:
         module.functions.append(ANSWERED_CHECK)
@@ -195,19 +213,23 @@ def _prompts(t: _Translator) -> list[_Prompt]:
     prompts: list[_Prompt] = []
     for position, item in enumerate(items, start=1):
         label = f"prompt #{position}"
+        name = None
         if isinstance(item, Mapping):
-            label = str(item.get("label") or item.get("id") or label)
+            name = item.get("label") or item.get("id")
+            label = str(name or label)
             item = item.get("raw", item.get("id"))
         if not isinstance(item, str):
             t.skip(f"{label} (not text)")
             continue
-        prompts.extend(_prompt_texts(t, item, label))
-    for extra in prompts[1:]:
-        t.skip(f"{extra.label} (a suite holds one prompt; the first was used)")
-    if prompts:
-        for text in (prompts[0].user, prompts[0].system):
+        found = _prompt_texts(t, item, label)
+        if isinstance(name, str) and name.strip():
+            for prompt in found:
+                prompt.name = name if len(found) == 1 else prompt.name or name
+        prompts.extend(found)
+    for prompt in prompts:
+        for text in (prompt.user, prompt.system):
             for expression in unsupported_expressions(text or ""):
-                t.skip(f"{prompts[0].label}: template expression {expression}")
+                t.skip(f"{prompt.label}: template expression {expression}")
     return prompts
 
 
@@ -220,13 +242,21 @@ def _prompt_texts(t: _Translator, item: str, label: str) -> list[_Prompt]:
     found = []
     for reference in t.files.matching("prompt", item):
         path = t.files.path(reference)
+        shown = reference.removeprefix("file://")
         if path.suffix in STRUCTURED_SUFFIXES:
-            found.append(_chat_prompt(t, t.files.structured("prompt", reference), reference))
+            chat = _chat_prompt(t, t.files.structured("prompt", reference), reference)
+            chat.name = shown
+            found.append(chat)
         else:
             # A text file may hold several prompts separated by a line of three hyphens.
             parts = [part.strip() for part in t.files.text("prompt", reference).split("\n---\n")]
             found += [
-                _Prompt(reference if len(parts) == 1 else f"{reference} #{n}", part, None)
+                _Prompt(
+                    reference if len(parts) == 1 else f"{reference} #{n}",
+                    part,
+                    None,
+                    shown if len(parts) == 1 else f"{shown} #{n}",
+                )
                 for n, part in enumerate(parts, start=1)
                 if part
             ]
@@ -428,7 +458,7 @@ def _case(
     *,
     default: Mapping[str, Any],
     shared: Name | None,
-    prompt: _Prompt | None,
+    prompts: list[_Prompt],
 ) -> Call:
     entries: list[Any] = []
     if shared is None and isinstance(default.get("assert"), list):
@@ -461,10 +491,16 @@ def _case(
     if test.simulated is not None:
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
         user = _simulated_user(t, test)
+        # Compared prompts are the variants' system prompts, filled per case.
+        templates = (
+            " ".join(_agent_system_prompt(p) or "" for p in prompts) if len(prompts) > 1 else ""
+        )
     else:
         variables = dict(test.variables)
         user = None
-        for name in variables_in(prompt.user or "") if prompt else []:
+        templates = " ".join(p.user or "" for p in prompts)
+    if templates:
+        for name in variables_in(templates):
             if name not in variables:
                 variables[name] = ""
                 t.skip(
@@ -578,6 +614,43 @@ def _is_message_list(value: Any) -> TypeGuard[list[Mapping[str, Any]]]:
     )
 
 
+def _prompt_variants(
+    variants: list[Call], prompts: list[_Prompt], *, conversational: bool
+) -> list[Call]:
+    """Each provider's variant once per prompt, carrying it (a simulated-user suite's agent
+    gets its prompt as the system prompt), named by the provider and the prompt's label: the
+    variant's default name, ``chat:MODEL:LABEL``, or the provider's label and the prompt's."""
+    names = UniqueHandles()
+    compared = []
+    for prompt in prompts:
+        if conversational:
+            text = {"system_prompt": _agent_system_prompt(prompt)}
+        else:
+            text = {"prompt": prompt.user, "system_prompt": prompt.system}
+        shown = prompt.name or prompt_label(prompt.user or prompt.system) or prompt.label
+        for variant in variants:
+            kwargs = dict(variant.kwargs)
+            provider = kwargs.pop("name", None)
+            default = f"{provider or 'chat:' + str(kwargs.get('model'))}:{shown}"
+            name = names.take(default)
+            compared.append(
+                call(
+                    "variant",
+                    *variant.args,
+                    **kwargs,
+                    name=None if name == default and provider is None else name,
+                    prompt_name=shown if name == default and provider is None else None,
+                    **text,
+                )
+            )
+    return compared
+
+
+def _agent_system_prompt(prompt: _Prompt) -> str | None:
+    """What promptfoo shows a simulated user's agent as its system message: the prompt."""
+    return "\n\n".join(p for p in (prompt.system, prompt.user) if p) or None
+
+
 def _suite(
     t: _Translator,
     suite_id: str,
@@ -586,13 +659,15 @@ def _suite(
     prompt: _Prompt | None,
     *,
     conversational: bool,
+    variants_carry_prompts: bool,
 ) -> Call:
     description = t.config.get("description")
     name = description if isinstance(description, str) and description.strip() else None
     if conversational:
         # promptfoo shows the agent its prompt as the system message of every turn.
-        system = "\n\n".join(p for p in (prompt.system, prompt.user) if p) if prompt else None
-        if system and variables_in(system):
+        system = _agent_system_prompt(prompt) if prompt else None
+        # A variant's own system prompt is filled per case; the suite's is not.
+        if system and variables_in(system) and not variants_carry_prompts:
             t.skip(
                 f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
                 "(Proctor does not fill a system prompt per case)"
