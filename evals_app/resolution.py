@@ -250,11 +250,14 @@ def _variant_template_values(suite: Suite, case: Case) -> dict[str, str]:
     return {name: str(case.variables[name]) for name in sorted(names) if name in case.variables}
 
 
-def trial_prompts(definition: dict[str, Any], variant: Variant) -> tuple[str, str | None]:
+def trial_prompts(
+    definition: dict[str, Any], variant_options: Mapping[str, Any]
+) -> tuple[str, str | None]:
     """The prompt a trial of the case opens with and the system prompt it runs under: the
-    variant's own, filled with the case's recorded variables, else the case's (its suite's)."""
+    variant's own (from its options, loaded or as recorded), filled with the case's recorded
+    variables, else the case's (its suite's)."""
     variables = definition.get("variables") or {}
-    prompt, system = variant.prompt, variant.system_prompt
+    prompt, system = variant_options.get("prompt"), variant_options.get("system_prompt")
     return (
         filled(prompt, variables) if isinstance(prompt, str) else definition["prompt"],
         filled(system, variables) if isinstance(system, str) else definition.get("system_prompt"),

@@ -384,7 +384,7 @@ def test_a_variants_own_prompt_runs_from_the_record_alone(tmp_path: Path):
     for variant in suite.variants:
         spec = json.loads(json.dumps(variant_spec(variant, root=tmp_path)))
         elsewhere = rebuilt_variant(spec, {}, profile_dir=None, project=tmp_path / "copy")
-        sent.append(trial_prompts(rebuilt.definition, elsewhere))
+        sent.append(trial_prompts(rebuilt.definition, elsewhere.options))
     assert sent == [("Say hello", None), ("Shout hello", "Be warm.")]
 
 

@@ -280,7 +280,7 @@ def _run_agent(
     case = resolved.case
     definition = resolved.definition
     # A variant carrying its own prompts runs them in place of the suite's.
-    prompt, system_prompt = trial_prompts(definition, plan.variant)
+    prompt, system_prompt = trial_prompts(definition, plan.variant.options)
     session = AgentSession(
         harness=harness,
         sandbox=sandbox,

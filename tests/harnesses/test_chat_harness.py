@@ -606,7 +606,7 @@ def test_the_variants_system_prompt_wins_over_the_suites(
         chat_variant(fake_model_server, system_prompt="From {{who}}."),
         chat_variant(fake_model_server),
     ):
-        prompt, system_prompt = trial_prompts(definition, chat)
+        prompt, system_prompt = trial_prompts(definition, chat.options)
         Turns(ChatHarness(chat)).send(prompt, system_prompt=system_prompt)
     Turns(ChatHarness(chat_variant(fake_model_server, system_prompt="From it alone."))).send(
         "Hello"
