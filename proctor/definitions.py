@@ -416,6 +416,11 @@ def _items(value: Any) -> tuple[Any, ...]:
 TASK_PROMPT = "{{instruction}}"
 
 
+def _persona_opens(case: object) -> bool:
+    """Whether the case is a conversation whose persona writes its first message itself."""
+    return getattr(getattr(case, "user", None), "persona_opens", False) is True
+
+
 @dataclass(frozen=True)
 class Suite:
     id: str
@@ -459,6 +464,9 @@ def suite(
     cases = _items(cases)
     if prompt is None and cases and all(getattr(c, "task", None) is not None for c in cases):
         prompt = TASK_PROMPT
+    if prompt is None and cases and all(_persona_opens(c) for c in cases):
+        # No prompt is ever sent: every conversation's first message is the persona's.
+        prompt = ""
     return Suite(
         id=id,
         prompt=prompt,  # type: ignore[arg-type]  # None is named by the rules

@@ -403,6 +403,15 @@ def _conversation_problems(case: Case) -> list[str]:
             if role not in ("user", "assistant"):
                 problems.append(f"initial_messages role must be user or assistant, not {role!r}")
                 break
+        if not isinstance(user.persona_opens, bool):
+            problems.append(
+                f"simulated_user persona_opens must be True or False (got {user.persona_opens!r})"
+            )
+        elif user.persona_opens and isinstance(user.first_message, str):
+            problems.append(
+                "simulated_user has a first_message and persona_opens=True; the persona writes "
+                "the first message itself, so give one or the other"
+            )
     if not isinstance(case.plan_mode, bool):
         problems.append(
             f"plan_mode must be True or False (true or false in JSON; got {case.plan_mode!r})"
@@ -602,7 +611,10 @@ def suite_problems(
 
     if (message := handle_problem("id", suite.id)) is not None:
         add(message)
-    if not isinstance(suite.prompt, str) or not suite.prompt.strip():
+    persona_opened = bool(suite.cases) and all(
+        getattr(getattr(c, "user", None), "persona_opens", False) is True for c in suite.cases
+    )
+    if not isinstance(suite.prompt, str) or not (suite.prompt.strip() or persona_opened):
         add("prompt is required: the template each case fills in, like '{{task}}'")
     if (message := _in_range("trials", suite.trials, TRIALS_RANGE)) is not None:
         add(message)

@@ -120,6 +120,8 @@ everything = suite(
         case("simulated", variables={"task": "chat"}, validate=wrote,
              user=simulated_user("You are Ada.", first_message="Hi",
                                  initial_messages=[{"role": "user", "content": "earlier"}])),
+        case("persona-opens", variables={"task": "chat"}, validate=wrote,
+             user=simulated_user("You are Bo.", persona_opens=True, max_turns=3)),
     ],
     **base,
 )
