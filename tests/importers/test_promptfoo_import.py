@@ -156,11 +156,13 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
         "Reschedule",
     ]
 
+    # Run as promptfoo runs it: no opening prompt, the persona writes every message (the
+    # suite has no prompt to send); vars.message is an ordinary var, as promptfoo reads it.
+    assert suite.prompt == ""
     assert interested.user == SimulatedUser(
-        instructions=ALEX.strip(),
-        first_message=("Hi, I'd like to learn more about your service."),
-        max_turns=8,
+        instructions=ALEX.strip(), max_turns=8, persona_opens=True
     )
+    assert interested.variables == {"message": "Hi, I'd like to learn more about your service."}
     assert list(interested.checks) == [
         *SHARED,
         Assertion(
@@ -176,7 +178,7 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
         ("user", "Hi, I'd like to learn about your service."),
         ("assistant", "I'd be happy to help! Can I get your name?"),
     )
-    assert payment.user.first_message == "I'd like to pay with my credit card."
+    assert (payment.user.first_message, payment.user.persona_opens) == (None, True)
     assert list(payment.checks) == [
         *SHARED,
         Assertion(

@@ -17,8 +17,12 @@ How promptfoo's concepts land:
   merged into each as promptfoo does. A var holding a list runs the test once per item.
 - With a simulated user, promptfoo sends the prompt to the agent as its system prompt, so it
   becomes the suite's ``system_prompt``; ``vars.instructions`` is the persona,
-  ``vars.message`` its first message, ``initialMessages`` the seeded conversation. Without one,
-  the prompt is the suite's ``prompt``. A config mixing both gets one suite for each.
+  ``initialMessages`` the seeded conversation. It runs as promptfoo runs it
+  (``simulated_user(..., persona_opens=True)``): no opening prompt, the persona writes every
+  message, its first included (``vars.message`` is an ordinary var, as in promptfoo), seeded
+  messages ending with the person's are answered by the agent first, and ``maxTurns`` counts
+  the persona's messages. Without one, the prompt is the suite's ``prompt``. A config mixing
+  both gets one suite for each.
 """
 
 from __future__ import annotations
@@ -55,9 +59,6 @@ from runner.importers.python_source import Call, Module, Name, Spread, call, ide
 
 # promptfoo's own default when a simulated-user provider gives no maxTurns.
 PROMPTFOO_MAX_TURNS = 10
-# What a simulated-user case says first when its test gives no vars.message (promptfoo's
-# simulated user opens by itself; Proctor's opens with the suite's prompt).
-OPENING_LINE = "Hello."
 SUITE_ID_LENGTH = 60
 TOP_LEVEL_READ = {
     "description",
@@ -71,7 +72,7 @@ TOP_LEVEL_READ = {
 TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options"}
 SIMULATED_READ = {"instructions", "maxTurns", "initialMessages", "userProvider"}
 # Vars the simulated user reads itself; the rest are the case's variables.
-SIMULATION_VARS = ("instructions", "message", "initialMessages")
+SIMULATION_VARS = ("instructions", "initialMessages")
 
 ANSWERED_CHECK = '''\
 def answered(ctx) -> bool:
@@ -537,7 +538,6 @@ def _simulated_user(t: _Translator, test: _Test) -> Call:
     if not instructions or instructions == "{{instructions}}":
         t.skip(f"{test.where}: the simulated user has no instructions (vars.instructions)")
         instructions = "Play a person talking to the agent; answer what it asks."
-    message = variables.get("message")
     max_turns = config.get("maxTurns", PROMPTFOO_MAX_TURNS)
     if isinstance(max_turns, bool) or not isinstance(max_turns, int):
         t.skip(f"{test.where}: maxTurns {max_turns!r} (not a whole number)")
@@ -552,10 +552,10 @@ def _simulated_user(t: _Translator, test: _Test) -> Call:
     return call(
         "simulated_user",
         instructions,
-        first_message=fill_variables(str(message), variables) if message is not None else None,
         max_turns=max_turns,
         model=_user_model(t, config.get("userProvider"), test.where),
         initial_messages=_initial_messages(t, seeded, test),
+        persona_opens=True,
     )
 
 
@@ -672,11 +672,11 @@ def _suite(
                 f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
                 "(Proctor does not fill a system prompt per case)"
             )
+        # No prompt: every conversation opens with the persona's own message.
         return call(
             "suite",
             suite_id,
             name=name,
-            prompt=OPENING_LINE,
             system_prompt=system or None,
             variants=variants,
             cases=cases,
