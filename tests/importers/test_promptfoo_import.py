@@ -370,8 +370,12 @@ def test_a_config_mixing_single_turn_and_simulated_tests_gets_a_suite_for_each(
     assert conversation.user.max_turns == 12
     # A conversation stops at the smaller limit, so the case's own is raised to match.
     assert conversation.max_turns == 12
-    assert suites["support-bot-multi-turn"].system_prompt == "{{question}}"
-    assert any("variables in the agent's system prompt" in item for item in result.untranslated)
+    # promptfoo fills the agent's prompt with the test's vars: the variant's own system
+    # prompt is filled per case, so the variant carries it.
+    (agent,) = suites["support-bot-multi-turn"].variants
+    assert (agent.name, agent.system_prompt) == ("chat:gpt-4.1", "{{question}}")
+    assert conversation.variables == {"name": "Robin", "question": "unused"}
+    assert not any("system prompt" in item for item in result.untranslated)
 
 
 def test_it_reads_prompts_tests_and_messages_from_files(tmp_path: Path) -> None:

@@ -159,7 +159,12 @@ def translate_config(
         suite_ids.append(suite_id)
         conversational = group is simulated
         cases = [_case(t, test, default=default, shared=shared, prompts=prompts) for test in group]
-        compared = len(prompts) > 1
+        # promptfoo fills the agent's prompt with each test's vars: a variant's own system
+        # prompt is filled per case (the suite's is not), so a templated one goes there.
+        templated = conversational and bool(
+            prompt and variables_in(_agent_system_prompt(prompt) or "")
+        )
+        compared = len(prompts) > 1 or templated
         module.assign(
             identifier_for(suite_id, fallback="suite"),
             _suite(
@@ -493,9 +498,7 @@ def _case(
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
         user = _simulated_user(t, test)
         # Compared prompts are the variants' system prompts, filled per case.
-        templates = (
-            " ".join(_agent_system_prompt(p) or "" for p in prompts) if len(prompts) > 1 else ""
-        )
+        templates = " ".join(_agent_system_prompt(p) or "" for p in prompts)
     else:
         variables = dict(test.variables)
         user = None
@@ -620,6 +623,15 @@ def _prompt_variants(
     """Each provider's variant once per prompt, carrying it (a simulated-user suite's agent
     gets its prompt as the system prompt), named by the provider and the prompt's label: the
     variant's default name, ``chat:MODEL:LABEL``, or the provider's label and the prompt's."""
+    if len(prompts) == 1:
+        # One prompt compares nothing: the variants keep their names and carry it.
+        (only,) = prompts
+        text = (
+            {"system_prompt": _agent_system_prompt(only)}
+            if conversational
+            else {"prompt": only.user, "system_prompt": only.system}
+        )
+        return [call("variant", *v.args, **dict(v.kwargs), **text) for v in variants]
     names = UniqueHandles()
     compared = []
     for prompt in prompts:
