@@ -632,3 +632,54 @@ def test_each_prompt_under_each_provider_is_a_variant(tmp_path: Path) -> None:
         ('GPT:"You are Jo, terse."', None, "You are Jo, terse."),
         ('chat:gpt-4.1-mini:"You are Jo, terse."', None, "You are Jo, terse."),
     ]
+
+
+def test_it_reads_the_file_forms_real_configs_use(tmp_path: Path) -> None:
+    """YAML scalars as promptfoo reads them (only true and false are booleans), tools listed
+    as files, a glob in vars (a test per file) and CSV metadata columns (the case's tags)."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "lookup.json").write_text(
+        json.dumps({"type": "function", "function": {"name": "lookup", "parameters": {}}})
+    )
+    (tmp_path / "tools" / "more.yaml").write_text(
+        "- {name: book, input_schema: {type: object}}\n- {name: cancel}\n"
+    )
+    (tmp_path / "articles").mkdir()
+    (tmp_path / "articles" / "a.txt").write_text("Bananas are berries.")
+    (tmp_path / "articles" / "b.txt").write_text("Tomatoes are fruit.")
+    (tmp_path / "cases.csv").write_text(
+        "question,__expected,__metadata:topic,__metadata:level,__metric\n"
+        "Is it open?,contains:open,hours,easy,speed\n"
+    )
+    config = write_config(
+        tmp_path,
+        """
+        prompts: ["{{question}} {{article}} {{answer}}"]
+        providers:
+          - id: openai:chat:gpt-4.1
+            config:
+              tools: [file://tools/lookup.json, file://tools/more.yaml]
+        defaultTest:
+          vars: {answer: Yes, article: "", question: ""}
+        tests:
+          - description: Summaries
+            vars: {article: file://articles/*.txt, question: "No", answer: On}
+          - file://cases.csv
+        """,
+    )
+
+    result, output = import_to_file(config)
+
+    (suite,) = load_valid_suites(output).values()
+    assert [t.name for t in suite.variants[0].options["tools"]] == ["lookup", "book", "cancel"]
+    summaries_a, summaries_b, csv_case = suite.cases
+    assert summaries_a.variables == {
+        "answer": "On",
+        "article": "Bananas are berries.",
+        "question": "No",
+    }
+    assert summaries_b.variables["article"] == "Tomatoes are fruit."
+    assert csv_case.variables == {"answer": "Yes", "article": "", "question": "Is it open?"}
+    assert csv_case.tags == ("topic:hours", "level:easy")
+    assert "tests file://cases.csv: column __metric" in result.untranslated
+    assert not any("without a name" in item for item in result.untranslated)

@@ -38,7 +38,7 @@ from typing import Any, TypeGuard
 
 from proctor.definitions import DEFAULT_MAX_TURNS, prompt_label
 from proctor.prompt_templates import variables_in
-from proctor.rules import MAX_TURNS_RANGE
+from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
 from runner.importers.nunjucks import fill_variables, unsupported_expressions
@@ -69,7 +69,10 @@ TOP_LEVEL_READ = {
     "defaultTest",
     "$schema",
 }
-TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options"}
+TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options", "metadata"}
+METADATA_COLUMN = "__metadata:"
+# The longest tag a case may hold (proctor.rules).
+MAX_TAG_CHARS = 50
 SIMULATED_READ = {"instructions", "maxTurns", "initialMessages", "userProvider"}
 # Vars the simulated user reads itself; the rest are the case's variables.
 SIMULATION_VARS = ("instructions", "initialMessages")
@@ -107,6 +110,7 @@ class _Test:
     asserts: Any
     threshold: Any
     simulated: Mapping[str, Any] | None
+    metadata: Any = None
 
 
 @dataclass
@@ -323,7 +327,10 @@ def _raw_tests(t: _Translator) -> list[Any]:
         for reference in t.files.matching("tests", item):
             suffix = t.files.path(reference).suffix
             if suffix == ".csv":
-                tests += [_test_from_row(row) for row in t.files.csv_rows("tests", reference)]
+                tests += [
+                    _test_from_row(t, row, reference)
+                    for row in t.files.csv_rows("tests", reference)
+                ]
             elif suffix in STRUCTURED_SUFFIXES:
                 loaded = t.files.structured("tests", reference)
                 tests += loaded if isinstance(loaded, list) else [loaded]
@@ -332,9 +339,10 @@ def _raw_tests(t: _Translator) -> list[Any]:
     return tests
 
 
-def _test_from_row(row: Mapping[str, str]) -> dict[str, Any]:
-    """A CSV row as promptfoo reads it: columns are vars, ``__expected`` columns assertions."""
-    test: dict[str, Any] = {"vars": {}, "assert": []}
+def _test_from_row(t: _Translator, row: Mapping[str, str], reference: str) -> dict[str, Any]:
+    """A CSV row as promptfoo reads it: columns are vars, ``__expected`` columns assertions,
+    ``__metadata:NAME`` columns the test's metadata; another ``__`` column is named."""
+    test: dict[str, Any] = {"vars": {}, "assert": [], "metadata": {}}
     for column, cell in row.items():
         if column is None or cell is None:
             continue
@@ -345,7 +353,12 @@ def _test_from_row(row: Mapping[str, str]) -> dict[str, Any]:
             test["description"] = cell
         elif column == "__threshold" and cell.strip():
             test["threshold"] = float(cell)
-        elif not column.startswith("__"):
+        elif column.startswith(METADATA_COLUMN):
+            if cell.strip():
+                test["metadata"][column.removeprefix(METADATA_COLUMN)] = cell
+        elif column.startswith("__"):
+            t.skip(f"tests {reference}: column {column}")
+        else:
             test["vars"][column] = cell
     return test
 
@@ -389,6 +402,7 @@ def _tests(
                     raw.get("assert"),
                     threshold,
                     simulated,
+                    _merged_metadata(default.get("metadata"), raw.get("metadata")),
                 )
             )
     return tests
@@ -415,9 +429,18 @@ def _var_value(t: _Translator, value: Any, where: str, name: str) -> Any:
     if is_code_reference(value):
         t.skip(f"{where}: vars.{name} {value} (code that makes the value)")
         return value
-    if t.files.path(value).suffix in STRUCTURED_SUFFIXES:
-        return t.files.structured(f"{where}: vars.{name}", value)
-    return t.files.text(f"{where}: vars.{name}", value)
+    what = f"{where}: vars.{name}"
+    matched = t.files.matching(what, value)
+    if matched != [value]:
+        # A glob: one value per file it matches, so the test runs once per file (promptfoo).
+        return [_file_value(t, what, reference) for reference in matched]
+    return _file_value(t, what, value)
+
+
+def _file_value(t: _Translator, what: str, reference: str) -> Any:
+    if t.files.path(reference).suffix in STRUCTURED_SUFFIXES:
+        return t.files.structured(what, reference)
+    return t.files.text(what, reference)
 
 
 def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
@@ -515,11 +538,39 @@ def _case(
         case_id,
         name=test.description,
         variables=variables or None,
+        tags=_metadata_tags(t, test) or None,
         user=user,
         max_turns=_case_turns(user),
         validate=validate,
         threshold=threshold,
     )
+
+
+def _merged_metadata(default: Any, own: Any) -> Any:
+    """A test's metadata over defaultTest's, as promptfoo merges them (a value that is no
+    mapping is kept for _metadata_tags to name)."""
+    if isinstance(default, Mapping) and isinstance(own, Mapping):
+        return {**default, **own}
+    return own if own is not None else default
+
+
+def _metadata_tags(t: _Translator, test: _Test) -> list[str]:
+    """promptfoo's test metadata (``metadata:``, CSV ``__metadata:NAME`` columns) as the case's
+    tags, ``name:value``, which the grid filters by; what a tag cannot hold is named."""
+    metadata = test.metadata or {}
+    if not isinstance(metadata, Mapping):
+        t.skip(f"{test.where}: metadata (not a mapping)")
+        return []
+    tags: list[str] = []
+    for key, value in metadata.items():
+        tag = f"{key}:{value}"
+        if len(tag) > MAX_TAG_CHARS or len(tags) == MAX_TAGS:
+            t.skip(
+                f"{test.where}: metadata {key} (a tag holds {MAX_TAG_CHARS} characters, a case {MAX_TAGS} tags)"
+            )
+            continue
+        tags.append(tag)
+    return tags
 
 
 def _case_turns(user: Call | None) -> int | None:
