@@ -299,6 +299,7 @@ def _rebuilt_user(spec: Any) -> Any:
             initial_messages=tuple(
                 (m["role"], m["content"]) for m in spec.get("initial_messages") or []
             ),
+            persona_opens=spec.get("persona_opens", False),
         )
     raise ValueError(f"unknown recorded conversation type {kind!r}")
 

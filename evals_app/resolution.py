@@ -30,7 +30,7 @@ from proctor.assertions import Assertion
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.judges import Judge
 from proctor.mock import merged_mocks, mock_definition
-from proctor.prompt_templates import filled
+from proctor.prompt_templates import filled, variables_in
 from proctor.tasks import Task
 from proctor.tools import Tool
 
@@ -224,6 +224,8 @@ def _case_definition(
         "checks": [c.definition for c in checks],
         "threshold": case.threshold,
     }
+    if variables := _variant_template_values(suite, case):  # only then, likewise
+        definition["variables"] = variables
     mocks = merged_mocks(suite.mocks, case.mocks)
     if mocks:  # only then, so a case without mocks keeps its version
         definition["mocks"] = [mock_definition(m, sources.reference) for m in mocks]
@@ -232,6 +234,34 @@ def _case_definition(
     if case.task is not None:  # likewise
         definition["task"] = task_definition(case.task, root)
     return definition
+
+
+def _variant_template_values(suite: Suite, case: Case) -> dict[str, str]:
+    """The case's variables that its suite's variants' own prompts and system prompts fill, as
+    text: recorded with the case, so a worker fills a variant's prompt from the record."""
+    names = {
+        name
+        for variant in suite.variants
+        if isinstance(variant, Variant)
+        for template in (variant.prompt, variant.system_prompt)
+        if isinstance(template, str)
+        for name in variables_in(template)
+    }
+    return {name: str(case.variables[name]) for name in sorted(names) if name in case.variables}
+
+
+def trial_prompts(
+    definition: dict[str, Any], variant_options: Mapping[str, Any]
+) -> tuple[str, str | None]:
+    """The prompt a trial of the case opens with and the system prompt it runs under: the
+    variant's own (from its options, loaded or as recorded), filled with the case's recorded
+    variables, else the case's (its suite's)."""
+    variables = definition.get("variables") or {}
+    prompt, system = variant_options.get("prompt"), variant_options.get("system_prompt")
+    return (
+        filled(prompt, variables) if isinstance(prompt, str) else definition["prompt"],
+        filled(system, variables) if isinstance(system, str) else definition.get("system_prompt"),
+    )
 
 
 def _limits(case: Case) -> dict[str, Any]:

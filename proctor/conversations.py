@@ -89,6 +89,10 @@ class SimulatedUser:
     (it says ``###STOP###`` itself), or ``max_turns`` of its messages have been sent.
     ``initial_messages`` seed the conversation (role/content dicts, or ``"file://path.json"``);
     they do not count against ``max_turns``.
+
+    ``persona_opens`` runs it as promptfoo's simulated user: the persona writes every message,
+    its first included (no first message, no case prompt sent), and seeded messages ending
+    with the person's are answered by the agent before the persona speaks.
     """
 
     instructions: str
@@ -96,9 +100,10 @@ class SimulatedUser:
     max_turns: int = DEFAULT_RESPONDER_TURNS
     model: str | None = None
     initial_messages: tuple[tuple[str, str], ...] = ()
+    persona_opens: bool = False
 
     def to_definition(self) -> dict[str, Any]:
-        return {
+        definition = {
             "type": "simulated_user",
             "instructions": self.instructions,
             "first_message": self.first_message,
@@ -106,6 +111,9 @@ class SimulatedUser:
             "model": self.model,
             "initial_messages": [{"role": r, "content": c} for r, c in self.initial_messages],
         }
+        if self.persona_opens is not False:  # only then, so other cases keep their versions
+            definition["persona_opens"] = self.persona_opens
+        return definition
 
 
 STOP_MARKER = "###STOP###"
@@ -118,9 +126,11 @@ def simulated_user(
     max_turns: int = DEFAULT_RESPONDER_TURNS,
     model: str | None = None,
     initial_messages: Any = None,
+    persona_opens: bool = False,
 ) -> SimulatedUser:
     """A persona for ``case(user=...)``. A relative ``file://`` path for ``initial_messages``
-    is read relative to the calling file, when the eval is defined."""
+    is read relative to the calling file, when the eval is defined. ``persona_opens=True``:
+    the persona writes the first message too, as promptfoo's simulated user does."""
     given = "initial_messages"
     if isinstance(initial_messages, str):
         given = f"initial_messages {initial_messages}"
@@ -133,6 +143,7 @@ def simulated_user(
         max_turns=max_turns,
         model=model,
         initial_messages=_seeded(initial_messages, given),
+        persona_opens=persona_opens,
     )
 
 

@@ -223,9 +223,17 @@ def profile(
     )
 
 
+# The options a variant may give whatever its harness: its own prompt and system prompt, which
+# replace the suite's for this variant (templates filled with each case's variables).
+PROMPT_OPTIONS = ("prompt", "system_prompt")
+# How much of a prompt a variant's default name shows.
+PROMPT_LABEL_CHARS = 40
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One condition to compare: a harness, a model, a profile and a sandbox."""
+    """One condition to compare: a harness, a model, a profile and a sandbox, and optionally a
+    prompt and a system prompt of its own (kept with the options, as they are recorded)."""
 
     harness: str
     model: str | None = None
@@ -234,6 +242,16 @@ class Variant:
     name: str = ""
     network: bool = False
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt(self) -> str | None:
+        """The variant's own prompt template, which replaces the suite's."""
+        return self.options.get("prompt")
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The variant's own system prompt template, which replaces the suite's."""
+        return self.options.get("system_prompt")
 
 
 def variant(
@@ -244,14 +262,24 @@ def variant(
     sandbox: str = "local",
     name: str | None = None,
     network: bool = False,
+    prompt: str | None = None,
+    system_prompt: str | None = None,
+    prompt_name: str | None = None,
     **options: Any,
 ) -> Variant:
-    """A variant; its default name joins harness, profile, model and a non-local sandbox."""
+    """A variant; its default name joins harness, profile, model, a non-local sandbox and, when
+    it carries its own ``prompt``, which one: ``prompt_name``, else the prompt's first words. Its prompt and system prompt replace the suite's, each filled with a
+    case's variables as the suite's prompt is, so prompts are compared like models."""
+    if prompt is not None:
+        options["prompt"] = prompt
+    if system_prompt is not None:
+        options["system_prompt"] = system_prompt
     if name is None:
         # str(): a part of the wrong type is named by the rules, not by a join's TypeError.
         parts = [harness, getattr(profile, "name", None), model]
         if sandbox != "local":
             parts.append(sandbox)
+        parts.append(prompt_name or prompt_label(prompt))
         name = ":".join(str(p) for p in parts if p)
     return Variant(
         harness=harness,
@@ -262,6 +290,18 @@ def variant(
         network=network,
         options=dict(options),
     )
+
+
+def prompt_label(prompt: object) -> str | None:
+    """A prompt as a variant's default name shows it: its first words, quoted, cut short. A
+    system prompt alone is not shown (a chat variant's system_prompt named no variant before
+    variants carried prompts): give it prompt_name."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        return None
+    words = " ".join(prompt.split())
+    if len(words) > PROMPT_LABEL_CHARS:
+        words = words[: PROMPT_LABEL_CHARS - 1].rstrip() + "…"
+    return f'"{words}"'
 
 
 # --- cases and suites ------------------------------------------------------------------------
@@ -406,6 +446,11 @@ def adaptive(
 TASK_PROMPT = "{{instruction}}"
 
 
+def _persona_opens(case: object) -> bool:
+    """Whether the case is a conversation whose persona writes its first message itself."""
+    return getattr(getattr(case, "user", None), "persona_opens", False) is True
+
+
 @dataclass(frozen=True)
 class Suite:
     id: str
@@ -450,6 +495,9 @@ def suite(
     cases = _items(cases)
     if prompt is None and cases and all(getattr(c, "task", None) is not None for c in cases):
         prompt = TASK_PROMPT
+    if prompt is None and cases and all(_persona_opens(c) for c in cases):
+        # No prompt is ever sent: every conversation's first message is the persona's.
+        prompt = ""
     return Suite(
         id=id,
         prompt=prompt,  # type: ignore[arg-type]  # None is named by the rules

@@ -23,6 +23,7 @@ from proctor.assertions import (
 from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
 from proctor.definitions import (
     CAPABILITIES,
+    PROMPT_OPTIONS,
     AdaptiveTrials,
     Cache,
     Case,
@@ -429,6 +430,15 @@ def _conversation_problems(case: Case) -> list[str]:
             if role not in ("user", "assistant"):
                 problems.append(f"initial_messages role must be user or assistant, not {role!r}")
                 break
+        if not isinstance(user.persona_opens, bool):
+            problems.append(
+                f"simulated_user persona_opens must be True or False (got {user.persona_opens!r})"
+            )
+        elif user.persona_opens and isinstance(user.first_message, str):
+            problems.append(
+                "simulated_user has a first_message and persona_opens=True; the persona writes "
+                "the first message itself, so give one or the other"
+            )
     if not isinstance(case.plan_mode, bool):
         problems.append(
             f"plan_mode must be True or False (true or false in JSON; got {case.plan_mode!r})"
@@ -508,6 +518,19 @@ def case_problems(
         missing = [name for name in variables_in(suite.prompt) if name not in case.variables]
         for name in missing:
             problems.append(f"prompt variable {{{{{name}}}}} has no value in variables")
+    for variant in suite.variants:
+        if not isinstance(variant, Variant):
+            continue
+        for field in PROMPT_OPTIONS:
+            template = variant.options.get(field)
+            if not isinstance(template, str):
+                continue
+            for name in variables_in(template):
+                if name not in case.variables:
+                    problems.append(
+                        f"variable {{{{{name}}}}} of variant {variant.name}'s "
+                        f"{field.replace('_', ' ')} has no value in variables"
+                    )
     return problems
 
 
@@ -583,6 +606,9 @@ def _variant_problems(
             problems.append(
                 f"variant {variant.name}: network must be true or false (got {variant.network!r})"
             )
+        for field in PROMPT_OPTIONS:
+            if message := text_problem(field, variant.options.get(field)):
+                problems.append(f"variant {variant.name}: {message}")
         if variant.profile is not None:
             problems.extend(
                 f"variant {variant.name}: {problem}"
@@ -612,7 +638,10 @@ def suite_problems(
 
     if (message := handle_problem("id", suite.id)) is not None:
         add(message)
-    if not isinstance(suite.prompt, str) or not suite.prompt.strip():
+    persona_opened = bool(suite.cases) and all(
+        getattr(getattr(c, "user", None), "persona_opens", False) is True for c in suite.cases
+    )
+    if not isinstance(suite.prompt, str) or not (suite.prompt.strip() or persona_opened):
         add("prompt is required: the template each case fills in, like '{{task}}'")
     if (message := trials_problem(suite.trials)) is not None:
         add(message)

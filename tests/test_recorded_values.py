@@ -5,6 +5,7 @@ record, each mismatch one line naming what differs."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from evals_app.recorded_values import (
     rebuilt_variant,
     variant_callables,
 )
-from evals_app.resolution import canonical_hash, resolve_case, variant_spec
+from evals_app.resolution import canonical_hash, resolve_case, trial_prompts, variant_spec
 from evals_app.version_diff import describe_changes
 from runner.jobs import eval_code
 
@@ -119,6 +120,8 @@ everything = suite(
         case("simulated", variables={"task": "chat"}, validate=wrote,
              user=simulated_user("You are Ada.", first_message="Hi",
                                  initial_messages=[{"role": "user", "content": "earlier"}])),
+        case("persona-opens", variables={"task": "chat"}, validate=wrote,
+             user=simulated_user("You are Bo.", persona_opens=True, max_turns=3)),
     ],
     **base,
 )
@@ -346,3 +349,53 @@ def test_the_process_that_loaded_the_eval_imports_nothing_again(tmp_path: Path, 
     found = eval_code.callables_for(code)
     assert found["check 0"] is suite.cases[0].checks[0]
     eval_code.forget()
+
+
+PROMPT_VARIANTS = """
+from proctor import case, command, suite, variant
+
+prompts = suite(
+    "prompts",
+    prompt="Say {{word}}",
+    cases=[case("hello", variables={"word": "hello", "tone": "warm", "unused": "x"},
+                validate=command("true"))],
+    variants=[
+        variant("chat", model="m", base_url="http://127.0.0.1:9/v1"),
+        variant("chat", model="m", base_url="http://127.0.0.1:9/v1", prompt="Shout {{word}}",
+                system_prompt="Be {{tone}}."),
+    ],
+)
+"""
+
+
+def test_a_variants_own_prompt_runs_from_the_record_alone(tmp_path: Path):
+    """A worker elsewhere rebuilds the case and the variant from their JSON records and sends
+    the variant's prompt filled with the case's recorded variables."""
+    (tmp_path / "prompts.eval.py").write_text(textwrap.dedent(PROMPT_VARIANTS))
+    module = tmp_path / "prompts.eval.py"
+    (suite,) = load_file(module).suites
+    (case,) = suite.cases
+    resolved = resolve_case(suite, case, module)
+    definition = json.loads(json.dumps(resolved.definition))
+    # Only what a variant's prompts fill is recorded with the case.
+    assert definition["variables"] == {"tone": "warm", "word": "hello"}
+    rebuilt = rebuilt_case(
+        definition, resolved.definition_hash, {}, module_path=module, project=tmp_path
+    )
+    sent = []
+    for variant in suite.variants:
+        spec = json.loads(json.dumps(variant_spec(variant, root=tmp_path)))
+        elsewhere = rebuilt_variant(spec, {}, profile_dir=None, project=tmp_path / "copy")
+        sent.append(trial_prompts(rebuilt.definition, elsewhere.options))
+    assert sent == [("Say hello", None), ("Shout hello", "Be warm.")]
+
+
+def test_a_suite_whose_variants_carry_no_prompt_records_its_cases_as_before(tmp_path: Path):
+    (tmp_path / "plain.eval.py").write_text(
+        textwrap.dedent(PROMPT_VARIANTS).split("    variants=[")[0]
+        + '    variants=[variant("chat", model="m", base_url="http://127.0.0.1:9/v1", '
+        + 'system_prompt="Be brief.")],\n)\n'
+    )
+    (suite,) = load_file(tmp_path / "plain.eval.py").suites
+    definition = resolve_case(suite, suite.cases[0], tmp_path / "plain.eval.py").definition
+    assert "variables" not in definition

@@ -14,6 +14,7 @@ from dashboard.check_panel import CheckReport, run_check_reports
 from dashboard.views import HtmxHttpRequest
 from evals_app.models import Check, Run, Trial
 from evals_app.pass_rates import trials_tally
+from evals_app.resolution import trial_prompts
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,14 @@ def run_detail(request: HtmxHttpRequest, run_id: int) -> HttpResponse:
     run = run_for_page(request.user, run_id)
     trials = list(run.trials.order_by("index"))
     reports = run_check_reports(run)
+    # A variant carrying its own prompts ran them in place of the case's.
+    prompt, system_prompt = trial_prompts(
+        run.case_version.definition, (run.variant.spec or {}).get("options") or {}
+    )
     context = {
         "run": run,
+        "prompt": prompt,
+        "system_prompt": system_prompt,
         "batch": run.batch,
         "rows": trial_rows(trials, reports),
         "tally": trials_tally(run.trials.all()),

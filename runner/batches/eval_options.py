@@ -88,6 +88,12 @@ class EvalOptions(BaseCommand):
             "the history of these suites, then exit without running",
         )
         parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="load and validate the eval files, list the suites, cases, variants and "
+            "trials the batch would run, and exit without running or recording anything",
+        )
+        parser.add_argument(
             "-j",
             "--jobs",
             type=int,

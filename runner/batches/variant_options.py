@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import difflib
 
-from proctor.definitions import Variant
+from proctor.definitions import PROMPT_OPTIONS, Variant
 from runner.harnesses import HARNESSES
 from runner.sandboxes import SANDBOX_KINDS
 from runner.sandboxes.base import LIMIT_OPTIONS
 
-# Read by the trial itself whatever the harness and sandbox (runner.trial.execute.trial_cost).
-TRIAL_OPTIONS = frozenset({"prices"})
+# Read by the trial itself whatever the harness and sandbox (runner.trial.execute: trial_cost,
+# and the variant's own prompts).
+TRIAL_OPTIONS = frozenset({"prices", *PROMPT_OPTIONS})
 
 
 def variant_option_problems(variant: Variant) -> list[str]:

@@ -312,23 +312,37 @@ class Conversation:
     def _simulated_conversation(self, user: SimulatedUser) -> ConversationResult:
         """The persona speaks first (its first message, else the case's prompt), then reacts to
         each answer until the agent says ###STOP###, the persona wraps up, or its turns run out.
-        Seeded messages come before and count against nothing."""
+        Seeded messages come before and count against nothing.
+
+        With ``persona_opens`` (promptfoo's simulated user) the persona writes its first
+        message too, and seeded messages ending with the person's are first answered by the
+        agent: the last of them is delivered as an uncounted turn."""
+        seeded_pairs = list(user.initial_messages)
+        answer_seed = user.persona_opens and bool(seeded_pairs) and seeded_pairs[-1][0] == "user"
+        # The person's last seeded message is delivered, so the agent answers it, not seeded.
+        delivered_seed = seeded_pairs.pop()[1] if answer_seed else None
         history: list[tuple[str, str]] = [
-            ("person" if role == "user" else "agent", content)
-            for role, content in user.initial_messages
+            ("person" if role == "user" else "agent", content) for role, content in seeded_pairs
         ]
-        if user.initial_messages:
-            seeded = [{"role": role, "content": content} for role, content in user.initial_messages]
+        if seeded_pairs:
+            seeded = [{"role": role, "content": content} for role, content in seeded_pairs]
             self.session.seed(seeded)
             self.session.transcript.seeded = seeded
-        opening = user.first_message or self.opening_prompt
-        sent = 1
-        if not self._send(opening, follow_up=False):
-            return self._timed_out()
-        history += [("person", opening), ("agent", self._last_answer)]
         # The persona's own bound governs (as promptfoo's maxTurns does); seeded messages and
         # nothing else are left out of it.
         limit = user.max_turns
+        if delivered_seed is not None:
+            if not self._send(delivered_seed, origin={"seeded": True}, follow_up=False):
+                return self._timed_out()
+            history += [("person", delivered_seed), ("agent", self._last_answer)]
+        if user.persona_opens:
+            sent = 0
+        else:
+            opening = user.first_message or self.opening_prompt
+            sent = 1
+            if not self._send(opening, follow_up=False):
+                return self._timed_out()
+            history += [("person", opening), ("agent", self._last_answer)]
         while True:
             if STOP_MARKER in self._last_answer:
                 return self.result
@@ -338,12 +352,15 @@ class Conversation:
                 user,
                 self.responder_config or LLMConfig(),
                 history,
-                turn_index=len(self.session.transcript.turns) - 1,
+                turn_index=max(len(self.session.transcript.turns) - 1, 0),
             )
             if reply.record is not None:
                 self.session.recorder.consultation(reply.record)
             if reply.cause and not reply.stop:
                 return self._stop("simulated_user_failed", reply.cause)
+            if reply.stop and user.persona_opens:
+                # promptfoo's simulated user: a message holding ###STOP### is never delivered.
+                return self.result
             if reply.text:
                 origin = {"simulated_user": {"model": reply.record.model if reply.record else ""}}
                 sent += 1

@@ -28,6 +28,10 @@ Persona:
 """
 
 
+# What a persona that opens the conversation is shown before anything was said.
+OPENING_REQUEST = "(The conversation begins. Write the person's first message.)"
+
+
 @dataclass
 class SimulatedReply:
     text: str  # what the person says ("" when they only stopped)
@@ -39,6 +43,9 @@ class SimulatedReply:
 def persona_messages(user: SimulatedUser, history: list[tuple[str, str]]) -> list[dict[str, str]]:
     """The consultation: the persona, then the conversation with roles seen from the person."""
     messages = [{"role": "system", "content": RULES + user.instructions.strip()}]
+    if not history:
+        # A persona that opens: it is asked for its first message, as a chat model answers.
+        messages.append({"role": "user", "content": OPENING_REQUEST})
     for speaker, text in history:
         messages.append({"role": "assistant" if speaker == "person" else "user", "content": text})
     return messages

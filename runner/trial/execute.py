@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals_app.resolution import ResolvedCase
+from evals_app.resolution import ResolvedCase, trial_prompts
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Source, Variant
 from proctor.mock import merged_mocks
@@ -282,12 +282,14 @@ def _run_agent(
     resolved = plan.resolved
     case = resolved.case
     definition = resolved.definition
+    # A variant carrying its own prompts runs them in place of the suite's.
+    prompt, system_prompt = trial_prompts(definition, plan.variant.options)
     session = AgentSession(
         harness=harness,
         sandbox=sandbox,
         recorder=recorder,
         model=plan.variant.model,
-        system_prompt=definition["system_prompt"],
+        system_prompt=system_prompt,
         timeout_ms=definition["limits"]["timeout_ms"],
         workspace_snapshot=snapshot,
         max_events=plan.max_events,
@@ -306,7 +308,7 @@ def _run_agent(
         else:
             conversation = drive_conversation(
                 session,
-                opening_prompt=definition["prompt"],
+                opening_prompt=prompt,
                 user=case.user,
                 max_turns=case.max_turns,
                 plan_mode=case.plan_mode,

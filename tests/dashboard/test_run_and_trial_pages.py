@@ -14,6 +14,7 @@ from factories import (
     make_case,
     make_cast,
     make_checks,
+    make_definition,
     make_run,
     make_trial,
     make_trial_with_events,
@@ -263,3 +264,34 @@ def test_it_answers_404_for_another_organizations_run_trial_and_artifact(
     assert client.get(f"/trials/{trial.pk}/artifacts/events.jsonl").status_code == 404
     client.force_login(cast.bob)
     assert client.get(f"/trials/{trial.pk}/").status_code == 200
+
+
+def test_the_run_page_shows_the_prompts_its_variant_ran(client):
+    """A variant carrying its own prompts (issue 35) ran them, filled with the case's recorded
+    variables, in place of the case's: the run page shows what was sent."""
+    cast = make_cast()
+    case = make_case(cast.acme, "health-route")
+    definition = {
+        **make_definition("api", "health-route"),
+        "variables": {"route": "/health"},
+    }
+    version = make_version(case, definition=definition)
+    variant = make_variant(cast.acme, 'command:"Add {{route}}, tersely"')
+    variant.spec = {
+        **variant.spec,
+        "options": {
+            "prompt": "Add {{route}}, tersely",
+            "system_prompt": "Be brief about {{route}}.",
+        },
+    }
+    variant.save()
+    plain = make_variant(cast.acme, "command")
+    batch = make_batch(cast.acme, status="finished")
+    own, suites = make_run(batch, version, variant), make_run(batch, version, plain)
+    client.force_login(cast.alice)
+
+    html = client.get(f"/runs/{own.pk}/").content.decode()
+    assert "Add /health, tersely" in html
+    assert "Be brief about /health." in html
+    html = client.get(f"/runs/{suites.pk}/").content.decode()
+    assert "Add a /health route that returns 200" in html

@@ -81,6 +81,17 @@ RULES = [
         variant=f'variant("command", profile={PROFILE}, model=5)',
     ),
     rule(
+        "variant-prompt-not-text",
+        ["rules.eval.py", "variant command:echo:short", "prompt must be text", "got 5"],
+        variant=f'variant("command", profile={PROFILE}, prompt=5, prompt_name="short")',
+    ),
+    rule(
+        "simulated-user-first-message-and-persona-opens",
+        ["rules.eval.py", "case good-case", "has a first_message and persona_opens=True"],
+        case_fields=", user=simulated_user('You are Bo.', first_message='Hi', persona_opens=True)",
+        variant=CONVERSING,
+    ),
+    rule(
         "variables-not-a-mapping",
         ["rules.eval.py", "case good-case", "variables must map", "got a str"],
         case_fields=", variables='task=x'",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fakes.openai_server import FakeModelServer, Reply, fake_model_server_fixture  # noqa: F401
 
+from evals_app.resolution import trial_prompts
 from proctor import tool, variant
 from proctor.agent_events import AgentEvent
 from runner.harnesses import (
@@ -592,23 +593,30 @@ def test_a_seed_message_without_a_known_role_is_refused(fake_model_server: FakeM
 def test_the_variants_system_prompt_wins_over_the_suites(
     fake_model_server: FakeModelServer,
 ) -> None:
-    fake_model_server.script("Hi.", "Hi.")
-
-    Turns(ChatHarness(chat_variant(fake_model_server, system_prompt="From the variant."))).send(
-        "Hello", system_prompt="From the suite."
-    )
-    Turns(ChatHarness(chat_variant(fake_model_server))).send(
-        "Hello", system_prompt="From the suite."
-    )
-
-    assert sent_messages(fake_model_server, 0)[0] == {
-        "role": "system",
-        "content": "From the variant.",
+    """The trial sends a variant's own system prompt in place of the suite's, filled with the
+    case's variables; the harness sends what it is given, its option only when given none."""
+    fake_model_server.script("Hi.", "Hi.", "Hi.")
+    definition = {
+        "prompt": "Hello",
+        "system_prompt": "From the suite.",
+        "variables": {"who": "the variant"},
     }
-    assert sent_messages(fake_model_server, 1)[0] == {
-        "role": "system",
-        "content": "From the suite.",
-    }
+
+    for chat in (
+        chat_variant(fake_model_server, system_prompt="From {{who}}."),
+        chat_variant(fake_model_server),
+    ):
+        prompt, system_prompt = trial_prompts(definition, chat.options)
+        Turns(ChatHarness(chat)).send(prompt, system_prompt=system_prompt)
+    Turns(ChatHarness(chat_variant(fake_model_server, system_prompt="From it alone."))).send(
+        "Hello"
+    )
+
+    assert [sent_messages(fake_model_server, i)[0] for i in range(3)] == [
+        {"role": "system", "content": "From the variant."},
+        {"role": "system", "content": "From the suite."},
+        {"role": "system", "content": "From it alone."},
+    ]
 
 
 def test_it_refuses_a_session_it_does_not_hold(fake_model_server: FakeModelServer) -> None:

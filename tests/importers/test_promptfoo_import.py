@@ -156,11 +156,13 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
         "Reschedule",
     ]
 
+    # Run as promptfoo runs it: no opening prompt, the persona writes every message (the
+    # suite has no prompt to send); vars.message is an ordinary var, as promptfoo reads it.
+    assert suite.prompt == ""
     assert interested.user == SimulatedUser(
-        instructions=ALEX.strip(),
-        first_message=("Hi, I'd like to learn more about your service."),
-        max_turns=8,
+        instructions=ALEX.strip(), max_turns=8, persona_opens=True
     )
+    assert interested.variables == {"message": "Hi, I'd like to learn more about your service."}
     assert list(interested.checks) == [
         *SHARED,
         Assertion(
@@ -176,7 +178,7 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
         ("user", "Hi, I'd like to learn about your service."),
         ("assistant", "I'd be happy to help! Can I get your name?"),
     )
-    assert payment.user.first_message == "I'd like to pay with my credit card."
+    assert (payment.user.first_message, payment.user.persona_opens) == (None, True)
     assert list(payment.checks) == [
         *SHARED,
         Assertion(
@@ -368,8 +370,12 @@ def test_a_config_mixing_single_turn_and_simulated_tests_gets_a_suite_for_each(
     assert conversation.user.max_turns == 12
     # A conversation stops at the smaller limit, so the case's own is raised to match.
     assert conversation.max_turns == 12
-    assert suites["support-bot-multi-turn"].system_prompt == "{{question}}"
-    assert any("variables in the agent's system prompt" in item for item in result.untranslated)
+    # promptfoo fills the agent's prompt with the test's vars: the variant's own system
+    # prompt is filled per case, so the variant carries it.
+    (agent,) = suites["support-bot-multi-turn"].variants
+    assert (agent.name, agent.system_prompt) == ("chat:gpt-4.1", "{{question}}")
+    assert conversation.variables == {"name": "Robin", "question": "unused"}
+    assert not any("system prompt" in item for item in result.untranslated)
 
 
 def test_it_reads_prompts_tests_and_messages_from_files(tmp_path: Path) -> None:
@@ -579,3 +585,101 @@ def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_p
         "test 'Seeded': maxTurns 80 (Proctor allows 1 to 50; 50 used)",
         "test 'Seeded': initialMessages: system messages (a conversation is seeded with user and assistant messages)",
     ]
+
+
+def test_each_prompt_under_each_provider_is_a_variant(tmp_path: Path) -> None:
+    """promptfoo compares prompts: two prompts under two providers are four variants, named by
+    provider and prompt; a simulated user's agent gets its prompt as the system prompt."""
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "sam.txt").write_text("You are Sam from Acme. Help with {{topic}}.")
+    config = write_config(
+        tmp_path,
+        """
+        description: Support
+        prompts: [file://prompts/sam.txt, "You are Jo, terse."]
+        providers:
+          - id: openai:chat:gpt-4.1
+            label: GPT
+          - openai:gpt-4.1-mini
+        tests:
+          - description: Refund
+            vars: {topic: refunds}
+          - description: Books
+            vars: {instructions: You want a demo.}
+            provider:
+              id: promptfoo:simulated-user
+              config: {maxTurns: 3}
+        """,
+    )
+
+    result, output = import_to_file(config)
+
+    suites = load_valid_suites(output)
+    single, multi = suites["support"], suites["support-multi-turn"]
+    assert not any("the first was used" in item for item in result.untranslated)
+    assert "test 'Books': prompt variable {{topic}} has no value (promptfoo leaves it empty)" in (
+        result.untranslated
+    )
+    assert [(v.name, v.prompt, v.system_prompt) for v in single.variants] == [
+        ("GPT:prompts/sam.txt", "You are Sam from Acme. Help with {{topic}}.", None),
+        ("chat:gpt-4.1-mini:prompts/sam.txt", "You are Sam from Acme. Help with {{topic}}.", None),
+        ('GPT:"You are Jo, terse."', "You are Jo, terse.", None),
+        ('chat:gpt-4.1-mini:"You are Jo, terse."', "You are Jo, terse.", None),
+    ]
+    assert [(v.name, v.prompt, v.system_prompt) for v in multi.variants] == [
+        ("GPT:prompts/sam.txt", None, "You are Sam from Acme. Help with {{topic}}."),
+        ("chat:gpt-4.1-mini:prompts/sam.txt", None, "You are Sam from Acme. Help with {{topic}}."),
+        ('GPT:"You are Jo, terse."', None, "You are Jo, terse."),
+        ('chat:gpt-4.1-mini:"You are Jo, terse."', None, "You are Jo, terse."),
+    ]
+
+
+def test_it_reads_the_file_forms_real_configs_use(tmp_path: Path) -> None:
+    """YAML scalars as promptfoo reads them (only true and false are booleans), tools listed
+    as files, a glob in vars (a test per file) and CSV metadata columns (the case's tags)."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "lookup.json").write_text(
+        json.dumps({"type": "function", "function": {"name": "lookup", "parameters": {}}})
+    )
+    (tmp_path / "tools" / "more.yaml").write_text(
+        "- {name: book, input_schema: {type: object}}\n- {name: cancel}\n"
+    )
+    (tmp_path / "articles").mkdir()
+    (tmp_path / "articles" / "a.txt").write_text("Bananas are berries.")
+    (tmp_path / "articles" / "b.txt").write_text("Tomatoes are fruit.")
+    (tmp_path / "cases.csv").write_text(
+        "question,__expected,__metadata:topic,__metadata:level,__metric\n"
+        "Is it open?,contains:open,hours,easy,speed\n"
+    )
+    config = write_config(
+        tmp_path,
+        """
+        prompts: ["{{question}} {{article}} {{answer}}"]
+        providers:
+          - id: openai:chat:gpt-4.1
+            config:
+              tools: [file://tools/lookup.json, file://tools/more.yaml]
+        defaultTest:
+          vars: {answer: Yes, article: "", question: ""}
+        tests:
+          - description: Summaries
+            vars: {article: file://articles/*.txt, question: "No", answer: On}
+          - file://cases.csv
+        """,
+    )
+
+    result, output = import_to_file(config)
+
+    (suite,) = load_valid_suites(output).values()
+    assert [t.name for t in suite.variants[0].options["tools"]] == ["lookup", "book", "cancel"]
+    summaries_a, summaries_b, csv_case = suite.cases
+    assert summaries_a.variables == {
+        "answer": "On",
+        "article": "Bananas are berries.",
+        "question": "No",
+    }
+    assert summaries_b.variables["article"] == "Tomatoes are fruit."
+    assert csv_case.variables == {"answer": "Yes", "article": "", "question": "Is it open?"}
+    assert csv_case.tags == ("topic:hours", "level:easy")
+    assert "tests file://cases.csv: column __metric" in result.untranslated
+    assert not any("without a name" in item for item in result.untranslated)

@@ -213,8 +213,10 @@ class ChatHarness(Harness):
                 )
             return request.session_id, history
         session_id = f"chat-{uuid.uuid4().hex[:16]}"
+        # The trial sends the variant's own system prompt (filled with the case's variables)
+        # in place of the suite's; the option is read here only when a caller sends none.
         system_prompt = (
-            self.system_prompt if self.system_prompt is not None else request.system_prompt
+            request.system_prompt if request.system_prompt is not None else self.system_prompt
         )
         history = [{"role": "system", "content": system_prompt}] if system_prompt else []
         history.extend(self._seed)

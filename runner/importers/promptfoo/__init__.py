@@ -9,13 +9,20 @@ How promptfoo's concepts land:
 - ``providers`` become variants: ``openai:chat:MODEL`` and ``openai:MODEL`` run on the chat
   harness (with ``apiBaseUrl`` and ``tools``); ``promptfoo:simulated-user`` is not a variant but
   the person's side of the conversation.
+- Several ``prompts`` are compared as promptfoo compares them: N prompts under M providers are
+  N × M variants, each carrying its prompt (``variant(..., prompt=..., prompt_name=...)``) and
+  named by its provider and its prompt's label; the suite's prompt is the first one.
 - ``tests`` become cases (``description`` the name, a slug of it the id, ``vars`` the
   variables, ``assert`` the weighted assertions, ``threshold`` the case's), with ``defaultTest``
   merged into each as promptfoo does. A var holding a list runs the test once per item.
 - With a simulated user, promptfoo sends the prompt to the agent as its system prompt, so it
   becomes the suite's ``system_prompt``; ``vars.instructions`` is the persona,
-  ``vars.message`` its first message, ``initialMessages`` the seeded conversation. Without one,
-  the prompt is the suite's ``prompt``. A config mixing both gets one suite for each.
+  ``initialMessages`` the seeded conversation. It runs as promptfoo runs it
+  (``simulated_user(..., persona_opens=True)``): no opening prompt, the persona writes every
+  message, its first included (``vars.message`` is an ordinary var, as in promptfoo), seeded
+  messages ending with the person's are answered by the agent first, and ``maxTurns`` counts
+  the persona's messages. Without one, the prompt is the suite's ``prompt``. A config mixing
+  both gets one suite for each.
 """
 
 from __future__ import annotations
@@ -29,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from proctor.definitions import DEFAULT_MAX_TURNS
+from proctor.definitions import DEFAULT_MAX_TURNS, prompt_label
 from proctor.prompt_templates import variables_in
-from proctor.rules import MAX_TURNS_RANGE
+from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
 from runner.importers.nunjucks import fill_variables, unsupported_expressions
@@ -52,9 +59,6 @@ from runner.importers.python_source import Call, Module, Name, Spread, call, ide
 
 # promptfoo's own default when a simulated-user provider gives no maxTurns.
 PROMPTFOO_MAX_TURNS = 10
-# What a simulated-user case says first when its test gives no vars.message (promptfoo's
-# simulated user opens by itself; Proctor's opens with the suite's prompt).
-OPENING_LINE = "Hello."
 SUITE_ID_LENGTH = 60
 TOP_LEVEL_READ = {
     "description",
@@ -65,10 +69,13 @@ TOP_LEVEL_READ = {
     "defaultTest",
     "$schema",
 }
-TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options"}
+TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options", "metadata"}
+METADATA_COLUMN = "__metadata:"
+# The longest tag a case may hold (proctor.rules).
+MAX_TAG_CHARS = 50
 SIMULATED_READ = {"instructions", "maxTurns", "initialMessages", "userProvider"}
 # Vars the simulated user reads itself; the rest are the case's variables.
-SIMULATION_VARS = ("instructions", "message", "initialMessages")
+SIMULATION_VARS = ("instructions", "initialMessages")
 
 ANSWERED_CHECK = '''\
 def answered(ctx) -> bool:
@@ -89,6 +96,9 @@ class _Prompt:
     label: str
     user: str | None
     system: str | None
+    # How a variant's name shows it: the prompt's own label or file; None for an inline prompt
+    # without one, which the variant's default name shows by its first words.
+    name: str | None = None
 
 
 @dataclass
@@ -100,6 +110,7 @@ class _Test:
     asserts: Any
     threshold: Any
     simulated: Mapping[str, Any] | None
+    metadata: Any = None
 
 
 @dataclass
@@ -139,7 +150,7 @@ def translate_config(
     single = [test for test in tests if test.simulated is None]
     simulated = [test for test in tests if test.simulated is not None]
     prompt = prompts[0] if prompts else None
-    if single and (prompt is None or not prompt.user):
+    if single and (prompt is None or not all(p.user for p in prompts)):
         raise ImportFailed(
             f"{config_path} has tests but no prompt to send them with; add one under prompts."
         )
@@ -150,10 +161,27 @@ def translate_config(
             continue
         suite_id = base_id + suffix
         suite_ids.append(suite_id)
-        cases = [_case(t, test, default=default, shared=shared, prompt=prompt) for test in group]
+        conversational = group is simulated
+        cases = [_case(t, test, default=default, shared=shared, prompts=prompts) for test in group]
+        # promptfoo fills the agent's prompt with each test's vars: a variant's own system
+        # prompt is filled per case (the suite's is not), so a templated one goes there.
+        templated = conversational and bool(
+            prompt and variables_in(_agent_system_prompt(prompt) or "")
+        )
+        compared = len(prompts) > 1 or templated
         module.assign(
             identifier_for(suite_id, fallback="suite"),
-            _suite(t, suite_id, cases, variants, prompt, conversational=group is simulated),
+            _suite(
+                t,
+                suite_id,
+                cases,
+                _prompt_variants(variants, prompts, conversational=conversational)
+                if compared
+                else variants,
+                prompt,
+                conversational=conversational,
+                variants_carry_prompts=compared,
+            ),
         )
     if t.needs_answered:
         module.functions.append(ANSWERED_CHECK)
@@ -195,19 +223,23 @@ def _prompts(t: _Translator) -> list[_Prompt]:
     prompts: list[_Prompt] = []
     for position, item in enumerate(items, start=1):
         label = f"prompt #{position}"
+        name = None
         if isinstance(item, Mapping):
-            label = str(item.get("label") or item.get("id") or label)
+            name = item.get("label") or item.get("id")
+            label = str(name or label)
             item = item.get("raw", item.get("id"))
         if not isinstance(item, str):
             t.skip(f"{label} (not text)")
             continue
-        prompts.extend(_prompt_texts(t, item, label))
-    for extra in prompts[1:]:
-        t.skip(f"{extra.label} (a suite holds one prompt; the first was used)")
-    if prompts:
-        for text in (prompts[0].user, prompts[0].system):
+        found = _prompt_texts(t, item, label)
+        if isinstance(name, str) and name.strip():
+            for prompt in found:
+                prompt.name = name if len(found) == 1 else prompt.name or name
+        prompts.extend(found)
+    for prompt in prompts:
+        for text in (prompt.user, prompt.system):
             for expression in unsupported_expressions(text or ""):
-                t.skip(f"{prompts[0].label}: template expression {expression}")
+                t.skip(f"{prompt.label}: template expression {expression}")
     return prompts
 
 
@@ -220,13 +252,21 @@ def _prompt_texts(t: _Translator, item: str, label: str) -> list[_Prompt]:
     found = []
     for reference in t.files.matching("prompt", item):
         path = t.files.path(reference)
+        shown = reference.removeprefix("file://")
         if path.suffix in STRUCTURED_SUFFIXES:
-            found.append(_chat_prompt(t, t.files.structured("prompt", reference), reference))
+            chat = _chat_prompt(t, t.files.structured("prompt", reference), reference)
+            chat.name = shown
+            found.append(chat)
         else:
             # A text file may hold several prompts separated by a line of three hyphens.
             parts = [part.strip() for part in t.files.text("prompt", reference).split("\n---\n")]
             found += [
-                _Prompt(reference if len(parts) == 1 else f"{reference} #{n}", part, None)
+                _Prompt(
+                    reference if len(parts) == 1 else f"{reference} #{n}",
+                    part,
+                    None,
+                    shown if len(parts) == 1 else f"{shown} #{n}",
+                )
                 for n, part in enumerate(parts, start=1)
                 if part
             ]
@@ -287,7 +327,10 @@ def _raw_tests(t: _Translator) -> list[Any]:
         for reference in t.files.matching("tests", item):
             suffix = t.files.path(reference).suffix
             if suffix == ".csv":
-                tests += [_test_from_row(row) for row in t.files.csv_rows("tests", reference)]
+                tests += [
+                    _test_from_row(t, row, reference)
+                    for row in t.files.csv_rows("tests", reference)
+                ]
             elif suffix in STRUCTURED_SUFFIXES:
                 loaded = t.files.structured("tests", reference)
                 tests += loaded if isinstance(loaded, list) else [loaded]
@@ -296,9 +339,10 @@ def _raw_tests(t: _Translator) -> list[Any]:
     return tests
 
 
-def _test_from_row(row: Mapping[str, str]) -> dict[str, Any]:
-    """A CSV row as promptfoo reads it: columns are vars, ``__expected`` columns assertions."""
-    test: dict[str, Any] = {"vars": {}, "assert": []}
+def _test_from_row(t: _Translator, row: Mapping[str, str], reference: str) -> dict[str, Any]:
+    """A CSV row as promptfoo reads it: columns are vars, ``__expected`` columns assertions,
+    ``__metadata:NAME`` columns the test's metadata; another ``__`` column is named."""
+    test: dict[str, Any] = {"vars": {}, "assert": [], "metadata": {}}
     for column, cell in row.items():
         if column is None or cell is None:
             continue
@@ -309,7 +353,12 @@ def _test_from_row(row: Mapping[str, str]) -> dict[str, Any]:
             test["description"] = cell
         elif column == "__threshold" and cell.strip():
             test["threshold"] = float(cell)
-        elif not column.startswith("__"):
+        elif column.startswith(METADATA_COLUMN):
+            if cell.strip():
+                test["metadata"][column.removeprefix(METADATA_COLUMN)] = cell
+        elif column.startswith("__"):
+            t.skip(f"tests {reference}: column {column}")
+        else:
             test["vars"][column] = cell
     return test
 
@@ -353,6 +402,7 @@ def _tests(
                     raw.get("assert"),
                     threshold,
                     simulated,
+                    _merged_metadata(default.get("metadata"), raw.get("metadata")),
                 )
             )
     return tests
@@ -379,9 +429,18 @@ def _var_value(t: _Translator, value: Any, where: str, name: str) -> Any:
     if is_code_reference(value):
         t.skip(f"{where}: vars.{name} {value} (code that makes the value)")
         return value
-    if t.files.path(value).suffix in STRUCTURED_SUFFIXES:
-        return t.files.structured(f"{where}: vars.{name}", value)
-    return t.files.text(f"{where}: vars.{name}", value)
+    what = f"{where}: vars.{name}"
+    matched = t.files.matching(what, value)
+    if matched != [value]:
+        # A glob: one value per file it matches, so the test runs once per file (promptfoo).
+        return [_file_value(t, what, reference) for reference in matched]
+    return _file_value(t, what, value)
+
+
+def _file_value(t: _Translator, what: str, reference: str) -> Any:
+    if t.files.path(reference).suffix in STRUCTURED_SUFFIXES:
+        return t.files.structured(what, reference)
+    return t.files.text(what, reference)
 
 
 def _expand(variables: dict[str, Any]) -> list[dict[str, Any]]:
@@ -428,7 +487,7 @@ def _case(
     *,
     default: Mapping[str, Any],
     shared: Name | None,
-    prompt: _Prompt | None,
+    prompts: list[_Prompt],
 ) -> Call:
     entries: list[Any] = []
     if shared is None and isinstance(default.get("assert"), list):
@@ -461,10 +520,14 @@ def _case(
     if test.simulated is not None:
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
         user = _simulated_user(t, test)
+        # Compared prompts are the variants' system prompts, filled per case.
+        templates = " ".join(_agent_system_prompt(p) or "" for p in prompts)
     else:
         variables = dict(test.variables)
         user = None
-        for name in variables_in(prompt.user or "") if prompt else []:
+        templates = " ".join(p.user or "" for p in prompts)
+    if templates:
+        for name in variables_in(templates):
             if name not in variables:
                 variables[name] = ""
                 t.skip(
@@ -475,11 +538,39 @@ def _case(
         case_id,
         name=test.description,
         variables=variables or None,
+        tags=_metadata_tags(t, test) or None,
         user=user,
         max_turns=_case_turns(user),
         validate=validate,
         threshold=threshold,
     )
+
+
+def _merged_metadata(default: Any, own: Any) -> Any:
+    """A test's metadata over defaultTest's, as promptfoo merges them (a value that is no
+    mapping is kept for _metadata_tags to name)."""
+    if isinstance(default, Mapping) and isinstance(own, Mapping):
+        return {**default, **own}
+    return own if own is not None else default
+
+
+def _metadata_tags(t: _Translator, test: _Test) -> list[str]:
+    """promptfoo's test metadata (``metadata:``, CSV ``__metadata:NAME`` columns) as the case's
+    tags, ``name:value``, which the grid filters by; what a tag cannot hold is named."""
+    metadata = test.metadata or {}
+    if not isinstance(metadata, Mapping):
+        t.skip(f"{test.where}: metadata (not a mapping)")
+        return []
+    tags: list[str] = []
+    for key, value in metadata.items():
+        tag = f"{key}:{value}"
+        if len(tag) > MAX_TAG_CHARS or len(tags) == MAX_TAGS:
+            t.skip(
+                f"{test.where}: metadata {key} (a tag holds {MAX_TAG_CHARS} characters, a case {MAX_TAGS} tags)"
+            )
+            continue
+        tags.append(tag)
+    return tags
 
 
 def _case_turns(user: Call | None) -> int | None:
@@ -501,7 +592,6 @@ def _simulated_user(t: _Translator, test: _Test) -> Call:
     if not instructions or instructions == "{{instructions}}":
         t.skip(f"{test.where}: the simulated user has no instructions (vars.instructions)")
         instructions = "Play a person talking to the agent; answer what it asks."
-    message = variables.get("message")
     max_turns = config.get("maxTurns", PROMPTFOO_MAX_TURNS)
     if isinstance(max_turns, bool) or not isinstance(max_turns, int):
         t.skip(f"{test.where}: maxTurns {max_turns!r} (not a whole number)")
@@ -516,10 +606,10 @@ def _simulated_user(t: _Translator, test: _Test) -> Call:
     return call(
         "simulated_user",
         instructions,
-        first_message=fill_variables(str(message), variables) if message is not None else None,
         max_turns=max_turns,
         model=_user_model(t, config.get("userProvider"), test.where),
         initial_messages=_initial_messages(t, seeded, test),
+        persona_opens=True,
     )
 
 
@@ -578,6 +668,52 @@ def _is_message_list(value: Any) -> TypeGuard[list[Mapping[str, Any]]]:
     )
 
 
+def _prompt_variants(
+    variants: list[Call], prompts: list[_Prompt], *, conversational: bool
+) -> list[Call]:
+    """Each provider's variant once per prompt, carrying it (a simulated-user suite's agent
+    gets its prompt as the system prompt), named by the provider and the prompt's label: the
+    variant's default name, ``chat:MODEL:LABEL``, or the provider's label and the prompt's."""
+    if len(prompts) == 1:
+        # One prompt compares nothing: the variants keep their names and carry it.
+        (only,) = prompts
+        text = (
+            {"system_prompt": _agent_system_prompt(only)}
+            if conversational
+            else {"prompt": only.user, "system_prompt": only.system}
+        )
+        return [call("variant", *v.args, **dict(v.kwargs), **text) for v in variants]
+    names = UniqueHandles()
+    compared = []
+    for prompt in prompts:
+        if conversational:
+            text = {"system_prompt": _agent_system_prompt(prompt)}
+        else:
+            text = {"prompt": prompt.user, "system_prompt": prompt.system}
+        shown = prompt.name or prompt_label(prompt.user or prompt.system) or prompt.label
+        for variant in variants:
+            kwargs = dict(variant.kwargs)
+            provider = kwargs.pop("name", None)
+            default = f"{provider or 'chat:' + str(kwargs.get('model'))}:{shown}"
+            name = names.take(default)
+            compared.append(
+                call(
+                    "variant",
+                    *variant.args,
+                    **kwargs,
+                    name=None if name == default and provider is None else name,
+                    prompt_name=shown if name == default and provider is None else None,
+                    **text,
+                )
+            )
+    return compared
+
+
+def _agent_system_prompt(prompt: _Prompt) -> str | None:
+    """What promptfoo shows a simulated user's agent as its system message: the prompt."""
+    return "\n\n".join(p for p in (prompt.system, prompt.user) if p) or None
+
+
 def _suite(
     t: _Translator,
     suite_id: str,
@@ -586,22 +722,24 @@ def _suite(
     prompt: _Prompt | None,
     *,
     conversational: bool,
+    variants_carry_prompts: bool,
 ) -> Call:
     description = t.config.get("description")
     name = description if isinstance(description, str) and description.strip() else None
     if conversational:
         # promptfoo shows the agent its prompt as the system message of every turn.
-        system = "\n\n".join(p for p in (prompt.system, prompt.user) if p) if prompt else None
-        if system and variables_in(system):
+        system = _agent_system_prompt(prompt) if prompt else None
+        # A variant's own system prompt is filled per case; the suite's is not.
+        if system and variables_in(system) and not variants_carry_prompts:
             t.skip(
                 f"{prompt.label if prompt else 'prompt'}: variables in the agent's system prompt "
                 "(Proctor does not fill a system prompt per case)"
             )
+        # No prompt: every conversation opens with the persona's own message.
         return call(
             "suite",
             suite_id,
             name=name,
-            prompt=OPENING_LINE,
             system_prompt=system or None,
             variants=variants,
             cases=cases,

@@ -1,7 +1,8 @@
 """Reading a promptfoo config and the files it points to with ``file://``.
 
 promptfoo resolves ``file://`` paths against the config's folder. Anything that cannot be read
-is an ImportFailed whose sentence names the config, the reference and the file.
+is an ImportFailed whose sentence names the config, the reference and the file. YAML is read
+with the YAML 1.2 core schema promptfoo's parser uses (``Yes`` is text, not True).
 """
 
 from __future__ import annotations
@@ -25,6 +26,28 @@ CODE_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".py")
 _CODE_FILE = re.compile(r"\.(?:js|cjs|mjs|ts|py)(?::[^/\\]*)?$")
 
 
+class _CoreSchemaLoader(yaml.SafeLoader):
+    """YAML as promptfoo reads it (js-yaml, the YAML 1.2 core schema): only ``true`` and
+    ``false`` are booleans, so ``body: Yes`` or ``answer: no`` stay the text written, where
+    PyYAML's YAML 1.1 would read True and False."""
+
+
+_CoreSchemaLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_CoreSchemaLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """A YAML document's value, scalars as promptfoo reads them (see _CoreSchemaLoader)."""
+    return yaml.load(text, Loader=_CoreSchemaLoader)  # noqa: S506  # a SafeLoader subclass
+
+
 def load_config(path: Path) -> dict[str, Any]:
     """The config as a dict (YAML or JSON)."""
     if path.suffix in CODE_SUFFIXES:
@@ -40,7 +63,7 @@ def load_config(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ImportFailed(f"cannot read {path}: {exc}.") from None
     try:
-        data = yaml.safe_load(text)
+        data = read_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -100,9 +123,7 @@ class ConfigFiles:
         """A JSON or YAML file's value."""
         text = self.text(what, reference)
         try:
-            return (
-                json.loads(text) if self.path(reference).suffix == ".json" else yaml.safe_load(text)
-            )
+            return json.loads(text) if self.path(reference).suffix == ".json" else read_yaml(text)
         except (ValueError, yaml.YAMLError):
             raise self.fail(
                 what, reference, f"{self.path(reference)} is not valid JSON or YAML"

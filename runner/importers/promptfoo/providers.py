@@ -186,8 +186,17 @@ def _tools(
     if not isinstance(raw, list):
         skip(f"{where}: tools (not a list of tool definitions)")
         return None
-    tools = []
+    items: list[Any] = []
     for item in raw:
+        # A list may name files (``tools: [file://a.json, ...]``), each holding one tool
+        # definition or a list of them, as promptfoo reads it.
+        if is_reference(item):
+            loaded = files.structured(f"{where}: tools", item)
+            items.extend(loaded if isinstance(loaded, list) else [loaded])
+        else:
+            items.append(item)
+    tools = []
+    for item in items:
         spec = item.get("function", item) if isinstance(item, Mapping) else None
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
             skip(f"{where}: a tool without a name")

@@ -20,10 +20,12 @@ from evals_app.models import Batch, Organization, Trial
 from proctor.definitions import AdaptiveTrials
 from proctor.rules import trials_problem
 from runner.batches.consoles import command_consoles
+from runner.batches.dry_run import dry_run_listing, print_dry_run
 from runner.batches.eval_options import EvalOptions
 from runner.batches.planning import (
     InvalidInput,
     Selection,
+    endpoint_problems,
     load_suites,
     plan_batch,
     record_locally,
@@ -88,6 +90,8 @@ class Command(EvalOptions):
             self._invalid(
                 err, ["--plan-trials reads this installation's history; it does not use --server"]
             )
+        if options["dry_run"] and options["plan_trials"] is not None:
+            self._invalid(err, ["--dry-run and --plan-trials each print without running; use one"])
         if options["baseline"] and options["server"]:
             self._invalid(
                 err,
@@ -121,6 +125,9 @@ class Command(EvalOptions):
             self._invalid(err, exc.problems)
         for warning in submission.warnings:
             err.print(f"warning: {warning}", markup=False)
+        if options["dry_run"]:
+            self._dry_run(out, err, planned, submission, options)
+            return
         # --- the seam: from here the batch is recorded and run here (or on a server) ---
         if options["server"]:
             self._run_on_server(out, err, submission, options)
@@ -404,6 +411,18 @@ class Command(EvalOptions):
                 f"points; {escape(plan.sentence)}.\n  [dim]{escape(pair.source)}[/]"
             )
         out.print("Nothing ran: run again without --plan-trials (and with --trials N) to run.")
+
+    def _dry_run(self, out: Console, err: Console, planned: list, submission, options) -> None:
+        """--dry-run: the batch validated as far as it can be without a database (the model
+        endpoint its responders, simulated users and judges need included), then listed;
+        nothing is run, recorded or written."""
+        if problems := endpoint_problems(submission.value["cases"]):
+            self._invalid(err, problems)
+        listing = dry_run_listing(planned)
+        if options["json"]:
+            sys.stdout.write(json.dumps(listing, ensure_ascii=False) + "\n")
+        else:
+            print_dry_run(out, listing)
 
     def _invalid(self, err: Console, problems) -> None:
         for problem in problems:
