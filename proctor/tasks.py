@@ -7,8 +7,9 @@ and the verifier that grades it after the agent (the hidden ``tests/``, run in t
 scored by the reward file it writes). The agent sees only the instruction, in the variable
 ``instruction`` (a suite whose prompt is left out uses ``{{instruction}}``).
 
-Reading a folder opens its ``task.toml`` or ``task.yaml`` and its instruction only; a folder
-that is not a valid task raises DefinitionError naming the file and the field.
+Reading a folder opens its ``task.toml`` or ``task.yaml``, its instruction and its compose
+file (Harbor's ``environment/docker-compose.yaml``, Terminal-Bench's ``docker-compose.yaml``)
+only; a folder that is not a valid task raises DefinitionError naming the file and the field.
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ class Task:
     steps: tuple[Step, ...] = ()
     # A compose task's other services, started on the trial's own network before the agent.
     services: tuple[Service, ...] = ()
+    # The compose service that is the agent's container, reached under this name: Harbor's
+    # ``main``, Terminal-Bench's ``client``.
+    main_service: str = "main"
 
     def to_definition(self) -> dict[str, Any]:
         value = asdict(self)
@@ -141,6 +145,8 @@ class Task:
         value["services"] = [asdict(service) for service in self.services]
         if not self.services:
             del value["services"]  # likewise
+        if self.main_service == "main":
+            del value["main_service"]  # likewise
         return value
 
     @classmethod
@@ -176,6 +182,11 @@ class Task:
     @property
     def path(self) -> Path:
         return Path(self.folder)
+
+    @property
+    def compose_folder(self) -> Path:
+        """The folder of the compose file, which its services' ``build`` folders are in."""
+        return self.path / "environment" if self.format == HARBOR else self.path
 
 
 def tasks(
@@ -493,28 +504,52 @@ MAIN_KEYS = frozenset({"build", "image", "depends_on", "environment"})
 def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
     """The services of a Harbor task's compose file beside ``main``, and ``main``'s own
     environment; nothing without a compose file."""
-    file = next((environment / n for n in COMPOSE_FILES if (environment / n).is_file()), None)
+    file = _compose_file(environment)
     if file is None:
         return (), {}
     fields = _Fields(file, _parsed(file))
+    services, main = _compose_services(fields, environment, "main", MAIN_KEYS)
+    return services, _compose_env(main.get("environment"))
+
+
+def _compose_file(folder: Path) -> Path | None:
+    return next((folder / n for n in COMPOSE_FILES if (folder / n).is_file()), None)
+
+
+def _compose_env(value: Any) -> dict[str, str]:
+    """A compose ``environment``: a table, or a list of NAME=value."""
+    if isinstance(value, list):
+        value = dict(i.split("=", 1) if "=" in i else (i, "") for i in value)
+    return {str(k): str(v) for k, v in (value or {}).items()}
+
+
+def _compose_services(
+    fields: _Fields, folder: Path, main_name: str, main_keys: frozenset[str]
+) -> tuple[tuple[Service, ...], Mapping[str, Any]]:
+    """The services of a compose file beside the agent's container (the service
+    ``main_name``, its keys checked against ``main_keys``), and that container's own table.
+    Harbor's and Terminal-Bench's compose files share it; ``build`` folders are relative to
+    ``folder``."""
     listed = fields.get("services")
     if not isinstance(listed, Mapping) or not listed:
         raise fields.fail("services", "a table of services", listed)
-    main = listed.get("main") or {}
+    main = listed.get(main_name) or {}
     if not isinstance(main, Mapping):
-        raise fields.fail("services.main", "a table", main)
-    if unknown := sorted(set(main) - MAIN_KEYS):
+        raise fields.fail(f"services.{main_name}", "a table", main)
+    if unknown := sorted(set(main) - main_keys):
         raise fields.fail(
-            f"services.main.{unknown[0]}", "left out (Proctor does not apply it)", main[unknown[0]]
+            f"services.{main_name}.{unknown[0]}",
+            "left out (Proctor does not apply it)",
+            main[unknown[0]],
         )
     waits = main.get("depends_on") or {}
     if isinstance(waits, list):
         waits = {name: {"condition": "service_started"} for name in waits}
     if not isinstance(waits, Mapping):
-        raise fields.fail("services.main.depends_on", "a list or table of services", waits)
+        raise fields.fail(f"services.{main_name}.depends_on", "a list or table of services", waits)
     services = []
     for name, spec in listed.items():
-        if name == "main":
+        if name == main_name:
             continue
         where = f"services.{name}"
         if not isinstance(spec, Mapping):
@@ -523,18 +558,16 @@ def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
             raise fields.fail(
                 f"{where}.{unknown[0]}", "left out (Proctor does not apply it)", spec[unknown[0]]
             )
-        own = _Fields(file, spec)
+        own = _Fields(fields.file, spec)
         build, dockerfile = spec.get("build"), "Dockerfile"
         if isinstance(build, Mapping):
             build, dockerfile = build.get("context", "."), build.get("dockerfile", "Dockerfile")
-        if build is not None and (not isinstance(build, str) or not (environment / build).is_dir()):
+        if build is not None and (not isinstance(build, str) or not (folder / build).is_dir()):
             raise fields.fail(f"{where}.build", "a folder beside the compose file", build)
         image = own.text("image")
         if build is None and not image:
             raise fields.fail(where, "a service with build or image", dict(spec))
-        env = spec.get("environment") or {}
-        if isinstance(env, list):
-            env = dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
+        env = _compose_env(spec.get("environment"))
         command = spec.get("command")
         if command is not None and not (
             isinstance(command, str)
@@ -555,13 +588,13 @@ def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
         )
         if name in waits and condition not in ("service_started", "service_healthy"):
             raise fields.fail(
-                f"services.main.depends_on.{name}.condition",
+                f"services.{main_name}.depends_on.{name}.condition",
                 "service_started or service_healthy",
                 condition,
             )
         if condition == "service_healthy" and not test:
             raise fields.fail(
-                f"{where}.healthcheck", "set, as main waits for it to be healthy", None
+                f"{where}.healthcheck", f"set, as {main_name} waits for it to be healthy", None
             )
         services.append(
             Service(
@@ -569,7 +602,7 @@ def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
                 build=build,
                 dockerfile=str(dockerfile),
                 image=image,
-                environment={str(k): str(v) for k, v in env.items()},
+                environment=env,
                 command=tuple(command) if isinstance(command, list) else command,
                 healthcheck=tuple(test),
                 interval_s=_duration(check.get("interval"), 1.0),
@@ -580,11 +613,10 @@ def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
             )
         )
     if missing := sorted(set(waits) - {s.name for s in services}):
-        raise fields.fail(f"services.main.depends_on.{missing[0]}", "a service of the file", None)
-    main_env = main.get("environment") or {}
-    if isinstance(main_env, list):
-        main_env = dict(i.split("=", 1) if "=" in i else (i, "") for i in main_env)
-    return tuple(services), {str(k): str(v) for k, v in main_env.items()}
+        raise fields.fail(
+            f"services.{main_name}.depends_on.{missing[0]}", "a service of the file", None
+        )
+    return tuple(services), main
 
 
 def _duration(value: Any, default: float) -> float:
@@ -672,13 +704,12 @@ def _read_terminal_bench(
     instruction = fields.text("instruction")
     if not instruction or not instruction.strip():
         raise DefinitionError(f"{file}: instruction is required (the text the agent is given)")
-    if not (folder / "Dockerfile").is_file():
-        if (folder / "docker-compose.yaml").is_file():
-            raise DefinitionError(
-                f"{folder / 'docker-compose.yaml'}: a Terminal-Bench task runs from its "
-                "Dockerfile, and this one has none"
-            )
-        raise DefinitionError(f"{folder / 'Dockerfile'}: missing (the task's image)")
+    compose = _terminal_bench_compose(folder)
+    if compose is None and not (folder / "Dockerfile").is_file():
+        raise DefinitionError(
+            f"{folder / 'Dockerfile'}: missing (the task's image), and the folder has no "
+            "docker-compose.yaml"
+        )
     if not (folder / TERMINAL_BENCH_TESTS_SCRIPT).is_file():
         raise DefinitionError(
             f"{folder / TERMINAL_BENCH_TESTS_SCRIPT}: missing (the task's verifier)"
@@ -690,9 +721,13 @@ def _read_terminal_bench(
         folder=str(folder),
         format=TERMINAL_BENCH,
         name=folder.name,
-        dockerfile="Dockerfile",
-        context=".",
+        dockerfile=compose.dockerfile if compose else "Dockerfile",
+        context=compose.context if compose else ".",
+        docker_image=compose.docker_image if compose else None,
         images=dict(images),
+        env=compose.env if compose else {},
+        services=compose.services if compose else (),
+        main_service=compose.main_service if compose else "main",
         tests_script=TERMINAL_BENCH_TESTS_SCRIPT,
         verifier_timeout_s=fields.number("max_test_timeout_sec") or DEFAULT_VERIFIER_TIMEOUT_S,
         parser="pytest",
@@ -701,3 +736,137 @@ def _read_terminal_bench(
     )
     agent_timeout = fields.number("max_agent_timeout_sec") or DEFAULT_AGENT_TIMEOUT_S
     return task, {"instruction": instruction}, _tags(fields, ""), agent_timeout
+
+
+# What Terminal-Bench's own harness sets for a task's compose file, and what Proctor puts in
+# its place: the host-side paths name the container's own folders, as Proctor mounts nothing
+# and reads the logs out of the container itself.
+TERMINAL_BENCH_COMPOSE_VALUES = {
+    "T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME": "proctor-task-client",
+    "T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME": "client",
+    "T_BENCH_TASK_DOCKER_NAME_PREFIX": "proctor-task",
+    "T_BENCH_TEST_DIR": "/tests",
+    "T_BENCH_TASK_LOGS_PATH": "/logs",
+    "T_BENCH_CONTAINER_LOGS_PATH": "/logs",
+    "T_BENCH_TASK_AGENT_LOGS_PATH": "/logs/agent",
+    "T_BENCH_CONTAINER_AGENT_LOGS_PATH": "/logs/agent",
+}
+# The client may carry what Terminal-Bench's harness gives it: a container name and the tag of
+# the image it builds (Proctor names both itself; the client is reached as ``client``), a
+# command that only keeps it running (Proctor's does that), and the mounts of its log folders
+# (the container's own here).
+CLIENT_KEYS = MAIN_KEYS | {"container_name", "command", "volumes"}
+CLIENT_VOLUMES = frozenset(
+    {
+        "${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}",
+        "${T_BENCH_TASK_AGENT_LOGS_PATH}:${T_BENCH_CONTAINER_AGENT_LOGS_PATH}",
+    }
+)
+_VARIABLE = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|([A-Za-z_]\w*))")
+
+
+@dataclass(frozen=True)
+class _Client:
+    """A Terminal-Bench compose file's agent container and the services beside it."""
+
+    main_service: str
+    dockerfile: str | None
+    context: str
+    docker_image: str | None
+    env: dict[str, str]
+    services: tuple[Service, ...]
+
+
+def _terminal_bench_compose(folder: Path) -> _Client | None:
+    """The compose file of a Terminal-Bench task, read like a Harbor task's with ``client``
+    (or ``main``) as the agent's container and Terminal-Bench's variables filled in; None
+    without one."""
+    file = _compose_file(folder)
+    if file is None:
+        return None
+    raw = _parsed(file)
+    listed = raw.get("services")
+    if not isinstance(listed, Mapping):
+        listed = {}
+    name = next((n for n in ("client", "main") if n in listed), "")
+    if not name:
+        raise DefinitionError(
+            f"{file}: services.client must be set (the agent's container; Terminal-Bench names "
+            "it client)"
+        )
+    client = listed[name] if isinstance(listed[name], Mapping) else {}
+    volumes = client.get("volumes") or []
+    for volume in volumes if isinstance(volumes, list) else [volumes]:
+        if not isinstance(volume, str) or volume not in CLIENT_VOLUMES:
+            raise _Fields(file, raw).fail(
+                f"services.{name}.volumes",
+                "left out (Proctor mounts only the log folders, which are the container's own)",
+                volume,
+            )
+    fields = _Fields(file, _filled(raw, file))
+    services, main = _compose_services(fields, folder, name, CLIENT_KEYS)
+    command = main.get("command")
+    shown = (
+        " ".join(map(str, command))
+        if isinstance(command, list)
+        else str(command or "sleep infinity")
+    )
+    if not re.fullmatch(r"(sh -c )?sleep infinity", shown.strip()):
+        raise fields.fail(
+            f"services.{name}.command",
+            'left out, or "sleep infinity" (Proctor runs the agent\'s container its own way)',
+            command,
+        )
+    build = main.get("build")
+    dockerfile: str | None = None
+    context = "."
+    if build is not None:
+        if isinstance(build, str):
+            build = {"context": build}
+        if not isinstance(build, Mapping) or set(build) - {"context", "dockerfile"}:
+            raise fields.fail(f"services.{name}.build", "a folder or context and dockerfile", build)
+        context = str(build.get("context") or ".")
+        path = (folder / context / str(build.get("dockerfile") or "Dockerfile")).resolve()
+        if not path.is_file() or not path.is_relative_to(folder.resolve()):
+            raise fields.fail(f"services.{name}.build", "a Dockerfile in the task's folder", build)
+        dockerfile = path.relative_to(folder.resolve()).as_posix()
+        context = (folder / context).resolve().relative_to(folder.resolve()).as_posix()
+    image = None if build is not None else _Fields(file, main).text("image")
+    if build is None and not image:
+        raise fields.fail(f"services.{name}", "a service with build or image", dict(main))
+    return _Client(
+        main_service=name,
+        dockerfile=dockerfile,
+        context=context,
+        docker_image=image,
+        env=_compose_env(main.get("environment")),
+        services=services,
+    )
+
+
+def _filled(value: Any, file: Path) -> Any:
+    """``value`` with Terminal-Bench's compose variables filled in (``${NAME}``,
+    ``${NAME:-default}``, ``$NAME``; ``$$`` is a dollar sign). A variable Proctor does not
+    set and that has no default is refused by name."""
+    if isinstance(value, Mapping):
+        return {k: _filled(v, file) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_filled(v, file) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def fill(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1) or match.group(4)
+        if name in TERMINAL_BENCH_COMPOSE_VALUES:
+            return TERMINAL_BENCH_COMPOSE_VALUES[name]
+        if match.group(2) is not None:
+            return match.group(3)
+        raise DefinitionError(
+            f"{file}: uses ${{{name}}}, which Proctor does not set (it sets "
+            f"{', '.join(sorted(TERMINAL_BENCH_COMPOSE_VALUES))}); give it a default, "
+            f"${{{name}:-value}}"
+        )
+
+    return _VARIABLE.sub(fill, value)

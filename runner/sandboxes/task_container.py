@@ -109,7 +109,7 @@ class TaskSandbox(DockerSandbox):
             api, network = self.engine.api, self.services.network
             host["network_mode"] = network
             create["networking_config"] = api.create_networking_config(
-                {network: api.create_endpoint_config(aliases=["main"])}
+                {network: api.create_endpoint_config(aliases=[self.task.main_service])}
             )
 
     def destroy(self) -> None:

@@ -138,7 +138,7 @@ def service_image(task: Task, service: Service, engine: DockerClient, log: Any =
                 f"and is never pulled; {_fix_hint(service.image)}"
             )
         return name
-    folder = Path(task.folder) / "environment" / service.build
+    folder = task.compose_folder / service.build
     context = _build_context(task, mapped, engine, folder, folder / service.dockerfile)
     return _built(engine, task, context, log)[0]
 

@@ -3,10 +3,11 @@ container, and torn down with the trial, whatever happened.
 
 Each trial gets a network of its own (internal, so without a way out, unless the variant
 allows the network and the task allows the internet). Every service joins it under its name
-and ``main`` (the agent's container) under ``main``, so the agent reaches ``http://api:8000``
-as the task's compose file says. ``main`` starts once the services it ``depends_on`` are
-started, or healthy for ``condition: service_healthy``; a service that exits or turns
-unhealthy first errors the trial in one line naming it. The watchdog removes the containers of
+and the agent's container under its service's name (Harbor's ``main``, Terminal-Bench's
+``client``), so the agent reaches ``http://api:8000`` as the task's compose file says. The
+agent's container starts once the services it ``depends_on`` are started, or healthy for
+``condition: service_healthy``; a service that exits or turns unhealthy first errors the trial
+in one line naming it. The watchdog removes the containers of
 a Proctor that died.
 """
 
@@ -129,8 +130,8 @@ class TaskServices:
                 return
             if health == "unhealthy":
                 raise SandboxError(
-                    f"task {self.task.name}: service {service.name} is unhealthy, and main "
-                    "waits for it to be healthy"
+                    f"task {self.task.name}: service {service.name} is unhealthy, and "
+                    f"{self.task.main_service} waits for it to be healthy"
                 )
             if time.monotonic() > deadline:
                 raise SandboxError(

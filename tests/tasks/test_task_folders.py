@@ -54,6 +54,7 @@ def test_it_reads_harbor_and_terminal_bench_folders() -> None:
         "hidden-tests",
         "no-reward",
         "slow-verifier",
+        "tb-compose",
         "tb-count",
         "three-steps",
         "two-rewards",
@@ -83,6 +84,17 @@ def test_it_reads_harbor_and_terminal_bench_folders() -> None:
     assert (tb.task.tests_script, tb.task.solution_script) == ("run-tests.sh", "solution.sh")
     assert tb.task.parser == "pytest"
 
+    tb_compose = cases["tb-compose"].task
+    assert (tb_compose.main_service, tb_compose.dockerfile) == ("client", "Dockerfile")
+    (store,) = tb_compose.services
+    assert (store.name, store.build, store.main_waits_for) == (
+        "store",
+        "./store",
+        "service_healthy",
+    )
+    # The client's environment, with Terminal-Bench's variables filled in.
+    assert tb_compose.env == {"TEST_DIR": "/tests", "STORE_URL": "http://store:8000"}
+
 
 def test_a_suite_without_a_prompt_gives_the_instruction() -> None:
     cases = tasks(FOLDERS, include="two-*")
@@ -103,10 +115,11 @@ def test_a_suite_of_ordinary_cases_still_needs_a_prompt() -> None:
 
 def test_include_keeps_tasks_by_name_or_glob() -> None:
     assert [c.id for c in tasks(FOLDERS, include=["tb-*", "proctor/two-rewards"])] == [
+        "tb-compose",
         "tb-count",
         "two-rewards",
     ]
-    with pytest.raises(DefinitionError, match="matches none of its 7 task folders"):
+    with pytest.raises(DefinitionError, match="matches none of its 8 task folders"):
         tasks(FOLDERS, include="nothing-*")
 
 
@@ -115,7 +128,7 @@ def test_a_task_folder_itself_is_one_case() -> None:
 
 
 def test_a_relative_path_is_taken_from_the_calling_file() -> None:
-    assert len(tasks("folders")) == 7
+    assert len(tasks("folders")) == 8
 
 
 def test_folder_names_are_made_case_ids_and_collisions_named(tmp_path: Path) -> None:
@@ -231,6 +244,93 @@ def test_a_terminal_bench_folder_is_checked_too(tmp_path: Path) -> None:
     )
     with pytest.raises(DefinitionError, match=r'parser_name must be "pytest"'):
         tasks(tmp_path)
+
+
+TB_CLIENT = """
+services:
+  client:
+    build:
+      dockerfile: Dockerfile
+    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
+    container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
+    command: ["sh", "-c", "sleep infinity"]
+    volumes:
+      - ${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}
+"""
+
+
+@pytest.mark.parametrize(
+    ("compose", "expected"),
+    [
+        (
+            "services:\n  db:\n    image: x\n",
+            "docker-compose.yaml: services.client must be set (the agent's container",
+        ),
+        (TB_CLIENT + "    ports: ['80:80']\n", "services.client.ports must be left out"),
+        (
+            TB_CLIENT + "      - /srv/data:/data\n",
+            "services.client.volumes must be left out (Proctor mounts only the log folders",
+        ),
+        (
+            TB_CLIENT + "      - {type: bind, source: /srv, target: /srv}\n",
+            "services.client.volumes must be left out",
+        ),
+        (
+            TB_CLIENT.replace("sleep infinity", "python3 -m http.server"),
+            'services.client.command must be left out, or "sleep infinity"',
+        ),
+        (
+            TB_CLIENT + "    environment:\n      - KEY=${API_KEY}\n",
+            "docker-compose.yaml: uses ${API_KEY}, which Proctor does not set",
+        ),
+        (
+            TB_CLIENT + "  db:\n    image: x\n    networks: [back]\n",
+            "services.db.networks must be left out (Proctor does not apply it)",
+        ),
+        (
+            TB_CLIENT + "    depends_on:\n      db:\n        condition: service_healthy\n"
+            "  db:\n    image: x\n",
+            "services.db.healthcheck must be set, as client waits for it to be healthy",
+        ),
+    ],
+)
+def test_a_terminal_bench_compose_file_is_checked(
+    tmp_path: Path, compose: str, expected: str
+) -> None:
+    folder = write(
+        tmp_path / "tb",
+        {
+            "task.yaml": "instruction: go\n",
+            "Dockerfile": "FROM x\n",
+            "run-tests.sh": "",
+            "docker-compose.yaml": compose,
+        },
+    )
+    with pytest.raises(DefinitionError) as caught:
+        tasks(tmp_path)
+    message = str(caught.value)
+    assert expected in message
+    assert "\n" not in message
+    assert str(folder) in message
+
+
+def test_a_terminal_bench_client_may_run_a_given_image_or_default_a_variable(
+    tmp_path: Path,
+) -> None:
+    write(
+        tmp_path / "tb",
+        {
+            "task.yaml": "instruction: go\n",
+            "run-tests.sh": "",
+            "docker-compose.yaml": (
+                "services:\n  client:\n    image: team/tool:1\n    environment:\n"
+                "      MODE: ${MODE:-fast}\n      PRICE: $$5\n"
+            ),
+        },
+    )
+    (the_case,) = tasks(tmp_path)
+    assert (the_case.task.docker_image, the_case.task.dockerfile) == ("team/tool:1", None)
+    assert the_case.task.env == {"MODE": "fast", "PRICE": "$5"}
 
 
 def test_task_cases_are_refused_under_a_sandbox_without_images() -> None:

@@ -24,7 +24,7 @@ from runner.core.reporting import MemoryRecorder
 from runner.sandboxes.docker import DEFAULT_IMAGE, docker_problem
 from runner.sandboxes.engine import client
 from runner.sandboxes.task_container import TaskSandbox
-from runner.sandboxes.task_images import task_image
+from runner.sandboxes.task_images import service_image, task_image
 from runner.trial.execute import TrialPlan, execute_trial
 
 pytestmark = pytest.mark.docker
@@ -95,7 +95,7 @@ def checks(recorder: MemoryRecorder) -> list[tuple[str, str, bool, float | None]
 
 
 @pytest.mark.parametrize(
-    "name", ["two-rewards", "tb-count", "hidden-tests", "three-steps", "compose-api"]
+    "name", ["two-rewards", "tb-count", "hidden-tests", "three-steps", "compose-api", "tb-compose"]
 )
 def test_the_oracle_passes_and_doing_nothing_fails(name: str, built_images, tmp_path: Path) -> None:
     solved = run(task_case(name), ORACLE, tmp_path)
@@ -372,6 +372,39 @@ def test_a_compose_task_waits_for_its_healthy_service_and_tears_it_down(
     solved = run(task_case("compose-api"), ORACLE, tmp_path)
     assert solved.outcome.status == "passed", solved.outcome.error
     assert left_behind(client()) <= before
+
+
+def test_a_terminal_bench_compose_task_runs_its_client_beside_its_service(
+    built_images, tmp_path: Path
+) -> None:
+    engine = client()
+    the_case = task_case("tb-compose")
+    (store,) = the_case.task.services
+    ours = {built_images["tb-compose"], service_image(the_case.task, store, engine)}
+
+    def on_the_engine() -> tuple[set[str], set[str]]:
+        """This task's containers (by their images, which no other test runs) and the
+        trial networks."""
+        containers = {c["Id"] for c in engine.api.containers(all=True) if c["Image"] in ours}
+        networks = engine.api.networks(filters={"label": "proctor.sandbox=task-network"})
+        return containers, {n["Id"] for n in networks}
+
+    containers, networks = on_the_engine()
+    # The store starts slowly: the oracle stores at once, so it passes only if client waited.
+    solved = run(the_case, ORACLE, tmp_path)
+    assert solved.outcome.status == "passed", (solved.outcome.error, solved.logs[-5:])
+    assert checks(solved)[1] == (
+        "test",
+        "tests/test_outputs.py::test_the_store_keeps_the_greeting",
+        True,
+        None,
+    )
+    idle = run(the_case, NOTHING, tmp_path)
+    assert idle.checks[1].message == "the store answers 404 for /greeting"
+
+    after, networks_after = on_the_engine()
+    assert after <= containers
+    assert networks_after <= networks
 
 
 def test_an_unhealthy_service_errors_the_trial_in_one_line(built_images, tmp_path: Path) -> None:
