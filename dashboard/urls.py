@@ -3,7 +3,18 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from dashboard.views import batches, cases, compare, grid, labels, metrics, reruns, runs, trials
+from dashboard.views import (
+    batches,
+    cases,
+    compare,
+    failures,
+    grid,
+    labels,
+    metrics,
+    reruns,
+    runs,
+    trials,
+)
 
 urlpatterns = [
     path("api/", include("dashboard.api.urls")),
@@ -19,6 +30,7 @@ urlpatterns = [
     path("batches/<int:batch_id>/variants/", compare.variant_compare_view, name="batch-variants"),
     path("batches/<int:batch_id>/labelling/", labels.labelling_queue_view, name="labelling"),
     path("judges/", labels.judges_view, name="judges"),
+    path("batches/<int:batch_id>/failures/", failures.batch_failures_view, name="batch-failures"),
     path("batches/<int:batch_id>/metrics/", metrics.batch_metrics_view, name="batch-metrics"),
     path("batches/<int:batch_id>/rerun/", reruns.rerun_batch_view, name="rerun-batch"),
     path("batches/<int:batch_id>/rerun-failed/", reruns.rerun_failed_view, name="rerun-failed"),

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from evals_app.cost import batch_cost
+from evals_app.failure_groups import failure_groups
 from evals_app.models import Batch, Check, Run, Trial
 from runner.jobs.benchmark import summarize
 
@@ -30,6 +31,11 @@ def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str,
         "url": f"{dashboard}/batches/{batch.pk}/",
         "cost_usd": batch_cost(batch).total_usd,
         "validity_warnings": summarize(batch)["validity_warnings"],
+        # The failed and errored trials grouped by cause, the largest group first.
+        "failure_groups": [
+            {**group.to_dict(), "urls": [f"{dashboard}/trials/{t}/" for t in group.trial_ids]}
+            for group in failure_groups(batch)
+        ],
         "runs": [
             {
                 "suite": run.case_version.case.suite.slug,

@@ -43,6 +43,8 @@ POLL_S = 0.2
 # How often the local wait redraws the progress bar from the database.
 PROGRESS_READ_S = 0.5
 SUITE_BASELINE = "suite-baseline"
+# The end summary lists this many causes of failure; the batch page and --json list them all.
+FAILURE_GROUPS_SHOWN = 10
 
 
 def proctor_version() -> str:
@@ -501,6 +503,7 @@ class Command(EvalOptions):
         for variant, warnings in report["validity_warnings"].items():
             listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
+        self._print_failure_groups(out, report.get("failure_groups") or [])
         for run in report["runs"]:
             for trial in run["trials"]:
                 if trial["status"] == "errored":
@@ -509,3 +512,18 @@ class Command(EvalOptions):
                     )
                     out.print(f"[magenta]errored[/] {where}")
         out.print(footer, markup=False)
+
+    def _print_failure_groups(self, out: Console, groups: list[dict]) -> None:
+        """The failed and errored trials by cause, one line a cause, largest first: "30 failed:
+        AssertionError: expected 200, got 500 in check health-route"."""
+        if not groups:
+            return
+        out.print("[bold]Failures by cause[/]")
+        for group in groups[:FAILURE_GROUPS_SHOWN]:
+            colour = "red" if group["status"] == "failed" else "magenta"
+            out.print(
+                f"  [{colour}]{group['count']} {group['status']}[/]: {escape(group['cause'])}"
+            )
+        if len(groups) > FAILURE_GROUPS_SHOWN:
+            rest = len(groups) - FAILURE_GROUPS_SHOWN
+            out.print(f"  and {rest} more cause{'s' if rest != 1 else ''} (see the batch page)")
