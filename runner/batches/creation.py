@@ -45,8 +45,10 @@ def create_batch(
     parent: Batch | None = None,
     user=None,
     label: str = "",
+    max_cost_usd: float | None = None,
 ) -> tuple[Batch, list[int]]:
-    """The new batch and the ids of its queued trials (enqueue them after the commit)."""
+    """The new batch and the ids of its queued trials (enqueue them after the commit);
+    ``max_cost_usd`` caps what it may spend (runner.jobs.budget)."""
     with transaction.atomic():
         batch = Batch.objects.create(
             organization=organization,
@@ -54,6 +56,7 @@ def create_batch(
             options=options or {},
             created_by=user,
             label=label,
+            max_cost_usd=max_cost_usd,
         )
         runs = Run.objects.bulk_create(
             [

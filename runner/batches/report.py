@@ -30,6 +30,16 @@ def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str,
         "label": batch.label,
         "url": f"{dashboard}/batches/{batch.pk}/",
         "cost_usd": batch_cost(batch).total_usd,
+        # The batch's cap (--max-cost, a suite's budget=), and what was spent when it stopped.
+        "budget": {
+            "max_cost_usd": batch.max_cost_usd,
+            "reached_usd": batch.budget_reached_usd,
+            "budget_exhausted": Trial.objects.filter(
+                run__batch=batch, status=Trial.Status.BUDGET_EXHAUSTED
+            ).count()
+            if batch.budget_reached_usd is not None
+            else 0,
+        },
         "validity_warnings": summarize(batch)["validity_warnings"],
         # The failed and errored trials grouped by cause, the largest group first.
         "failure_groups": [
@@ -153,6 +163,12 @@ def _check(check: dict[str, Any]) -> dict[str, Any]:
 
 
 def report_pass_rate(report: dict[str, Any]) -> float:
-    """The share of the report's trials that passed (0 when it has none)."""
-    statuses = [t["status"] for run in report["runs"] for t in run["trials"]]
+    """The share of the report's trials that passed (0 when it has none); trials the batch's
+    budget ended are no result and count in neither side."""
+    statuses = [
+        t["status"]
+        for run in report["runs"]
+        for t in run["trials"]
+        if t["status"] != Trial.Status.BUDGET_EXHAUSTED
+    ]
     return statuses.count(Trial.Status.PASSED) / len(statuses) if statuses else 0.0

@@ -24,7 +24,15 @@ from evals_app.models import Batch, Run, Trial
 from evals_app.recorded_values import UnreadableRecord, rebuilt_case, rebuilt_variant
 from proctor.definitions import Repo
 from runner.core.reporting import TrialOutcome
-from runner.jobs import artifact_paths, benchmark, bundle_cache, eval_code, leases, publishing
+from runner.jobs import (
+    artifact_paths,
+    benchmark,
+    budget,
+    bundle_cache,
+    eval_code,
+    leases,
+    publishing,
+)
 from runner.jobs.database_recorder import DatabaseRecorder
 from runner.sandboxes import containment
 from runner.trial.execute import TrialPlan, execute_trial
@@ -184,6 +192,7 @@ def run_trial_by_id(trial_id: int) -> str | None:
     status = _run_claimed(trial, owner)
     if status is None:
         return None
+    budget.stop_if_over_budget(trial.run.batch)
     finish_batch_if_done(trial.run.batch_id)
     return status
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from evals_app.cost import format_usd
 from evals_app.models import Batch, Organization, Trial
 from runner.batches.consoles import command_consoles
 from runner.batches.eval_options import EvalOptions
@@ -45,6 +46,14 @@ PROGRESS_READ_S = 0.5
 SUITE_BASELINE = "suite-baseline"
 # The end summary lists this many causes of failure; the batch page and --json list them all.
 FAILURE_GROUPS_SHOWN = 10
+
+
+def batch_cap(max_cost: float | None, planned: list) -> float | None:
+    """The batch's budget: the smallest of --max-cost and the budgets of the suites it runs
+    (None: no cap)."""
+    caps = [max_cost, *(p.resolved.suite.budget for p in planned)]
+    known = [cap for cap in caps if cap is not None]
+    return min(known) if known else None
 
 
 def proctor_version() -> str:
@@ -107,6 +116,7 @@ class Command(EvalOptions):
                     "judge_model": options["judge_model"],
                     "label": options["label"],
                     "proctor_version": proctor_version(),
+                    "max_cost_usd": batch_cap(options["max_cost"], planned),
                 },
                 max_bytes=settings.BUNDLE_MAX_BYTES,
                 own_folders=(settings.PROCTOR_HOME, settings.CACHE_DIR, settings.ARTIFACTS_DIR),
@@ -432,15 +442,20 @@ class Command(EvalOptions):
             )
             while True:
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
+                # Trials the batch's budget ended count as done, in no outcome of the bar.
+                stopped = 0
                 # Counted by the database: one row per status, whatever the batch's size.
                 for status, count in (
-                    trials.filter(status__in=Trial.FINAL_STATUSES)
+                    trials.filter(status__in=Trial.ENDED_STATUSES)
                     .values_list("status")
                     .annotate(count=Count("id"))
                     .order_by()
                 ):
-                    counts[status] += count
-                done = sum(counts.values())
+                    if status == Trial.Status.BUDGET_EXHAUSTED:
+                        stopped = count
+                    else:
+                        counts[status] += count
+                done = sum(counts.values()) + stopped
                 progress.update(task, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
                 if done >= total:
                     break
@@ -500,6 +515,15 @@ class Command(EvalOptions):
 
     def _print_table(self, out: Console, report: dict, footer: str) -> None:
         out.print(grid(report, out))
+        budget = report.get("budget") or {}
+        if budget.get("reached_usd") is not None:
+            ended = budget.get("budget_exhausted", 0)
+            out.print(
+                f"[yellow]Batch {report['batch']} stopped: budget reached at "
+                f"{format_usd(budget['reached_usd'])}[/] (cap {format_usd(budget['max_cost_usd'])}"
+                f"); {ended} trial{'s' if ended != 1 else ''} not run or stopped "
+                f"(budget_exhausted)."
+            )
         for variant, warnings in report["validity_warnings"].items():
             listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
