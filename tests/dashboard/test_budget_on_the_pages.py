@@ -1,6 +1,7 @@
 """A batch stopped by its budget, as the pages show it (issue 32): the batch says "stopped:
 budget reached at $X", a cell counts its budget_exhausted trials apart (neither failed nor
-errored, and out of its pass rate), the trial page names the status, and the API counts it."""
+errored, and out of its pass rate), the trial page names the status, the API counts it, and
+the rerun buttons carry a cost forecast from the variants' history."""
 
 from __future__ import annotations
 
@@ -66,3 +67,21 @@ def test_the_trial_page_and_the_api_name_the_status(client, stopped) -> None:
     assert "Budget Exhausted" in trial_page
     assert counts["budget_exhausted"] == 2
     assert counts["failed"] == 1 and counts["errored"] == 1
+
+
+def test_the_rerun_buttons_carry_a_forecast_from_history(client, stopped) -> None:
+    cast, batch, _, _ = stopped
+    client.force_login(cast.alice)
+
+    page = client.get(f"/batches/{batch.pk}/").content.decode()
+
+    forecast = page[page.index('id="rerun-forecast"') :]
+    forecast = forecast[: forecast.index("</p>")]
+    # billed: 6 trials at the median of 0.2, 0.2, 0.2 and 0.1 (the cheapest and the dearest
+    # make the range); unpriced has no trial of known cost.
+    assert (
+        "rerun batch: $1.20 ($0.6000–$1.20) + variants without history · "
+        "rerun failed: $0.2000 ($0.1000–$0.2000) + variants without history · "
+        "rerun errored: no cost history" in forecast
+    )
+    assert "Forecast: $1.20 ($0.6000–$1.20) from recent trials, not counting unpriced" in page

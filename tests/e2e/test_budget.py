@@ -1,7 +1,7 @@
 """A batch's budget (issue 32): `proctor eval --max-cost` (and a suite's budget=) stops the
 batch once its trials' cost reaches the cap: no trial starts after it, a running one is
 stopped with its agent's processes, both end as budget_exhausted, and the batch says
-"stopped: budget reached at $X".
+"stopped: budget reached at $X". Before it starts, the batch's cost is forecast from history.
 
 The agent is a command agent that reports its cost on a Usage line (costUsd), which is the
 cost the trial records (evals_app.cost)."""
@@ -112,6 +112,7 @@ def test_max_cost_stops_the_batch_and_leaves_nothing_running(
     )
 
     assert shown.returncode == 0, shown.stderr
+    assert "Forecast: no cost history for these variants yet; budget $0.5000" in shown.stderr
     batch = int(shown.stderr.split("Batch ", 1)[1].split(":", 1)[0])
     # Three trials of $0.20 reach $0.50: the slow one running then, and the three not started
     # yet, are budget_exhausted, neither failed nor errored.
@@ -138,7 +139,7 @@ def test_max_cost_stops_the_batch_and_leaves_nothing_running(
         "stopped by the batch's budget (budget_exhausted)"
     ]
 
-    # --json says it too.
+    # The next batch is forecast from these trials: the median of $0.20 a trial.
     again = sqlite_backend.eval_json(folder, "--case", "costly", "--max-cost", "0.3", "-j", "1")
 
     costly = [t["status"] for run in again["runs"] for t in run["trials"]]
@@ -151,7 +152,9 @@ def test_max_cost_stops_the_batch_and_leaves_nothing_running(
     assert round(again["budget"]["reached_usd"], 4) == 0.4
 
 
-def test_a_suite_budget_caps_the_batch(sqlite_backend: Backend, tmp_path: Path) -> None:
+def test_a_suite_budget_caps_the_batch_and_the_forecast_says_what_it_will_cost(
+    sqlite_backend: Backend, tmp_path: Path
+) -> None:
     folder = project(tmp_path, trials=3, budget="\n    budget=10,")
     (tmp_path / "pids" / "agent").write_text("0")  # the costly trials need not wait here
     first = sqlite_backend.eval(folder, "--case", "costly", "-j", "1")
@@ -163,6 +166,14 @@ def test_a_suite_budget_caps_the_batch(sqlite_backend: Backend, tmp_path: Path) 
     shown = sqlite_backend.eval(folder, "--case", "costly", "-j", "1", "--max-cost", "5")
 
     assert shown.returncode == 0, shown.stderr
+    assert (
+        "Forecast: $0.6000 ($0.6000–$0.6000) from recent trials; budget $0.3000 "
+        "(it will stop before the end)" in shown.stderr
+    )
+    assert (
+        "billed: 3 trials × $0.2000 median = $0.6000 ($0.6000–$0.6000), from 3 recent trials"
+        in shown.stderr
+    )
     assert "stopped: budget reached at $0.4000 (cap $0.3000)" in shown.stdout
 
 

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from evals_app.cost import format_usd
+from evals_app.cost_forecast import forecast
 from evals_app.models import Batch, Organization, Trial
 from runner.batches.consoles import command_consoles
 from runner.batches.eval_options import EvalOptions
@@ -150,6 +151,7 @@ class Command(EvalOptions):
                 dispatch.configure_local_workers(workers, processes=workers > 1)
             if not options["json"]:
                 self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
+                self._print_forecast(err, organization, planned, batch.max_cost_usd)
             # What was loaded so far (Django, the eval files, the batch) lives as long as the
             # run: kept out of the collector's view while the trials run, a full collection no
             # longer walks all of it each time. Handed back after, so garbage among it is still
@@ -271,6 +273,28 @@ class Command(EvalOptions):
         except RemoteError as exc:
             self._invalid(err, exc.lines)
         self._finish(out, err, report, f"Dashboard: {batch.url}", options)
+
+    def _print_forecast(
+        self, err: Console, organization: Organization, planned: list, cap: float | None
+    ) -> None:
+        """What the batch will cost, per variant, from the history of its variants (before any
+        trial starts), and the cap it runs under."""
+        trials_by_variant: dict[str, int] = {}
+        for p in planned:
+            for variant in p.variants:
+                trials_by_variant[variant.name] = trials_by_variant.get(variant.name, 0) + p.trials
+        predicted = forecast(organization, trials_by_variant)
+        headline = predicted.headline
+        if cap is not None:
+            headline += f"; budget {format_usd(cap)}"
+            if (predicted.low_usd or 0.0) >= cap:
+                headline += " (it will stop before the end)"
+            elif (predicted.high_usd or 0.0) >= cap:
+                headline += " (it may stop before the end)"
+        err.print(headline, markup=False)
+        if predicted.known:
+            for variant in predicted.variants:
+                err.print(f"  {variant.sentence}", markup=False)
 
     def _print_batch_line(self, err: Console, batch: int, trials: int, new_versions: int) -> None:
         versions = (
