@@ -260,23 +260,29 @@ class Batch(models.Model):
         spent = Run.objects.filter(batch_id=self.pk).aggregate(spent=models.Sum("trials_cost_usd"))
         return float(spent["spent"] or 0.0)
 
-    def stop_at_budget(self) -> int:
+    def stop_at_budget(self) -> list[tuple[int, int]]:
         """When the batch has a cap and its trials' cost reached it: record what was spent (once)
         and end every trial not yet final as budget_exhausted: the queued ones never start,
-        the running ones find their lease gone and end their agents. How many trials were
-        ended (0 when under the cap)."""
+        the running ones find their lease gone and end their agents. Returns the (trial id,
+        run id) of the trials it ended (none when under the cap)."""
         if self.max_cost_usd is None:
-            return 0
+            return []
         spent = self.spent_usd()
         if spent < self.max_cost_usd:
-            return 0
+            return []
         with transaction.atomic():
             batch = Batch.objects.select_for_update().get(pk=self.pk)
             if batch.budget_reached_usd is None:
                 batch.budget_reached_usd = spent
                 batch.save(update_fields=["budget_reached_usd"])
-            ended = Trial.objects.filter(
+            # Under the batch's row lock: another trial ending now waits here, then finds none.
+            unfinished = Trial.objects.filter(
                 run__batch_id=self.pk, status__in=Trial.UNFINISHED_STATUSES
+            )
+            ended = list(unfinished.values_list("pk", "run_id"))
+            Trial.objects.filter(
+                pk__in=[trial_id for trial_id, _ in ended],
+                status__in=Trial.UNFINISHED_STATUSES,
             ).update(
                 status=Trial.Status.BUDGET_EXHAUSTED,
                 finish_reason="budget",

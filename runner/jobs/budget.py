@@ -9,8 +9,8 @@ claimed, and a running one, in this process, in a sibling `proctor eval -j N` wo
 
 from __future__ import annotations
 
-from evals_app.models import Batch
-from runner.jobs import leases
+from evals_app.models import Batch, Trial
+from runner.jobs import leases, publishing
 
 
 def stop_if_over_budget(batch: Batch) -> int:
@@ -22,4 +22,12 @@ def stop_if_over_budget(batch: Batch) -> int:
     if ended:
         # This process's own running trials (a pool's threads) learn it now, not at a beat.
         leases.renew_now()
-    return ended
+        for trial_id, run_id in ended:
+            publishing.trial_changed(
+                trial_id=trial_id,
+                run_id=run_id,
+                batch_id=batch.pk,
+                status=Trial.Status.BUDGET_EXHAUSTED,
+                wait=False,
+            )
+    return len(ended)
