@@ -52,6 +52,7 @@ def describe_tally(tally: Tally) -> str:
         (tally.failed, "failed"),
         (tally.timed_out, "timed out"),
         (tally.errored, "errored"),
+        (tally.budget_exhausted, "stopped by the budget"),
         (tally.running, "running"),
         (tally.queued, "queued"),
     ):
@@ -154,6 +155,11 @@ def render_grid_cell(
         marks.append(
             f'<span class="mark mark--error" title="{tally.errored} errored">'
             f"{_ICON.format('alert')}{tally.errored}</span>"
+        )
+    if tally.budget_exhausted:
+        marks.append(
+            f'<span class="mark mark--budget" title="{tally.budget_exhausted} stopped by the '
+            f"batch's budget\">${tally.budget_exhausted}</span>"
         )
     if tally.pending:
         marks.append(

@@ -40,7 +40,9 @@ _S = Trial.Status
 
 def tally_of(rows: Iterable[TrialRow]) -> Tally:
     """The Tally (evals_app.pass_rates) of trials already in memory."""
-    counts = {"total": 0, "passed": 0, "failed": 0, "timed_out": 0, "errored": 0, "running": 0}
+    counts = dict.fromkeys(
+        ("total", "passed", "failed", "timed_out", "errored", "running", "budget_exhausted"), 0
+    )
     tokens = 0
     for row in rows:
         counts["total"] += 1

@@ -206,6 +206,12 @@ class Batch(models.Model):
     # per organization and suite (see mark_baseline).
     is_baseline = models.BooleanField(default=False)
     options = models.JSONField(default=dict, blank=True)
+    # The cap on what the batch may spend in US dollars (`--max-cost`, a suite's `budget=`):
+    # once its trials' cost reaches it, no trial starts and the running ones are stopped, as
+    # budget_exhausted. Null: no cap. ``budget_reached_usd`` is what had been spent when it
+    # stopped (null while it has not).
+    max_cost_usd = models.FloatField(null=True, blank=True)
+    budget_reached_usd = models.FloatField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -248,6 +254,44 @@ class Batch(models.Model):
         """Stop this batch being a baseline."""
         Batch.objects.filter(pk=self.pk).update(is_baseline=False)
         self.is_baseline = False
+
+    def spent_usd(self) -> float:
+        """What the batch's trials cost so far, from the counts its runs keep (one query)."""
+        spent = Run.objects.filter(batch_id=self.pk).aggregate(spent=models.Sum("trials_cost_usd"))
+        return float(spent["spent"] or 0.0)
+
+    def stop_at_budget(self) -> list[tuple[int, int]]:
+        """When the batch has a cap and its trials' cost reached it: record what was spent (once)
+        and end every trial not yet final as budget_exhausted: the queued ones never start,
+        the running ones find their lease gone and end their agents. Returns the (trial id,
+        run id) of the trials it ended (none when under the cap)."""
+        if self.max_cost_usd is None:
+            return []
+        spent = self.spent_usd()
+        if spent < self.max_cost_usd:
+            return []
+        with transaction.atomic():
+            batch = Batch.objects.select_for_update().get(pk=self.pk)
+            if batch.budget_reached_usd is None:
+                batch.budget_reached_usd = spent
+                batch.save(update_fields=["budget_reached_usd"])
+            # Under the batch's row lock: another trial ending now waits here, then finds none.
+            unfinished = Trial.objects.filter(
+                run__batch_id=self.pk, status__in=Trial.UNFINISHED_STATUSES
+            )
+            ended = list(unfinished.values_list("pk", "run_id"))
+            Trial.objects.filter(
+                pk__in=[trial_id for trial_id, _ in ended],
+                status__in=Trial.UNFINISHED_STATUSES,
+            ).update(
+                status=Trial.Status.BUDGET_EXHAUSTED,
+                finish_reason="budget",
+                finished_at=timezone.now(),
+                lease_owner="",
+                lease_expires_at=None,
+            )
+        self.budget_reached_usd = batch.budget_reached_usd
+        return ended
 
     def close_if_done(self) -> bool:
         """Mark the batch finished once none of its trials is left to run; True when this call
@@ -310,6 +354,7 @@ class Run(models.Model):
     trials_last_attempt = models.IntegerField(default=0, editable=False)
     trials_costed = models.IntegerField(default=0, editable=False)  # with a cost
     trials_cost_usd = models.FloatField(default=0.0, editable=False)
+    trials_budget_exhausted = models.IntegerField(default=0, editable=False)
 
     class Meta:
         constraints = [
@@ -399,8 +444,14 @@ class Trial(models.Model):
         FAILED = "failed"
         TIMED_OUT = "timed_out"
         ERRORED = "errored"
+        # Its batch's budget was reached before it ended (or started): neither a result about
+        # the agent nor an infrastructure failure, and left out of every pass rate.
+        BUDGET_EXHAUSTED = "budget_exhausted"
 
+    # The outcomes a pass rate counts.
     FINAL_STATUSES = (Status.PASSED, Status.FAILED, Status.TIMED_OUT, Status.ERRORED)
+    # Every status a trial ends in: nothing runs it any more.
+    ENDED_STATUSES = (*FINAL_STATUSES, Status.BUDGET_EXHAUSTED)
     # The rest, named for queries: the (run, status) index seeks them, where excluding the
     # final ones steps over every finished trial of a run first.
     UNFINISHED_STATUSES = (Status.QUEUED, Status.RUNNING)
@@ -465,7 +516,8 @@ class Trial(models.Model):
 
     @property
     def is_final(self) -> bool:
-        return self.status in self.FINAL_STATUSES
+        """Nothing runs the trial any more (its budget_exhausted end included)."""
+        return self.status in self.ENDED_STATUSES
 
     # What a run leaves on a trial row, and the value that means "not run yet".
     RECORD_DEFAULTS: dict = {
@@ -693,7 +745,7 @@ class Trial(models.Model):
     @classmethod
     def end_unfinished(cls, trials: models.QuerySet, *, reason: str, error: str) -> int:
         """End every trial of ``trials`` that is not final as errored, saying why."""
-        return trials.exclude(status__in=cls.FINAL_STATUSES).update(
+        return trials.exclude(status__in=cls.ENDED_STATUSES).update(
             status=cls.Status.ERRORED,
             finish_reason=reason,
             error=error,

@@ -42,6 +42,8 @@ class Tally:
     timed_out: int = 0
     errored: int = 0
     running: int = 0
+    # Ended by the batch's budget: neither finished (no pass rate counts them) nor pending.
+    budget_exhausted: int = 0
     tokens: int = 0
     # Summed over the trials that recorded a duration; ``timed`` counts them.
     duration_ms: int = 0
@@ -52,7 +54,7 @@ class Tally:
 
     @property
     def queued(self) -> int:
-        return self.total - self.finished - self.running
+        return self.total - self.finished - self.running - self.budget_exhausted
 
     @property
     def finished(self) -> int:
@@ -60,7 +62,7 @@ class Tally:
 
     @property
     def pending(self) -> int:
-        return self.total - self.finished
+        return self.total - self.finished - self.budget_exhausted
 
     @property
     def pass_rate(self) -> float | None:
@@ -83,6 +85,7 @@ class Tally:
             timed_out=self.timed_out + other.timed_out,
             errored=self.errored + other.errored,
             running=self.running + other.running,
+            budget_exhausted=self.budget_exhausted + other.budget_exhausted,
             tokens=self.tokens + other.tokens,
             duration_ms=self.duration_ms + other.duration_ms,
             timed=self.timed + other.timed,
@@ -104,6 +107,7 @@ def _tally_aggregates(trials: str) -> dict:
         "timed_out": Count(pk, filter=Q(**{status: _STATUS.TIMED_OUT})),
         "errored": Count(pk, filter=Q(**{status: _STATUS.ERRORED})),
         "running": Count(pk, filter=Q(**{status: _STATUS.RUNNING})),
+        "budget_exhausted": Count(pk, filter=Q(**{status: _STATUS.BUDGET_EXHAUSTED})),
         # No Coalesce: an empty sum reads as None and _tally counts it as 0, which spares a
         # converter per row on a 4,000-run grid.
         "tokens": Sum(F(f"{prefix}input_tokens") + F(f"{prefix}output_tokens")),
@@ -123,6 +127,7 @@ _TALLY_FIELDS = (
     "timed_out",
     "errored",
     "running",
+    "budget_exhausted",
     "tokens",
     "duration_ms",
     "timed",

@@ -469,6 +469,9 @@ class Suite:
     # list of generated files (runner.workspace.diff.DEFAULT_IGNORE), as .gitignore lines:
     # "build/", "*.log", "!expected.log".
     diff_ignore: tuple[str, ...] = ()
+    # The most a batch running this suite may spend, in US dollars (None: no cap); see
+    # `proctor eval --max-cost`.
+    budget: float | None = None
 
     @property
     def label(self) -> str:
@@ -488,6 +491,7 @@ def suite(
     capture_source: bool = True,
     mocks: Sequence[Any] = (),
     diff_ignore: Sequence[str] = (),
+    budget: float | None = None,
 ) -> Suite:
     """A prompt template with its cases and the variants to run them under. Left out, the
     prompt is a task case's instruction (``{{instruction}}``) when every case is a task case;
@@ -510,4 +514,5 @@ def suite(
         capture_source=capture_source,
         mocks=_items(mocks),
         diff_ignore=(diff_ignore,) if isinstance(diff_ignore, str) else tuple(diff_ignore),
+        budget=budget,
     )

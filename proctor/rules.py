@@ -645,6 +645,8 @@ def suite_problems(
         add("prompt is required: the template each case fills in, like '{{task}}'")
     if (message := trials_problem(suite.trials)) is not None:
         add(message)
+    if (message := budget_problem(suite.budget)) is not None:
+        add(message)
     if message := name_problem("name", suite.name):
         add(message)
     if message := text_problem("system_prompt", suite.system_prompt):
@@ -734,3 +736,16 @@ def duplicate_problems(suites: Sequence[tuple[str, Suite]]) -> list[Problem]:
             else:
                 case_owners[case.id] = (file, suite.id)
     return problems
+
+
+def budget_problem(budget: object) -> str | None:
+    """What is wrong with a suite's ``budget=`` (US dollars, above 0), or None."""
+    if budget is None:
+        return None
+    if (
+        isinstance(budget, bool)
+        or not isinstance(budget, int | float)
+        or not 0 < budget < float("inf")
+    ):
+        return f"budget must be an amount of US dollars above 0, like 2.50, not {budget!r:.40}"
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -25,6 +26,7 @@ from dashboard.batch_filters import BadBatchFilter, BatchFilters, filtered_batch
 from evals_app.comparison import compare_batches, suite_baseline
 from evals_app.cost import CostSummary, batch_cost, summarize_costs
 from evals_app.estimators import pass_at_k, pass_hat_k
+from evals_app.failure_groups import failure_groups
 from evals_app.flakiness import flaky_cells, flaky_list
 from evals_app.judge_agreement import exported_labels, judge_agreements
 from evals_app.merged import TrialRow, batch_cells
@@ -242,6 +244,26 @@ class BatchCostSerializer(serializers.Serializer):
     total = CostSerializer()
     variants = VariantCostSerializer(many=True)
     cells = CellCostSerializer(many=True)
+
+
+class FailureGroupSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["failed", "errored"])
+    count = serializers.IntegerField()
+    check = serializers.CharField(
+        allow_null=True, help_text="The first failing check's name; null for an errored trial."
+    )
+    signature = serializers.CharField(
+        help_text="The message with paths, ids, hex and numbers replaced: what the group shares."
+    )
+    message = serializers.CharField(help_text="The first trial's own message (its first line).")
+    cause = serializers.CharField(help_text='The cause in one line: "<message> in check <name>".')
+    trial_ids = serializers.ListField(child=serializers.IntegerField())
+    urls = serializers.ListField(child=serializers.URLField(), help_text="Each trial's page.")
+
+
+class FailureGroupsSerializer(serializers.Serializer):
+    batch = serializers.IntegerField()
+    groups = FailureGroupSerializer(many=True)
 
 
 class BaselineRequestSerializer(serializers.Serializer):
@@ -561,6 +583,28 @@ def judges_view(request: Request) -> Response:
 def batch_flaky_view(request: Request, pk: int) -> Response:
     batch = _batch(request, pk)
     return Response({"cells": [h.to_dict() for h in flaky_cells(batch).values()]})
+
+
+@extend_schema(
+    summary="A batch's failed and errored trials grouped by cause, the largest group first",
+    description="A failed trial's cause is its first failing check's message, an errored "
+    "trial's its error; trials share a group when the message agrees once paths, ids, hex and "
+    "numbers are taken out.",
+    responses={200: FailureGroupsSerializer},
+)
+@api_view(["GET"])
+def batch_failures_view(request: Request, pk: int) -> Response:
+    batch = _batch(request, pk)
+    groups = [
+        {
+            **group.to_dict(),
+            "urls": [
+                request.build_absolute_uri(reverse("trial", args=[t])) for t in group.trial_ids
+            ],
+        }
+        for group in failure_groups(batch)
+    ]
+    return Response(FailureGroupsSerializer({"batch": batch.pk, "groups": groups}).data)
 
 
 @extend_schema(

@@ -45,6 +45,9 @@ class TrialCountsSerializer(serializers.Serializer):
     failed = serializers.IntegerField()
     timed_out = serializers.IntegerField()
     errored = serializers.IntegerField()
+    budget_exhausted = serializers.IntegerField(
+        help_text="Ended by the batch's budget: neither failed nor errored."
+    )
 
 
 class TrialCountsMixin(serializers.Serializer):

@@ -46,6 +46,11 @@ urlpatterns = [
     ),
     path("analysis/judges/", analysis.judges_view, name="api-analysis-judges"),
     path("analysis/batches/<int:pk>/flaky/", analysis.batch_flaky_view, name="api-analysis-flaky"),
+    path(
+        "analysis/batches/<int:pk>/failures/",
+        analysis.batch_failures_view,
+        name="api-analysis-failures",
+    ),
     path("analysis/batches/<int:pk>/cost/", analysis.batch_cost_view, name="api-analysis-cost"),
     path(
         "analysis/batches/<int:pk>/baseline/",

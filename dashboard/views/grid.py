@@ -40,6 +40,7 @@ from dashboard.grid_notes import (
 from dashboard.search import uses_full_text
 from dashboard.views import HtmxHttpRequest, int_param
 from evals_app.cost import CostSummary
+from evals_app.cost_forecast import HISTORY_TRIALS, rerun_forecasts
 from evals_app.flakiness import flaky_count, flaky_pairs
 from evals_app.grid_paging import column_cell_counts, grid_page
 from evals_app.models import Batch
@@ -244,6 +245,8 @@ def _page_context(
         "delta_sort": _sort_link(request, "delta", query.sort) if page.baseline else None,
         "toggle_estimates": _toggle(request, "estimates"),
         "total_cost": total_cost,
+        "rerun_forecasts": rerun_forecasts(batch),
+        "forecast_history": HISTORY_TRIALS,
         "flaky_count": len(shown.flagged) if query.status == "flaky" else flaky_count(batch),
         "recent_batches": recent,
         "case_sort": _sort_link(request, "case", query.sort),

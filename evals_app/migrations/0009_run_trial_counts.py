@@ -52,15 +52,17 @@ READ = (
 )
 
 
-def _sets(row: str, sign: str) -> str:
-    return ", ".join(f"{col} = {col} {sign} ({expr.format(r=row)})" for col, expr in COUNTS.items())
+def _sets(row: str, sign: str, counts: dict[str, str]) -> str:
+    return ", ".join(f"{col} = {col} {sign} ({expr.format(r=row)})" for col, expr in counts.items())
 
 
-def _sqlite_triggers() -> list[str]:
+# The triggers are made from ``counts`` (COUNTS here; a later migration that counts one more
+# column makes them again from its own).
+def _sqlite_triggers(counts: dict[str, str]) -> list[str]:
     changed = " OR ".join(f"OLD.{col} IS NOT NEW.{col}" for col in READ)
     same_run = ", ".join(
         f"{col} = {col} + ({expr.format(r='NEW')}) - ({expr.format(r='OLD')})"
-        for col, expr in COUNTS.items()
+        for col, expr in counts.items()
     )
     raise_last = f"{LAST_ATTEMPT} = max({LAST_ATTEMPT}, NEW.attempt)"
     recount_old = f"{LAST_ATTEMPT} = {_HIGHEST_OF_RUN.format(run='OLD.run_id')}"
@@ -70,26 +72,26 @@ def _sqlite_triggers() -> list[str]:
     )
     return [
         f"""CREATE TRIGGER run_counts_on_trial_insert AFTER INSERT ON evals_app_trial BEGIN
-            UPDATE evals_app_run SET {_sets("NEW", "+")}, {raise_last} WHERE id = NEW.run_id;
+            UPDATE evals_app_run SET {_sets("NEW", "+", counts)}, {raise_last} WHERE id = NEW.run_id;
             END""",
         f"""CREATE TRIGGER run_counts_on_trial_delete AFTER DELETE ON evals_app_trial BEGIN
-            UPDATE evals_app_run SET {_sets("OLD", "-")}, {recount_old} WHERE id = OLD.run_id;
+            UPDATE evals_app_run SET {_sets("OLD", "-", counts)}, {recount_old} WHERE id = OLD.run_id;
             END""",
         f"""CREATE TRIGGER run_counts_on_trial_update AFTER UPDATE OF {", ".join(READ)}
             ON evals_app_trial WHEN OLD.run_id = NEW.run_id AND ({changed}) BEGIN
             UPDATE evals_app_run SET {same_run}, {update_last} WHERE id = NEW.run_id; END""",
         f"""CREATE TRIGGER run_counts_on_trial_move AFTER UPDATE OF run_id ON evals_app_trial
             WHEN OLD.run_id IS NOT NEW.run_id BEGIN
-            UPDATE evals_app_run SET {_sets("OLD", "-")}, {recount_old} WHERE id = OLD.run_id;
-            UPDATE evals_app_run SET {_sets("NEW", "+")}, {raise_last} WHERE id = NEW.run_id;
+            UPDATE evals_app_run SET {_sets("OLD", "-", counts)}, {recount_old} WHERE id = OLD.run_id;
+            UPDATE evals_app_run SET {_sets("NEW", "+", counts)}, {raise_last} WHERE id = NEW.run_id;
             END""",
     ]
 
 
-def _postgres_sql() -> list[str]:
-    sums = ", ".join(f"SUM(sign * ({expr.format(r='c')})) AS {col}" for col, expr in COUNTS.items())
-    sets = ", ".join(f"{col} = r.{col} + d.{col}" for col in COUNTS)
-    changed = " OR ".join(f"d.{col} <> 0" for col in COUNTS)
+def _postgres_sql(counts: dict[str, str]) -> list[str]:
+    sums = ", ".join(f"SUM(sign * ({expr.format(r='c')})) AS {col}" for col, expr in counts.items())
+    sets = ", ".join(f"{col} = r.{col} + d.{col}" for col in counts)
+    changed = " OR ".join(f"d.{col} <> 0" for col in counts)
 
     def apply(rows: str) -> str:
         # The changed rows' highest attempt, before and after: when they differ the run's
@@ -129,25 +131,26 @@ def _postgres_sql() -> list[str]:
     return [function, *triggers]
 
 
-_TOTALS = ", ".join(f"SUM({expr.format(r='t')}) AS {col}" for col, expr in COUNTS.items())
-BACKFILL = f"""UPDATE evals_app_run SET {", ".join(f"{col} = d.{col}" for col in COUNTS)},
+def backfill(counts: dict[str, str]) -> str:
+    totals = ", ".join(f"SUM({expr.format(r='t')}) AS {col}" for col, expr in counts.items())
+    return f"""UPDATE evals_app_run SET {", ".join(f"{col} = d.{col}" for col in counts)},
         {LAST_ATTEMPT} = d.last_attempt
-    FROM (SELECT t.run_id, {_TOTALS}, MAX(t.attempt) AS last_attempt
+    FROM (SELECT t.run_id, {totals}, MAX(t.attempt) AS last_attempt
           FROM evals_app_trial t GROUP BY t.run_id) d
     WHERE evals_app_run.id = d.run_id"""
 
 
-def count_and_keep_counting(apps, schema_editor) -> None:
+def count_and_keep_counting(apps, schema_editor, counts: dict[str, str] = COUNTS) -> None:
     vendor = schema_editor.connection.vendor
     if vendor == "sqlite":
-        statements = _sqlite_triggers()
+        statements = _sqlite_triggers(counts)
     elif vendor == "postgresql":
-        statements = _postgres_sql()
+        statements = _postgres_sql(counts)
     else:
         raise NotImplementedError(
             f"Proctor keeps run counts on SQLite and PostgreSQL, not {vendor}."
         )
-    schema_editor.execute(BACKFILL)
+    schema_editor.execute(backfill(counts))
     for statement in statements:
         schema_editor.execute(statement)
 

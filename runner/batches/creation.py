@@ -58,8 +58,10 @@ def create_batch(
     parent: Batch | None = None,
     user=None,
     label: str = "",
+    max_cost_usd: float | None = None,
 ) -> tuple[Batch, list[int]]:
-    """The new batch and the ids of its queued trials (enqueue them after the commit)."""
+    """The new batch and the ids of its queued trials (enqueue them after the commit);
+    ``max_cost_usd`` caps what it may spend (runner.jobs.budget)."""
     options = dict(options or {})
     options.pop("adaptive", None)
     if any(r.adaptive is not None for r in requests):
@@ -71,6 +73,7 @@ def create_batch(
             options=options,
             created_by=user,
             label=label,
+            max_cost_usd=max_cost_usd,
         )
         runs = Run.objects.bulk_create(
             [

@@ -45,6 +45,14 @@ def pass_rate(value: str) -> float:
     return rate
 
 
+def dollars(value: str) -> float:
+    """A positive amount of US dollars: 0.50, or $0.50."""
+    amount = float(value.strip().removeprefix("$"))
+    if not amount > 0 or amount == float("inf"):
+        raise ValueError(value)
+    return amount
+
+
 class EvalOptions(BaseCommand):
     # Django's system checks import the URLconf (DRF, the dashboard, the admin): a batch needs
     # none of them, and `proctor check` and every web process still run them.
@@ -106,6 +114,14 @@ class EvalOptions(BaseCommand):
             type=pass_rate,
             metavar="RATE",
             help="exit 1 when the overall pass rate is below RATE (0-1, or a percentage)",
+        )
+        parser.add_argument(
+            "--max-cost",
+            type=dollars,
+            metavar="USD",
+            help="stop the batch once its trials' cost reaches USD: no trial starts after, the "
+            "running ones are stopped, and they end as budget_exhausted (a suite's budget= "
+            "caps it too; the smaller cap wins)",
         )
         parser.add_argument(
             "--json", action="store_true", help="print only the results as JSON on stdout"

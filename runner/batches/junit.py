@@ -137,7 +137,9 @@ def _testcase(run: dict[str, Any]) -> tuple[ET.Element, str, float]:
     summary = f"{passed}/{len(trials)} trials passed (case version {run['case_version']})"
     outcome = ""
     if not finished:
-        ET.SubElement(case, "skipped", message="no trial finished")
+        budget = any(t["status"] == "budget_exhausted" for t in trials)
+        message = "stopped by the batch's budget (budget_exhausted)" if budget else ""
+        ET.SubElement(case, "skipped", message=message or "no trial finished")
         outcome = "skipped"
     elif unsuccessful:
         infrastructure = all(t["status"] == "errored" for t in unsuccessful)

@@ -258,6 +258,13 @@ def record_submission(
     if not isinstance(label, str) or len(label) > Batch.LABEL_MAX:
         shown = f"{len(label)} characters" if isinstance(label, str) else f"{label!r:.40}"
         problems.append(f"--label is {shown}; a batch's label is text of at most {Batch.LABEL_MAX}")
+    max_cost = options.get("max_cost_usd")
+    if max_cost is not None and (
+        isinstance(max_cost, bool)
+        or not isinstance(max_cost, int | float)
+        or not 0 < max_cost < float("inf")
+    ):
+        problems.append(f"--max-cost is {max_cost!r:.40}; a batch's budget is US dollars above 0")
     referenced = [c["bundle"] for c in cases]
     referenced += [c["source"]["bundle"] for c in cases if c.get("source")]
     referenced += [v["profile_bundle"] for v in variants if v.get("profile_bundle")]
@@ -300,7 +307,12 @@ def record_submission(
                 )
             )
         batch, trial_ids = create_batch(
-            organization, requests, options=options, user=user, label=label
+            organization,
+            requests,
+            options=options,
+            user=user,
+            label=label,
+            max_cost_usd=max_cost,
         )
     return batch, trial_ids, sum(1 for r in recorded if r.created)
 

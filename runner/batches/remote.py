@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-FINAL_STATUSES = ("passed", "failed", "timed_out", "errored")
+# The statuses a trial ends in (budget_exhausted: stopped by the batch's budget).
+FINAL_STATUSES = ("passed", "failed", "timed_out", "errored", "budget_exhausted")
 POLL_S = 0.5
 # After every trial is final the server closes the batch; wait this long for it at most.
 FINISH_GRACE_S = 10.0

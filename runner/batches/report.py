@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 
 from evals_app.cost import batch_cost
+from evals_app.failure_groups import failure_groups
 from evals_app.models import Batch, Check, Run, Trial
 from runner.jobs import adaptive
 from runner.jobs.benchmark import summarize
@@ -32,9 +33,24 @@ def batch_report(batch: Batch, *, dashboard_url: str | None = None) -> dict[str,
         "label": batch.label,
         "url": f"{dashboard}/batches/{batch.pk}/",
         "cost_usd": batch_cost(batch).total_usd,
+        # The batch's cap (--max-cost, a suite's budget=), and what was spent when it stopped.
+        "budget": {
+            "max_cost_usd": batch.max_cost_usd,
+            "reached_usd": batch.budget_reached_usd,
+            "budget_exhausted": Trial.objects.filter(
+                run__batch=batch, status=Trial.Status.BUDGET_EXHAUSTED
+            ).count()
+            if batch.budget_reached_usd is not None
+            else 0,
+        },
         "validity_warnings": summarize(batch)["validity_warnings"],
         # Adaptive trials: run, the most they could have been, saved; None for fixed counts.
         "adaptive": saving.to_dict() if saving is not None else None,
+        # The failed and errored trials grouped by cause, the largest group first.
+        "failure_groups": [
+            {**group.to_dict(), "urls": [f"{dashboard}/trials/{t}/" for t in group.trial_ids]}
+            for group in failure_groups(batch)
+        ],
         "runs": [
             {
                 "suite": run.case_version.case.suite.slug,
@@ -153,6 +169,12 @@ def _check(check: dict[str, Any]) -> dict[str, Any]:
 
 
 def report_pass_rate(report: dict[str, Any]) -> float:
-    """The share of the report's trials that passed (0 when it has none)."""
-    statuses = [t["status"] for run in report["runs"] for t in run["trials"]]
+    """The share of the report's trials that passed (0 when it has none); trials the batch's
+    budget ended are no result and count in neither side."""
+    statuses = [
+        t["status"]
+        for run in report["runs"]
+        for t in run["trials"]
+        if t["status"] != Trial.Status.BUDGET_EXHAUSTED
+    ]
     return statuses.count(Trial.Status.PASSED) / len(statuses) if statuses else 0.0

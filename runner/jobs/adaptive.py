@@ -53,7 +53,8 @@ def continue_or_close(batch_id: int) -> tuple[bool, list[int]]:
         batch = Batch.objects.select_for_update().get(pk=batch_id)
         if batch.status == Batch.Status.FINISHED:
             return False, []
-        added = _queue_next_trials(batch)
+        # A batch stopped at its budget starts nothing more, however undecided its cells.
+        added = _queue_next_trials(batch) if batch.budget_reached_usd is None else []
         closed = not added and batch.close_locked()
     return closed, added
 

@@ -29,6 +29,7 @@ from runner.jobs import (
     adaptive,
     artifact_paths,
     benchmark,
+    budget,
     bundle_cache,
     eval_code,
     leases,
@@ -214,6 +215,7 @@ def run_trial_by_id(trial_id: int, start: StartTrials | None = None) -> str | No
     # Built from the record just written, so every way of running sends the same trace.
     trace_export.trial_ended(trial_id)
     batch = trial.run.batch
+    budget.stop_if_over_budget(batch)
     finish_batch_if_done(batch.pk, start=start if batch.is_adaptive else None)
     return status
 

@@ -96,6 +96,7 @@ def test_it_counts_a_batchs_runs_and_trials_by_status(api_as, alice, acme_world)
         "failed": 4,
         "timed_out": 0,
         "errored": 4,
+        "budget_exhausted": 0,
     }
 
 

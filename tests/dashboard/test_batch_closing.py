@@ -22,9 +22,11 @@ pytestmark = pytest.mark.django_db
 S = Trial.Status
 
 
-def test_every_status_is_either_final_or_left_to_run() -> None:
-    assert set(Trial.FINAL_STATUSES) | set(Trial.UNFINISHED_STATUSES) == set(S.values)
-    assert not set(Trial.FINAL_STATUSES) & set(Trial.UNFINISHED_STATUSES)
+def test_every_status_is_either_ended_or_left_to_run() -> None:
+    assert set(Trial.ENDED_STATUSES) | set(Trial.UNFINISHED_STATUSES) == set(S.values)
+    assert not set(Trial.ENDED_STATUSES) & set(Trial.UNFINISHED_STATUSES)
+    # An outcome a pass rate counts is an end; budget_exhausted is an end and no outcome.
+    assert set(Trial.ENDED_STATUSES) - set(Trial.FINAL_STATUSES) == {S.BUDGET_EXHAUSTED}
 
 
 @pytest.mark.parametrize("left", [S.QUEUED, S.RUNNING])

@@ -249,3 +249,33 @@ def test_it_updates_an_open_trial_pages_summary_and_checks_when_it_finishes(cast
     assert "status--failed" in html
     assert f'<section id="trial-checks-{trial.pk}" class="card" hx-swap-oob="outerHTML">' in html
     assert "no route" in html
+
+
+def test_an_open_grid_shows_the_trials_a_budget_stopped(cast, batch):
+    # Imported here: only this test stops a batch at its budget.
+    from runner.jobs.budget import stop_if_over_budget
+
+    batch.max_cost_usd = 0.5
+    batch.save(update_fields=["max_cost_usd"])
+    run = batch.runs.order_by("id").first()
+    spender = run.trials.get(index=0)
+
+    async def scenario():
+        ws = connect(f"/ws/batches/{batch.pk}/?watch=grid", cast.bob)
+        connected, _ = await ws.connect()
+        assert connected
+        await ws.receive_from(timeout=10)  # the status on connect
+        await sync_to_async(spender.finish)(S.PASSED, cost_usd=0.6)
+        ended = await sync_to_async(stop_if_over_budget)(batch)
+        await sync_to_async(publishing.wait_until_sent)()
+        html = await ws.receive_from(timeout=10)
+        await ws.disconnect()
+        return ended, html
+
+    ended, html = run_async(scenario)
+
+    assert ended == 7  # every trial but the one that spent the budget
+    cell = re.search(rf'<td id="cell-{run.pk}".*?</td>', html, re.S)
+    assert cell, html
+    assert 'class="mark mark--budget"' in cell.group(0) and ">$1</span>" in cell.group(0)
+    assert "not finished" not in cell.group(0)

@@ -88,6 +88,9 @@ def test_the_counts_follow_every_kind_of_write():
         status=S.ERRORED, conversation_outcome="stopped", cost_usd=0.5
     )
     _assert_counts_kept()
+    # A batch stopped at its budget ends its unfinished trials in one statement.
+    Trial.objects.filter(run__batch=batch, index=1).update(status=S.BUDGET_EXHAUSTED)
+    _assert_counts_kept()
     Trial.objects.filter(pk=queued.pk).update(lease_owner="host:1:abc")  # counts nothing
     _assert_counts_kept()
     queued.reset()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import proctor_env, run_proctor
+from process_state import running
 
 from e2e.running import Backend, agent_profile, write_eval
 
@@ -164,3 +165,41 @@ def test_the_first_trials_started_at_once_all_run_in_embedded_mode(tmp_path: Pat
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_a_budget_stops_the_batch_on_the_worker_and_leaves_nothing_running(
+    scaled_backend: Backend, worker_log: Path, tmp_path: Path
+):
+    # Loaded here: the budget's own module holds the billed agent and its helpers.
+    from e2e.test_budget import processes_running_from, project, statuses
+
+    folder = project(tmp_path)
+
+    shown = scaled_backend.eval(folder, "--max-cost", "0.50", timeout=180)
+
+    assert shown.returncode == 0, shown.stderr
+    batch = int(shown.stderr.split("Batch ", 1)[1].split(":", 1)[0])
+    # The worker's two threads: one runs the slow trial, the other three $0.20 trials, and
+    # the third stops the batch: the slow one is stopped, the three left never start.
+    assert statuses(scaled_backend, batch) == {
+        "slow": ["budget_exhausted"],
+        "costly": ["passed"] * 3 + ["budget_exhausted"] * 3,
+    }
+    assert f"Batch {batch} stopped: budget reached at $0.6000 (cap $0.5000)" in shown.stdout
+    agent_pid = int((tmp_path / "pids" / "agent").read_text())
+    child_pid = int((tmp_path / "pids" / "child").read_text())
+    # The worker ends the stopped agent's processes by its next heartbeat at the latest.
+    for _ in range(300):
+        if not (
+            running(agent_pid) or running(child_pid) or processes_running_from(tmp_path / "agent")
+        ):
+            break
+        time.sleep(0.1)
+    assert not running(agent_pid) and not running(child_pid)
+    assert processes_running_from(tmp_path / "agent") == []
+    assert (
+        scaled_backend.scalar(
+            "SELECT COUNT(*) FROM evals_app_trial WHERE status IN ('queued', 'running')"
+        )
+        == 0
+    )

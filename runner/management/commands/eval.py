@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from evals_app.cost import format_usd
+from evals_app.cost_forecast import forecast
 from evals_app.models import Batch, Organization, Trial
 from proctor.definitions import AdaptiveTrials
 from proctor.rules import trials_problem
@@ -50,6 +52,16 @@ PROGRESS_READ_S = 0.5
 # How long the wait gives a batch whose trials all ended to close (or to queue more trials).
 CLOSING_WAIT_S = 2.5
 SUITE_BASELINE = "suite-baseline"
+# The end summary lists this many causes of failure; the batch page and --json list them all.
+FAILURE_GROUPS_SHOWN = 10
+
+
+def batch_cap(max_cost: float | None, planned: list) -> float | None:
+    """The batch's budget: the smallest of --max-cost and the budgets of the suites it runs
+    (None: no cap)."""
+    caps = [max_cost, *(p.resolved.suite.budget for p in planned)]
+    known = [cap for cap in caps if cap is not None]
+    return min(known) if known else None
 
 
 def proctor_version() -> str:
@@ -117,6 +129,7 @@ class Command(EvalOptions):
                     "judge_model": options["judge_model"],
                     "label": options["label"],
                     "proctor_version": proctor_version(),
+                    "max_cost_usd": batch_cap(options["max_cost"], planned),
                 },
                 max_bytes=settings.BUNDLE_MAX_BYTES,
                 own_folders=(settings.PROCTOR_HOME, settings.CACHE_DIR, settings.ARTIFACTS_DIR),
@@ -153,6 +166,7 @@ class Command(EvalOptions):
                 dispatch.configure_local_workers(workers, processes=workers > 1)
             if not options["json"]:
                 self._print_batch_line(err, batch.pk, len(trial_ids), new_versions)
+                self._print_forecast(err, organization, planned, batch.max_cost_usd)
             # What was loaded so far (Django, the eval files, the batch) lives as long as the
             # run: kept out of the collector's view while the trials run, a full collection no
             # longer walks all of it each time. Handed back after, so garbage among it is still
@@ -276,6 +290,28 @@ class Command(EvalOptions):
         except RemoteError as exc:
             self._invalid(err, exc.lines)
         self._finish(out, err, report, f"Dashboard: {batch.url}", options)
+
+    def _print_forecast(
+        self, err: Console, organization: Organization, planned: list, cap: float | None
+    ) -> None:
+        """What the batch will cost, per variant, from the history of its variants (before any
+        trial starts), and the cap it runs under."""
+        trials_by_variant: dict[str, int] = {}
+        for p in planned:
+            for variant in p.variants:
+                trials_by_variant[variant.name] = trials_by_variant.get(variant.name, 0) + p.trials
+        predicted = forecast(organization, trials_by_variant)
+        headline = predicted.headline
+        if cap is not None:
+            headline += f"; budget {format_usd(cap)}"
+            if (predicted.low_usd or 0.0) >= cap:
+                headline += " (it will stop before the end)"
+            elif (predicted.high_usd or 0.0) >= cap:
+                headline += " (it may stop before the end)"
+        err.print(headline, markup=False)
+        if predicted.known:
+            for variant in predicted.variants:
+                err.print(f"  {variant.sentence}", markup=False)
 
     def _print_batch_line(self, err: Console, batch: int, trials: int, new_versions: int) -> None:
         versions = (
@@ -462,14 +498,18 @@ class Command(EvalOptions):
                 local_left = futures is not None and dispatch.pending_count() > 0
                 counts = dict.fromkeys(["passed", "failed", "timed_out", "errored"], 0)
                 total = 0
+                # Trials the batch's budget ended count as done, in no outcome of the bar.
+                stopped = 0
                 # Counted by the database: one row per status, whatever the batch's size.
                 for status, count in (
                     trials.values_list("status").annotate(count=Count("id")).order_by()
                 ):
                     total += count
-                    if status in counts:
+                    if status == Trial.Status.BUDGET_EXHAUSTED:
+                        stopped = count
+                    elif status in counts:
                         counts[status] += count
-                done = sum(counts.values())
+                done = sum(counts.values()) + stopped
                 progress.update(task, total=total, completed=done, **counts)  # type: ignore[arg-type]  # extra fields
                 if (
                     done >= total
@@ -544,9 +584,19 @@ class Command(EvalOptions):
         out.print(grid(report, out))
         if saving := report.get("adaptive"):
             out.print(adaptive_sentence(saving), markup=False)
+        budget = report.get("budget") or {}
+        if budget.get("reached_usd") is not None:
+            ended = budget.get("budget_exhausted", 0)
+            out.print(
+                f"[yellow]Batch {report['batch']} stopped: budget reached at "
+                f"{format_usd(budget['reached_usd'])}[/] (cap {format_usd(budget['max_cost_usd'])}"
+                f"); {ended} trial{'s' if ended != 1 else ''} not run or stopped "
+                f"(budget_exhausted)."
+            )
         for variant, warnings in report["validity_warnings"].items():
             listed = ", ".join(f"{name} × {n}" for name, n in warnings.items())
             out.print(f"[yellow]warning[/] {escape(variant)}: {escape(listed)}")
+        self._print_failure_groups(out, report.get("failure_groups") or [])
         for run in report["runs"]:
             for trial in run["trials"]:
                 if trial["status"] == "errored":
@@ -555,3 +605,18 @@ class Command(EvalOptions):
                     )
                     out.print(f"[magenta]errored[/] {where}")
         out.print(footer, markup=False)
+
+    def _print_failure_groups(self, out: Console, groups: list[dict]) -> None:
+        """The failed and errored trials by cause, one line a cause, largest first: "30 failed:
+        AssertionError: expected 200, got 500 in check health-route"."""
+        if not groups:
+            return
+        out.print("[bold]Failures by cause[/]")
+        for group in groups[:FAILURE_GROUPS_SHOWN]:
+            colour = "red" if group["status"] == "failed" else "magenta"
+            out.print(
+                f"  [{colour}]{group['count']} {group['status']}[/]: {escape(group['cause'])}"
+            )
+        if len(groups) > FAILURE_GROUPS_SHOWN:
+            rest = len(groups) - FAILURE_GROUPS_SHOWN
+            out.print(f"  and {rest} more cause{'s' if rest != 1 else ''} (see the batch page)")
