@@ -12,6 +12,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from fakes.openai_server import FakeModelServer
 from process_state import running
 
 from e2e.running import Backend, write_eval
@@ -190,3 +191,36 @@ def test_a_bad_budget_is_one_sentence(sqlite_backend: Backend, tmp_path: Path) -
     bad_flag = sqlite_backend.eval(project(tmp_path, trials=1), "--max-cost", "free")
     assert bad_flag.returncode == 2
     assert "--max-cost" in bad_flag.stderr and "Traceback" not in bad_flag.stderr
+
+
+PRICED_EVAL = """
+from proctor import case, suite, variant
+
+priced = variant("chat", model="gpt-fake-priced", name="priced", base_url={url!r},
+                 api_key="sk-unused", prices={{"input_per_mtok": 20000, "output_per_mtok": 0}})
+
+s = suite("priced", prompt="Say done.", trials=6,
+          cases=[case("say-done", validate=lambda ctx: ctx.answer() == "done")],
+          variants=[priced])
+"""
+
+
+def test_a_batch_against_a_costed_model_stops_at_its_budget(
+    sqlite_backend: Backend, tmp_path: Path
+) -> None:
+    # The fake model reports 11 prompt tokens a call: at $20,000 per million, $0.22 a trial.
+    with FakeModelServer() as server:
+        server.script(*["done"] * 6)
+        folder = tmp_path / "project"
+        write_eval(folder, "priced.eval.py", PRICED_EVAL.format(url=server.url))
+
+        report = sqlite_backend.eval_json(folder, "-j", "1", "--max-cost", "0.50")
+
+        # $0.22, $0.44, then $0.66 reaches the cap: the other three never call the model.
+        assert [t["status"] for run in report["runs"] for t in run["trials"]] == ["passed"] * 3 + [
+            "budget_exhausted"
+        ] * 3
+        assert round(report["budget"]["reached_usd"], 4) == 0.66
+        assert report["budget"]["budget_exhausted"] == 3
+        assert len(server.requests) == 3
+        assert server.unused_replies() == 3
