@@ -509,18 +509,23 @@ def _services(environment: Path) -> tuple[tuple[Service, ...], dict[str, str]]:
         return (), {}
     fields = _Fields(file, _parsed(file))
     services, main = _compose_services(fields, environment, "main", MAIN_KEYS)
-    return services, _compose_env(main.get("environment"))
+    return services, _compose_env(fields, "main", main.get("environment"))
 
 
 def _compose_file(folder: Path) -> Path | None:
     return next((folder / n for n in COMPOSE_FILES if (folder / n).is_file()), None)
 
 
-def _compose_env(value: Any) -> dict[str, str]:
-    """A compose ``environment``: a table, or a list of NAME=value."""
-    if isinstance(value, list):
-        value = dict(i.split("=", 1) if "=" in i else (i, "") for i in value)
-    return {str(k): str(v) for k, v in (value or {}).items()}
+def _compose_env(fields: _Fields, service: str, value: Any) -> dict[str, str]:
+    """A compose service's ``environment``: a table, or a list of NAME=value; anything else is
+    one line naming the file and the service."""
+    if value is None:
+        return {}
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return dict(item.split("=", 1) if "=" in item else (item, "") for item in value)
+    if isinstance(value, Mapping):
+        return {str(k): "" if v is None else str(v) for k, v in value.items()}
+    raise fields.fail(f"services.{service}.environment", "a table or a list of NAME=value", value)
 
 
 def _compose_services(
@@ -567,7 +572,7 @@ def _compose_services(
         image = own.text("image")
         if build is None and not image:
             raise fields.fail(where, "a service with build or image", dict(spec))
-        env = _compose_env(spec.get("environment"))
+        env = _compose_env(fields, name, spec.get("environment"))
         command = spec.get("command")
         if command is not None and not (
             isinstance(command, str)
@@ -839,7 +844,7 @@ def _terminal_bench_compose(folder: Path) -> _Client | None:
         dockerfile=dockerfile,
         context=context,
         docker_image=image,
-        env=_compose_env(main.get("environment")),
+        env=_compose_env(fields, name, main.get("environment")),
         services=services,
     )
 

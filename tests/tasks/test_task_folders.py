@@ -284,6 +284,14 @@ services:
             "docker-compose.yaml: uses ${API_KEY}, which Proctor does not set",
         ),
         (
+            TB_CLIENT + "    environment: KEY=1\n",
+            "services.client.environment must be a table or a list of NAME=value",
+        ),
+        (
+            TB_CLIENT + "  db:\n    image: x\n    environment: [1, 2]\n",
+            "services.db.environment must be a table or a list of NAME=value",
+        ),
+        (
             TB_CLIENT + "  db:\n    image: x\n    networks: [back]\n",
             "services.db.networks must be left out (Proctor does not apply it)",
         ),
