@@ -19,10 +19,9 @@ a cold cache), bounded by ``timeout_s``.
 Writes are not attributed to a process: with several trials running at once (``proctor eval
 -j N``'s worker processes, ``proctor serve``'s threads), each trial's list may hold the others'
 writes. Rather than guess, ``ConcurrentTrials`` counts the trials that ran while the agent did,
-in this process, in its sibling workers (``runner.sandboxes.sibling_trials``) and in every
-other Proctor process on the machine (``runner.sandboxes.machine_trials``), and the record says
-so ("may include writes of N other trials running at the same time"). The secrets redacted from
-the list are this process's trials' and its siblings'; an unrelated process's are its own.
+in this process and in its sibling workers (``runner.sandboxes.sibling_trials``), and the
+record says so ("may include writes of N other trials running at the same time"). Trials of
+unrelated processes on the machine are not counted.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from dataclasses import dataclass
 
 from runner.sandboxes import sibling_trials, write_watch
 from runner.sandboxes.base import Sandbox
-from runner.sandboxes.machine_trials import machine_trials
 from runner.sandboxes.processes import run_process
 
 log = logging.getLogger(__name__)
@@ -92,7 +90,6 @@ class ConcurrentTrials:
                 seen[token] = secrets
         if board is not None:
             board.trial_started()
-        machine_trials.trial_started()
         try:
             yield token
         finally:
@@ -100,7 +97,6 @@ class ConcurrentTrials:
                 self._running.pop(token, None)
             if board is not None:
                 board.trial_ended(secrets())
-            machine_trials.trial_ended()
 
     @contextlib.contextmanager
     def watching(self, token: int) -> Iterator[Callable[[], SeenTrials]]:
@@ -115,12 +111,9 @@ class ConcurrentTrials:
             if own is not None:
                 board.publish(own())  # before the agent runs: it cannot write what comes after
             begun = board.begin_watch()
-        elsewhere = machine_trials.begin_watch()
 
         def seen_trials() -> SeenTrials:
             siblings = board.seen_since(begun) if board is not None and begun is not None else 0
-            # Every other process's, the siblings' among them (their trials count there too).
-            other_processes = max(siblings, machine_trials.seen_since(elsewhere))
             theirs = list(seen.values())
 
             def secrets() -> list[str]:
@@ -129,7 +122,7 @@ class ConcurrentTrials:
                     found += board.secrets()
                 return found
 
-            return SeenTrials(len(theirs) + other_processes, secrets)
+            return SeenTrials(len(theirs) + siblings, secrets)
 
         try:
             yield seen_trials
