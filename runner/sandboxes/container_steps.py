@@ -158,6 +158,17 @@ class StepServer:
         self.serving = False
 
 
+# How long a step whose exit FIFO closed without a status waits to learn whether the server
+# died (its pidfd turns readable) rather than a step meddling with the FIFO.
+DEATH_GRACE_S = 2.0
+
+
+def _readable_within(fd: int, seconds: float) -> bool:
+    waiter = select.poll()
+    waiter.register(fd, select.POLLIN)
+    return bool(waiter.poll(math.ceil(seconds * 1000)))
+
+
 class ServerStep:
     """One step the server runs: its output FIFOs read into their splitters, its exit status
     read from the exit FIFO, and the server's pidfd watched in case it dies first."""
@@ -212,6 +223,12 @@ class ServerStep:
             if left is not None and left <= 0:
                 return False
             self._take(None if left is None else max(math.ceil(left * 1000), 0))
+        if not self.server_died and self.exit_code is None and self.server.pidfd is not None:
+            # The exit FIFO closed without a status: its writer, the server, may have died with
+            # its pidfd's event not read yet (one poll can return both, the FIFO's first).
+            self.server_died = _readable_within(self.server.pidfd, DEATH_GRACE_S)
+            if self.server_died:
+                self.server.serving = False
         if self.server_died:
             raise SandboxError(
                 "the docker sandbox's container ended during a step: the step killed its "
