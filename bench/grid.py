@@ -27,14 +27,12 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
-import os
 import statistics
-import sys
-import tempfile
 import time
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 from typing import Any
+
+import django_home
 
 SIZES = (50, 500)  # cases: x 8 variants x 5 trials = 2,000 and 20,000 trials
 VARIANTS = 8
@@ -124,16 +122,6 @@ def measure(
     return {size: (statistics.median(times[size]), *last[size]) for size in targets}
 
 
-def _fresh_postgres(server: str) -> str:
-    import psycopg
-
-    name = "proctor_bench_grid"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {name}")
-    return f"{server}/{name}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -150,26 +138,13 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="proctor-bench-grid-"))
-    os.environ["PROCTOR_HOME"] = str(home)
-    os.environ.pop("REDIS_URL", None)
-    if args.postgres:
-        os.environ["DATABASE_URL"] = _fresh_postgres(args.postgres.rstrip("/"))
-    else:
-        os.environ.pop("DATABASE_URL", None)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.site.settings"
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import django
-
-    django.setup()
+    django_home.set_up("proctor-bench-grid-", args.postgres, "proctor_bench_grid")
     from django.contrib.auth.models import User
     from django.db import connection
     from django.test import Client
 
     from evals_app.models import Organization
-    from runner.jobs.database import ensure_database
 
-    ensure_database()
     if args.grid_rows:
         import dashboard.views.grid
 

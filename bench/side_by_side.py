@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
+
+import django_home
 
 
 def _steps(count: int, *, other: bool) -> list[tuple[str, dict]]:
@@ -128,16 +126,6 @@ def measure(client, url: str, repeat: int, **kind: bool) -> tuple[float, int, in
     return statistics.median(r[0] for r in runs), runs[-1][1], runs[-1][2]
 
 
-def _fresh_postgres(server: str) -> str:
-    import psycopg
-
-    name = "proctor_bench_side_by_side"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {name}")
-    return f"{server}/{name}"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -148,26 +136,13 @@ def main() -> None:
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server, no database name")
     args = parser.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="proctor-bench-side-by-side-"))
-    os.environ["PROCTOR_HOME"] = str(home)
-    os.environ.pop("REDIS_URL", None)
-    if args.postgres:
-        os.environ["DATABASE_URL"] = _fresh_postgres(args.postgres.rstrip("/"))
-    else:
-        os.environ.pop("DATABASE_URL", None)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "proctor.site.settings"
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import django
-
-    django.setup()
+    django_home.set_up("proctor-bench-side-by-side-", args.postgres, "proctor_bench_side_by_side")
     from django.contrib.auth.models import User
     from django.db import connection
     from django.test import Client
 
     from evals_app.models import Case, CaseVersion, Organization, Suite
-    from runner.jobs.database import ensure_database
 
-    ensure_database()
     org = Organization.objects.create(slug="bench", name="Bench")
     suite = Suite.objects.create(organization=org, slug="bench", name="Bench")
     case = Case.objects.create(organization=org, suite=suite, slug="long", name="Long")
