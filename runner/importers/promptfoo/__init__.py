@@ -139,7 +139,7 @@ def translate_config(
             t.skip(f"top-level {key}")
     prompts = _prompts(t)
     variants, provider_simulated = variants_from(
-        config.get("providers", config.get("targets")), t.files, t.skip
+        config.get("providers", config.get("targets")), t.files, t.skip, eval_dir=t.output_dir
     )
     default = _default_test(t)
     tests = _tests(t, default, provider_simulated)
