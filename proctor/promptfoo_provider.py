@@ -70,6 +70,8 @@ def _prompt(prompt: str, system_prompt_file: str | None) -> str:
     if not system_prompt_file or not Path(system_prompt_file).is_file():
         return prompt
     system = Path(system_prompt_file).read_text(encoding="utf-8")
+    if not system.strip():
+        return prompt
     return json.dumps(
         [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
         ensure_ascii=False,

@@ -548,7 +548,7 @@ def test_the_real_command_fails_without_a_traceback(proctor: Proctor) -> None:
     assert run.stdout == ""
 
 
-def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_path: Path) -> None:
+def test_it_inlines_yaml_messages_and_renders_nunjucks_prompts_per_test(tmp_path: Path) -> None:
     (tmp_path / "seed.yaml").write_text(
         textwrap.dedent("""
         - {role: system, content: You are terse.}
@@ -582,11 +582,11 @@ def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_p
         "api": "openai",
         "api_key": "$GATEWAY_KEY",
         "base_url": "$GATEWAY_URL",
+        # Rendered per test (Jinja2), it is each case's variable.
+        "system_prompt": "{{promptfoo_prompt_1}}",
     }
+    assert case.variables["promptfoo_prompt_1"] == "Help KIM politely."
     assert result.untranslated == [
-        "prompt #1: template expression {{ name | upper }}",
-        "prompt #1: template expression {% if vip %}",
-        "prompt #1: template expression {% endif %}",
         "test 'Seeded': maxTurns 80 (Proctor allows 1 to 50; 50 used)",
         "test 'Seeded': initialMessages: system messages (a conversation is seeded with user and assistant messages)",
     ]
@@ -686,5 +686,5 @@ def test_it_reads_the_file_forms_real_configs_use(tmp_path: Path) -> None:
     assert summaries_b.variables["article"] == "Tomatoes are fruit."
     assert csv_case.variables == {"answer": "Yes", "article": "", "question": "Is it open?"}
     assert csv_case.tags == ("topic:hours", "level:easy")
-    assert "tests file://cases.csv: column __metric" in result.untranslated
+    assert [c.metric for c in csv_case.checks] == ["speed"]  # __metric names the row's checks
     assert not any("without a name" in item for item in result.untranslated)
