@@ -127,8 +127,8 @@ def _python(
     if not callable(call):
         raise ProviderFailed(f"{file} has no function {function}(prompt, options, context)")
     result = call(prompt, options, _context(prompt))
-    if inspect.isawaitable(result):
-        result = asyncio.run(_awaited(result))
+    if inspect.iscoroutine(result):
+        result = asyncio.run(result)
     if not isinstance(result, dict):
         raise ProviderFailed(
             f"{function} returned {type(result).__name__}, not a dict with an output"
@@ -138,10 +138,6 @@ def _python(
     output = result.get("output")
     text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
     return text, _usage(result)
-
-
-async def _awaited(result: Any) -> Any:
-    return await result
 
 
 def _usage(result: dict[str, Any]) -> dict[str, Any]:

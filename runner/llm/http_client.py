@@ -125,30 +125,21 @@ def complete_http(
         "Accept": "application/json",
         "User-Agent": "proctor",
     }
+    asked: dict[str, Any] = {
+        "json_mode": json_mode,
+        "tools": tools,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
     parse: Callable[..., Completion] = _completion_from
     if config.api == API_ANTHROPIC:
         url = anthropic_messages.messages_url(config.base_url)
-        body = anthropic_messages.request_body(
-            config,
-            messages,
-            json_mode=json_mode,
-            tools=tools,
-            temperature=temperature,
-            max_tokens=max_tokens,
-        )
+        body = anthropic_messages.request_body(config, messages, **asked)
         headers.update(anthropic_messages.headers(config))
         parse = anthropic_messages.completion_from
     else:
         url = chat_completions_url(config.base_url)
-        body = request_body(
-            config,
-            messages,
-            json_mode=json_mode,
-            tools=tools,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            response_format=response_format,
-        )
+        body = request_body(config, messages, **asked, response_format=response_format)
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
     payload = json.dumps(body).encode()

@@ -6,9 +6,11 @@ nothing.
 
 How promptfoo's concepts land:
 
-- ``providers`` become variants: ``openai:chat:MODEL`` and ``openai:MODEL`` run on the chat
-  harness (with ``apiBaseUrl`` and ``tools``); ``promptfoo:simulated-user`` is not a variant but
-  the person's side of the conversation.
+- ``providers`` become variants (providers.py): OpenAI and Anthropic models on the chat
+  harness, ``exec:``, Python and ``echo`` providers on the command harness;
+  ``promptfoo:simulated-user`` is not a variant but the person's side of the conversation.
+- ``prompts`` are resolved as promptfoo resolves them (prompts.py); one Proctor cannot fill
+  as written is rendered per test into the case's ``promptfoo_prompt_N`` variable.
 - Several ``prompts`` are compared as promptfoo compares them: N prompts under M providers are
   N × M variants, each carrying its prompt (``variant(..., prompt=..., prompt_name=...)``) and
   named by its provider and its prompt's label; the suite's prompt is the first one.

@@ -34,6 +34,7 @@ from runner.importers.promptfoo.files import (
     ConfigFiles,
     is_code_reference,
     is_reference,
+    script_words,
 )
 
 Skip = Callable[[str], None]
@@ -43,7 +44,6 @@ Rendered = tuple[str | None, str | None]
 _LOOKS_LIKE_PATH = re.compile(r"^[^\n]*(?:[/\\*]|\.[A-Za-z0-9]{2,3})$")
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".njk")
 COMMAND_TIMEOUT_S = 60
-_SCRIPT_PARTS = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
 _PYTHON_FUNCTION = re.compile(r"\.py(?::[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
@@ -296,10 +296,10 @@ def _python_prompt(files: ConfigFiles, reference: str, label: str) -> Prompt:
     def render(variables: Mapping[str, Any]) -> Rendered:
         try:
             value = call({"vars": dict(variables), "provider": {"id": "", "label": ""}})
-            if inspect.isawaitable(value):
+            if inspect.iscoroutine(value):
                 import asyncio
 
-                value = asyncio.run(_awaited(value))
+                value = asyncio.run(value)
         except Exception as error:  # as above
             raise ImportFailed(
                 f"{label}: {function} failed: {type(error).__name__}: {error}."
@@ -309,14 +309,10 @@ def _python_prompt(files: ConfigFiles, reference: str, label: str) -> Prompt:
     return Prompt(label, "", None, reference.removeprefix(FILE_PREFIX), render)
 
 
-async def _awaited(value: Any) -> Any:
-    return await value
-
-
 def _command_prompt(files: ConfigFiles, command: str, label: str) -> Prompt:
     """``exec:script.sh``: the command prints the prompt, given ``{vars, provider}`` as JSON in
     its last argument, run from the config's folder."""
-    words = [m.group(1) or m.group(2) or m.group(0) for m in _SCRIPT_PARTS.finditer(command)]
+    words = script_words(command)
     if not words:
         raise ImportFailed(f"{label}: exec: names no command.")
 

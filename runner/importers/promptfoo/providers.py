@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.importers.handles import UniqueHandles
-from runner.importers.promptfoo.files import ConfigFiles, is_reference
+from runner.importers.promptfoo.files import ConfigFiles, is_reference, script_words
 from runner.importers.python_source import Call, call
 
 SIMULATED_USER = "promptfoo:simulated-user"
@@ -42,8 +42,6 @@ CONFIG_READ = {
 }
 # What a chat variant's temperature may be (the chat harness's range).
 TEMPERATURE_RANGE = (0, 2)
-# promptfoo splits an exec: command into words this way (quotes group, no shell).
-_SCRIPT_PARTS = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
 _PYTHON_FILE = re.compile(r"^(?P<file>.+?\.py)(?::(?P<function>[A-Za-z_][A-Za-z0-9_]*))?$")
 RUN_PROVIDER = 'cd "$PROCTOR_PROFILE_DIR" && python3 -m proctor.promptfoo_provider'
 
@@ -236,10 +234,7 @@ def _script_variant(
     if provider_id == "echo":
         run = f"{RUN_PROVIDER} echo"
     elif provider_id.startswith("exec:"):
-        words = [
-            match.group(1) or match.group(2) or match.group(0)
-            for match in _SCRIPT_PARTS.finditer(provider_id.removeprefix("exec:"))
-        ]
+        words = script_words(provider_id.removeprefix("exec:"))
         if not words:
             skip(f"{where}: an exec: provider without a command")
             return None
