@@ -220,3 +220,22 @@ def test_csv_special_columns_and_globbed_test_files(tmp_path: Path) -> None:
     assert suite.prompt == "{{promptfoo_prompt_1}}"
     assert capital.variables["promptfoo_prompt_1"] == "Be exact. Q: Capital of France?(one word)"
     assert total.variables["promptfoo_prompt_1"] == "Q: 2+2?"
+
+
+def test_data_read_from_a_json_var_file_renders_and_is_kept_as_json_text(tmp_path: Path) -> None:
+    write(tmp_path, "user.json", '{"name": "Kim", "tier": "gold"}')
+    config = write(
+        tmp_path,
+        "promptfooconfig.yaml",
+        """
+        prompts: ['Greet {{ user.name }} ({{ user | dump }})']
+        providers: [openai:gpt-4.1]
+        tests: [{vars: {user: file://user.json}, assert: [{type: icontains, value: kim}]}]
+        """,
+    )
+
+    _, suites = imported(config)
+
+    (case,) = next(iter(suites.values())).cases
+    assert case.variables["promptfoo_prompt_1"] == 'Greet Kim ({"name": "Kim", "tier": "gold"})'
+    assert case.variables["user"] == '{"name": "Kim", "tier": "gold"}'

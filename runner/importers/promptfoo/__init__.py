@@ -461,7 +461,16 @@ def _case(
         variables = dict(test.variables)
         user = None
         templates = " ".join(p.user or "" for p in prompts)
-    variables.update(rendered)
+    # A case variable is text: data read from a JSON or YAML file is kept as its JSON (the
+    # prompts that use it as data were rendered with it above).
+    variables = {
+        k: v
+        if isinstance(v, str | int | float | bool)
+        else as_text(v)
+        if v is None
+        else json.dumps(v, ensure_ascii=False)
+        for k, v in {**variables, **rendered}.items()
+    }
     if templates:
         for name in variables_in(templates):
             if name not in variables:
