@@ -118,7 +118,7 @@ def test_messages_files_bare_paths_and_globs_are_prompts(tmp_path: Path) -> None
         tmp_path,
         "promptfooconfig.yaml",
         """
-        prompts: [file://support.yaml, prompt.txt, 'prompts/*.txt', 'What is 2.5?']
+        prompts: [support.yaml, prompt.txt, 'prompts/*.txt', 'What is 2.5?', 'Either/or: {{issue}}']
         providers: [openai:gpt-4.1]
         tests: [{vars: {issue: the login page}}]
         """,
@@ -135,6 +135,7 @@ def test_messages_files_bare_paths_and_globs_are_prompts(tmp_path: Path) -> None
         ("A: {{issue}}", None),
         ("B: {{issue}}", None),
         ("What is 2.5?", None),
+        ("Either/or: {{issue}}", None),
     ]
 
 
@@ -160,7 +161,7 @@ def test_python_and_exec_prompts_are_called_per_test(tmp_path: Path) -> None:
         tmp_path,
         "promptfooconfig.yaml",
         """
-        prompts: ['file://prompts.py:make', 'exec:./prompt.sh']
+        prompts: ['prompts.py:make', 'exec:./prompt.sh']
         providers: [openai:gpt-4.1]
         tests: [{vars: {topic: tides}}, {vars: {topic: rust}}]
         """,

@@ -41,7 +41,9 @@ Skip = Callable[[str], None]
 # (user, system) as one test renders them.
 Rendered = tuple[str | None, str | None]
 # What promptfoo takes for a path rather than text (its maybeFilePath), when the file exists.
-_LOOKS_LIKE_PATH = re.compile(r"^[^\n]*(?:[/\\*]|\.[A-Za-z0-9]{2,3})$")
+_LOOKS_LIKE_PATH = re.compile(
+    r"^(?:[^\n]*[/\\*][^\n]*|[^\n]*\.[A-Za-z0-9]{1,6}(?::[A-Za-z_][A-Za-z0-9_]*)?)$"
+)
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".njk")
 COMMAND_TIMEOUT_S = 60
 _PYTHON_FUNCTION = re.compile(r"\.py(?::[A-Za-z_][A-Za-z0-9_]*)?$")
