@@ -40,3 +40,24 @@ class Completion:
     def __post_init__(self) -> None:
         if not self.message:
             self.message = {"role": "assistant", "content": self.text}
+
+
+def history_message(text: str, tool_calls: list[dict[str, str]]) -> dict[str, Any]:
+    """The assistant message to send back on the next call: only the fields every
+    OpenAI-compatible server accepts (some refuse the extras a response carries, such as
+    ``refusal`` or ``annotations``)."""
+    if not tool_calls:
+        return {"role": "assistant", "content": text}
+    return {
+        "role": "assistant",
+        # OpenAI sends null content with tool calls; some servers refuse an empty string.
+        "content": text or None,
+        "tool_calls": [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
+            for call in tool_calls
+        ],
+    }

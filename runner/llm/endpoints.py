@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -23,6 +24,12 @@ DEFAULT_MAX_RETRIES = 3
 KIND_HTTP = "http"
 KIND_COMMAND = "command"
 KIND_UNCONFIGURED = "unconfigured"
+
+# The wire APIs an HTTP endpoint may speak: OpenAI's Chat Completions (what the project's
+# endpoint, judges and responders use) or Anthropic's Messages (a chat agent under test).
+API_OPENAI = "openai"
+API_ANTHROPIC = "anthropic"
+APIS = (API_OPENAI, API_ANTHROPIC)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class LLMConfig:
     command: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
+    api: str = API_OPENAI
 
     @property
     def kind(self) -> str:
@@ -121,6 +129,8 @@ def overlay(under: LLMConfig, over: LLMConfig) -> LLMConfig:
         max_retries=over.max_retries
         if over.max_retries != DEFAULT_MAX_RETRIES
         else under.max_retries,
+        # The API goes with the endpoint that speaks it.
+        api=over.api if over.base_url else under.api if base_url else API_OPENAI,
     )
 
 
@@ -138,3 +148,31 @@ def resolve_config(
     if model_override:
         config = dataclasses.replace(config, model=model_override)
     return config
+
+
+# Where each vendor's own tools look for its endpoint and key, and its public endpoint.
+_VENDOR_BASE_URLS = {
+    API_OPENAI: ("OPENAI_BASE_URL", "OPENAI_API_BASE_URL"),
+    API_ANTHROPIC: ("ANTHROPIC_BASE_URL",),
+}
+_VENDOR_KEYS = {API_OPENAI: "OPENAI_API_KEY", API_ANTHROPIC: "ANTHROPIC_API_KEY"}
+_VENDOR_PUBLIC_URLS = {
+    API_OPENAI: "https://api.openai.com/v1",
+    API_ANTHROPIC: "https://api.anthropic.com",
+}
+
+
+def vendor_config(api: str, environ: Mapping[str, str] | None = None) -> LLMConfig | None:
+    """The endpoint a vendor's own SDK would use from the environment: its base URL variable
+    (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``) with its key variable, or its public endpoint
+    when only the key is set; None when neither is set (the project's endpoint applies)."""
+    source = os.environ if environ is None else environ
+
+    def variable(name: str) -> str | None:
+        return source.get(name, "").strip() or None
+
+    base_url = next((value for name in _VENDOR_BASE_URLS[api] if (value := variable(name))), None)
+    api_key = variable(_VENDOR_KEYS[api])
+    if base_url is None and api_key is None:
+        return None
+    return LLMConfig(base_url=base_url or _VENDOR_PUBLIC_URLS[api], api_key=api_key, api=api)

@@ -28,8 +28,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from runner.llm.completion import DISPATCH_FAILED, DISPATCH_TIMED_OUT, Completion, LLMError
-from runner.llm.endpoints import LLMConfig, scrub_key
+from runner.llm import anthropic_messages
+from runner.llm.completion import (
+    DISPATCH_FAILED,
+    DISPATCH_TIMED_OUT,
+    Completion,
+    LLMError,
+    history_message,
+)
+from runner.llm.endpoints import API_ANTHROPIC, LLMConfig, scrub_key
 
 if TYPE_CHECKING:
     import httpx
@@ -69,6 +76,8 @@ def request_body(
     json_mode: bool,
     tools: Sequence[Mapping[str, Any]] | None = None,
     temperature: float | None = None,
+    max_tokens: int | None = None,
+    response_format: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     # Consultations (judges, the responder) ask for temperature 0 so a verdict is repeatable;
     # a chat agent under test may ask for the temperature it runs with in production.
@@ -80,8 +89,12 @@ def request_body(
     # and those that need it answer with their own sentence saying so.
     if config.model:
         body = {"model": config.model, **body}
+    if max_tokens:
+        body["max_tokens"] = max_tokens
     if json_mode:
         body["response_format"] = {"type": "json_object"}
+    elif response_format:
+        body["response_format"] = dict(response_format)
     if tools:
         body["tools"] = [dict(spec) for spec in tools]
         body["tool_choice"] = "auto"
@@ -95,24 +108,41 @@ def complete_http(
     json_mode: bool = False,
     tools: Sequence[Mapping[str, Any]] | None = None,
     temperature: float | None = None,
+    max_tokens: int | None = None,
+    response_format: Mapping[str, Any] | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Completion:
     """POST the messages and return the assistant's answer (its text, or the tools it calls
     when ``tools`` were offered in OpenAI's function format). Blocks for up to ``timeout_s``
-    per attempt plus backoff between attempts; the first call in a process imports httpx."""
+    per attempt plus backoff between attempts; the first call in a process imports httpx.
+    An endpoint whose ``api`` is Anthropic's is spoken to in its Messages format
+    (runner.llm.anthropic_messages); the messages and the answer keep OpenAI's shape."""
     import tenacity  # off `proctor eval`'s start-up path (see the module docstring)
 
     assert config.base_url, "complete_http needs a base URL"
-    url = chat_completions_url(config.base_url)
-    body = request_body(config, messages, json_mode=json_mode, tools=tools, temperature=temperature)
-    payload = json.dumps(body).encode()
     headers = {
         "Content-Type": "application/json",
         "Accept": "application/json",
         "User-Agent": "proctor",
     }
-    if config.api_key:
-        headers["Authorization"] = f"Bearer {config.api_key}"
+    asked: dict[str, Any] = {
+        "json_mode": json_mode,
+        "tools": tools,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
+    parse: Callable[..., Completion] = _completion_from
+    if config.api == API_ANTHROPIC:
+        url = anthropic_messages.messages_url(config.base_url)
+        body = anthropic_messages.request_body(config, messages, **asked)
+        headers.update(anthropic_messages.headers(config))
+        parse = anthropic_messages.completion_from
+    else:
+        url = chat_completions_url(config.base_url)
+        body = request_body(config, messages, **asked, response_format=response_format)
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
+    payload = json.dumps(body).encode()
     attempts = max(0, config.max_retries) + 1
     retrying = tenacity.Retrying(
         stop=tenacity.stop_after_attempt(attempts),
@@ -129,7 +159,7 @@ def complete_http(
         raise LLMError(
             DISPATCH_FAILED, scrub_key(failure.message + tried, config.api_key)
         ) from None
-    return _completion_from(raw, config, duration_ms=int((time.monotonic() - started) * 1000))
+    return parse(raw, config, duration_ms=int((time.monotonic() - started) * 1000))
 
 
 def _post_once(url: str, payload: bytes, headers: dict[str, str], config: LLMConfig) -> str:
@@ -333,7 +363,7 @@ def _completion_from(raw: str, config: LLMConfig, *, duration_ms: int) -> Comple
         usage=_usage(data.get("usage")),
         duration_ms=duration_ms,
         tool_calls=tool_calls,
-        message=_history_message(text, tool_calls),
+        message=history_message(text, tool_calls),
     )
 
 
@@ -365,27 +395,6 @@ def _tool_calls(message: Any) -> list[dict[str, str]]:
             }
         )
     return calls
-
-
-def _history_message(text: str, tool_calls: list[dict[str, str]]) -> dict[str, Any]:
-    """The assistant message to send back on the next call: only the fields every
-    OpenAI-compatible server accepts (some refuse the extras a response carries, such as
-    ``refusal`` or ``annotations``)."""
-    if not tool_calls:
-        return {"role": "assistant", "content": text}
-    return {
-        "role": "assistant",
-        # OpenAI sends null content with tool calls; some servers refuse an empty string.
-        "content": text or None,
-        "tool_calls": [
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": call["name"], "arguments": call["arguments"]},
-            }
-            for call in tool_calls
-        ],
-    }
 
 
 def _content_text(message: Any) -> str:

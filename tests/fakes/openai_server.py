@@ -8,7 +8,8 @@ Each route (a path such as ``/v1/chat/completions``) has its own queue of replie
 order; a route whose script ran out answers 500 "script exhausted" so a test notices an extra
 call. A plain string reply becomes the route's normal answer holding that text; how is the
 route's business (``add_route``), so other wire APIs (OpenAI Responses, Anthropic Messages,
-Gemini) are one formatter each.
+Gemini) are one formatter each. Anthropic's Messages route (``/v1/messages``, not streamed) is
+served from the start: fakes.anthropic_messages.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+
+from fakes.anthropic_messages import ANTHROPIC_MESSAGES, messages_body
 
 CHAT_COMPLETIONS = "/v1/chat/completions"
 
@@ -93,6 +96,7 @@ class FakeModelServer:
         # Set when a client closed its connection before the whole of an answer was sent.
         self.client_hung_up = threading.Event()
         self.add_route(CHAT_COMPLETIONS, chat_completion_body)
+        self.add_route(ANTHROPIC_MESSAGES, messages_body)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None

@@ -140,6 +140,7 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
         ("chat", "gpt-4.1", "GPT-4.1")
     ]
     assert suite.variants[0].options == {
+        "api": "openai",
         "base_url": "https://proxy.example.com/api/v1",
         "api_key": "$ACME_GATEWAY_KEY",
         "temperature": 0.7,
@@ -219,7 +220,7 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
         """
         prompts: ["Answer: {{question}}"]
         providers:
-          - anthropic:messages:claude-sonnet-4
+          - vertex:gemini-2.5-pro
           - id: openai:chat:gpt-4.1-mini
             config:
               apiKey: sk-literal-secret-key
@@ -232,7 +233,7 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
                     name: lookup
                     description: Look an order up.
                     parameters: {type: object, properties: {id: {type: string}}}
-          - file://providers/custom.py
+          - file://providers/custom.js
         outputPath: results.json
         tests:
           - description: Order status
@@ -257,12 +258,12 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
 
     assert result.untranslated == [
         "top-level outputPath",
-        "provider anthropic:messages:claude-sonnet-4 (no Proctor harness for it)",
+        "provider vertex:gemini-2.5-pro (no Proctor harness for it)",
         "provider openai:chat:gpt-4.1-mini: config.seed",
         "provider openai:chat:gpt-4.1-mini: tool lookup needs a Python stub=... (functionToolCallbacks is JavaScript)",
         "provider openai:chat:gpt-4.1-mini: config.apiKey (a key is not copied into an eval file; "
         "set api_key='$VARIABLE' naming the worker's variable)",
-        "custom provider file://providers/custom.py (no Proctor harness for it)",
+        "custom provider file://providers/custom.js (no Proctor harness for it)",
         "test 'Order status': assertion similar",
         "test 'Order status': assertion icontains: transform",
         "test 'Order status': assertion assert-set",
@@ -547,7 +548,7 @@ def test_the_real_command_fails_without_a_traceback(proctor: Proctor) -> None:
     assert run.stdout == ""
 
 
-def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_path: Path) -> None:
+def test_it_inlines_yaml_messages_and_renders_nunjucks_prompts_per_test(tmp_path: Path) -> None:
     (tmp_path / "seed.yaml").write_text(
         textwrap.dedent("""
         - {role: system, content: You are terse.}
@@ -577,11 +578,15 @@ def test_it_inlines_yaml_messages_and_names_template_syntax_it_cannot_fill(tmp_p
     assert case.user.initial_messages == (("user", "Hi, I'm Kim."), ("assistant", "Hello!"))
     assert (case.user.max_turns, case.max_turns) == (50, 50)
     assert list(case.checks) == [Assertion("equals", "42")]
-    assert suite.variants[0].options == {"api_key": "$GATEWAY_KEY", "base_url": "$GATEWAY_URL"}
+    assert suite.variants[0].options == {
+        "api": "openai",
+        "api_key": "$GATEWAY_KEY",
+        "base_url": "$GATEWAY_URL",
+        # Rendered per test (Jinja2), it is each case's variable.
+        "system_prompt": "{{promptfoo_prompt_1}}",
+    }
+    assert case.variables["promptfoo_prompt_1"] == "Help KIM politely."
     assert result.untranslated == [
-        "prompt #1: template expression {{ name | upper }}",
-        "prompt #1: template expression {% if vip %}",
-        "prompt #1: template expression {% endif %}",
         "test 'Seeded': maxTurns 80 (Proctor allows 1 to 50; 50 used)",
         "test 'Seeded': initialMessages: system messages (a conversation is seeded with user and assistant messages)",
     ]
@@ -681,5 +686,5 @@ def test_it_reads_the_file_forms_real_configs_use(tmp_path: Path) -> None:
     assert summaries_b.variables["article"] == "Tomatoes are fruit."
     assert csv_case.variables == {"answer": "Yes", "article": "", "question": "Is it open?"}
     assert csv_case.tags == ("topic:hours", "level:easy")
-    assert "tests file://cases.csv: column __metric" in result.untranslated
+    assert [c.metric for c in csv_case.checks] == ["speed"]  # __metric names the row's checks
     assert not any("without a name" in item for item in result.untranslated)

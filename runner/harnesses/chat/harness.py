@@ -8,6 +8,15 @@
 starts, as in a profile's env); without them the project's ``PROCTOR_LLM_*`` endpoint is used.
 A variant that names its own ``base_url`` never receives the project's key.
 
+``api`` names the wire API the endpoint speaks: ``"openai"`` (Chat Completions) or
+``"anthropic"`` (Messages, runner.llm.anthropic_messages). A variant that names it without a
+``base_url`` finds its endpoint where that vendor's own SDK does (``OPENAI_BASE_URL`` or
+``OPENAI_API_BASE_URL`` with ``OPENAI_API_KEY``; ``ANTHROPIC_BASE_URL`` with
+``ANTHROPIC_API_KEY``; the vendor's public endpoint when only the key is set), else the
+project's endpoint, spoken to in OpenAI's format (a gateway serving every model).
+``max_tokens`` caps each answer; ``response_format`` (OpenAI's, such as
+``{"type": "json_object"}``) is sent to an OpenAI endpoint as given.
+
 One turn: the person's message goes to the model with the conversation so far. When the model
 calls tools, each stub runs here in the worker (never in the sandbox) with the call's arguments
 as a dict, its text goes back to the model as the tool's result, and the model is asked again.
@@ -49,6 +58,8 @@ from runner.harnesses.base import (
 )
 from runner.harnesses.profile_env import references, resolve_profile_env
 from runner.llm import (
+    API_OPENAI,
+    APIS,
     DISPATCH_TIMED_OUT,
     KIND_COMMAND,
     KIND_UNCONFIGURED,
@@ -57,6 +68,7 @@ from runner.llm import (
     LLMError,
     complete,
     resolve_config,
+    vendor_config,
 )
 from runner.sandboxes import Sandbox
 
@@ -71,12 +83,15 @@ SEED_ROLES = ("system", "user", "assistant")
 # What OpenAI accepts as a function name; other servers are no more lenient.
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 ENDPOINT_OPTIONS = ("base_url", "api_key")
+REQUEST_OPTIONS = ("max_tokens", "response_format")
 
 
 class ChatHarness(Harness):
     name = "chat"
     capabilities = frozenset({CONVERSATION_RESUME, SEEDED_CONVERSATION})
-    option_names = frozenset({"tools", "system_prompt", "temperature", *ENDPOINT_OPTIONS})
+    option_names = frozenset(
+        {"tools", "system_prompt", "temperature", "api", *ENDPOINT_OPTIONS, *REQUEST_OPTIONS}
+    )
 
     def __init__(self, variant: Variant) -> None:
         super().__init__(variant)
@@ -87,6 +102,8 @@ class ChatHarness(Harness):
         self.tools: dict[str, Tool] = {t.name: t for t in options.get("tools") or ()}
         self.system_prompt: str | None = options.get("system_prompt")
         self.temperature: float | None = options.get("temperature")
+        self.max_tokens: int | None = options.get("max_tokens")
+        self.response_format: Mapping[str, Any] | None = options.get("response_format")
         self._config: LLMConfig | None = None
         self._histories: dict[str, list[dict[str, Any]]] = {}
         self._seed: list[dict[str, Any]] = []
@@ -128,13 +145,30 @@ class ChatHarness(Harness):
             problems.append(
                 f"{where}: temperature must be a number from 0 to 2, not {temperature!r}"
             )
-        if not options.get("base_url"):
+        api = options.get("api")
+        if api is not None and api not in APIS:
+            problems.append(f"{where}: api must be one of {', '.join(APIS)}, not {api!r}")
+            api = None
+        max_tokens = options.get("max_tokens")
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            problems.append(
+                f"{where}: max_tokens must be a whole number above 0, not {max_tokens!r}"
+            )
+        response_format = options.get("response_format")
+        if response_format is not None and not isinstance(response_format, Mapping):
+            problems.append(
+                f"{where}: response_format must be a dict such as {{'type': 'json_object'}}, "
+                f"not {type(response_format).__name__}"
+            )
+        if not options.get("base_url") and not (api and vendor_config(api)):
             # Only the project's endpoint can be checked here: a "$VAR" base_url is the worker's.
             kind = resolve_config().kind
             if kind == KIND_UNCONFIGURED:
                 problems.append(
                     f"{where}: the chat harness needs a model endpoint: give the variant a base_url "
-                    "or set PROCTOR_LLM_BASE_URL"
+                    f"or set {_endpoint_variables(api)}"
                 )
             elif kind == KIND_COMMAND and tools:
                 problems.append(
@@ -241,17 +275,23 @@ class ChatHarness(Harness):
                         f"variant {self.variant.name}: {key} refers to ${name}, which is not set in the worker's environment"
                     )
         resolved = resolve_profile_env(given, profile=self.variant.name)
-        config = resolve_config(
-            model_override=self.variant.model,
-            base=LLMConfig(base_url=resolved.get("base_url"), api_key=resolved.get("api_key")),
+        api = self.variant.options.get("api")
+        own = LLMConfig(
+            base_url=resolved.get("base_url"),
+            api_key=resolved.get("api_key"),
+            api=api or API_OPENAI,
         )
-        if "base_url" in resolved and "api_key" not in resolved:
+        vendor = vendor_config(api) if api and not own.base_url else None
+        if vendor is not None:
+            own = dataclasses.replace(vendor, api_key=own.api_key or vendor.api_key)
+        config = resolve_config(model_override=self.variant.model, base=own)
+        if own.base_url:
             # The project's key belongs to the project's endpoint, not to one a variant names.
-            config = dataclasses.replace(config, api_key=None)
+            config = dataclasses.replace(config, api_key=own.api_key)
         if config.kind == KIND_UNCONFIGURED:
             raise HarnessError(
                 f"variant {self.variant.name}: the chat harness needs a model endpoint: give the "
-                "variant a base_url or set PROCTOR_LLM_BASE_URL"
+                f"variant a base_url or set {_endpoint_variables(api)}"
             )
         self._config = config
         return config
@@ -320,6 +360,8 @@ class _ToolLoop:
                 self.history,
                 tools=(self.specs or None) if with_tools else None,
                 temperature=self.harness.temperature,
+                max_tokens=self.harness.max_tokens,
+                response_format=self.harness.response_format,
             )
         except LLMError as error:
             if error.cause == DISPATCH_TIMED_OUT and capped:
@@ -416,6 +458,12 @@ def run_stub(
     except Exception as exc:  # the stub is the eval author's code: its failure is the model's news
         return None, f"Error: {name} failed: {type(exc).__name__}: {exc}"
     return (result if isinstance(result, str) else str(result)), None
+
+
+def _endpoint_variables(api: str | None) -> str:
+    """Where a variant with this ``api`` may find its endpoint, for the sentence naming none."""
+    named = {"openai": "OPENAI_BASE_URL, ", "anthropic": "ANTHROPIC_BASE_URL, "}.get(api or "", "")
+    return f"{named}PROCTOR_LLM_BASE_URL" if named else "PROCTOR_LLM_BASE_URL"
 
 
 def _tool_problems(item: Tool, where: str, seen: set[str]) -> list[str]:

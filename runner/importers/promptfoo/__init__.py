@@ -6,9 +6,11 @@ nothing.
 
 How promptfoo's concepts land:
 
-- ``providers`` become variants: ``openai:chat:MODEL`` and ``openai:MODEL`` run on the chat
-  harness (with ``apiBaseUrl`` and ``tools``); ``promptfoo:simulated-user`` is not a variant but
-  the person's side of the conversation.
+- ``providers`` become variants (providers.py): OpenAI and Anthropic models on the chat
+  harness, ``exec:``, Python and ``echo`` providers on the command harness;
+  ``promptfoo:simulated-user`` is not a variant but the person's side of the conversation.
+- ``prompts`` are resolved as promptfoo resolves them (prompts.py); one Proctor cannot fill
+  as written is rendered per test into the case's ``promptfoo_prompt_N`` variable.
 - Several ``prompts`` are compared as promptfoo compares them: N prompts under M providers are
   N × M variants, each carrying its prompt (``variant(..., prompt=..., prompt_name=...)``) and
   named by its provider and its prompt's label; the suite's prompt is the first one.
@@ -41,7 +43,7 @@ from proctor.prompt_templates import variables_in
 from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
-from runner.importers.nunjucks import fill_variables, unsupported_expressions
+from runner.importers.nunjucks import as_text, fill_variables, unsupported_expressions
 from runner.importers.promptfoo.assertions import assertions_from_short_form, translate_assertions
 from runner.importers.promptfoo.files import (
     STRUCTURED_SUFFIXES,
@@ -49,6 +51,8 @@ from runner.importers.promptfoo.files import (
     is_code_reference,
     is_reference,
 )
+from runner.importers.promptfoo.prompts import Prompt as _Prompt
+from runner.importers.promptfoo.prompts import read_prompts, render_per_test
 from runner.importers.promptfoo.providers import (
     SIMULATED_USER,
     chat_model,
@@ -70,6 +74,8 @@ TOP_LEVEL_READ = {
     "$schema",
 }
 TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options", "metadata"}
+# A test's options that carry over: text around the prompt (the prompt is then rendered per test).
+OPTIONS_READ = {"prefix", "suffix"}
 METADATA_COLUMN = "__metadata:"
 # The longest tag a case may hold (proctor.rules).
 MAX_TAG_CHARS = 50
@@ -92,16 +98,6 @@ class PromptfooImport:
 
 
 @dataclass
-class _Prompt:
-    label: str
-    user: str | None
-    system: str | None
-    # How a variant's name shows it: the prompt's own label or file; None for an inline prompt
-    # without one, which the variant's default name shows by its first words.
-    name: str | None = None
-
-
-@dataclass
 class _Test:
     position: int
     where: str
@@ -111,6 +107,9 @@ class _Test:
     threshold: Any
     simulated: Mapping[str, Any] | None
     metadata: Any = None
+    # promptfoo's options.prefix and options.suffix: text put around the rendered prompt.
+    prefix: str = ""
+    suffix: str = ""
 
 
 @dataclass
@@ -137,12 +136,14 @@ def translate_config(
     for key in config:
         if key not in TOP_LEVEL_READ:
             t.skip(f"top-level {key}")
-    prompts = _prompts(t)
+    prompts = read_prompts(config.get("prompts"), t.files, t.skip)
     variants, provider_simulated = variants_from(
-        config.get("providers", config.get("targets")), t.files, t.skip
+        config.get("providers", config.get("targets")), t.files, t.skip, eval_dir=t.output_dir
     )
     default = _default_test(t)
     tests = _tests(t, default, provider_simulated)
+    if any(test.prefix or test.suffix for test in tests):
+        render_per_test(prompts)
     if not tests:
         raise ImportFailed(f"{config_path} has no tests to import; add at least one under tests.")
     module = Module(header=[f"Imported from {config_path.name} by `proctor import promptfoo`."])
@@ -165,9 +166,10 @@ def translate_config(
         cases = [_case(t, test, default=default, shared=shared, prompts=prompts) for test in group]
         # promptfoo fills the agent's prompt with each test's vars: a variant's own system
         # prompt is filled per case (the suite's is not), so a templated one goes there.
-        templated = conversational and bool(
-            prompt and variables_in(_agent_system_prompt(prompt) or "")
+        system = (
+            (_agent_system_prompt(prompt) if conversational else prompt.system) if prompt else None
         )
+        templated = bool(variables_in(system or ""))
         compared = len(prompts) > 1 or templated
         module.assign(
             identifier_for(suite_id, fallback="suite"),
@@ -214,91 +216,6 @@ def _suite_id(config: Mapping[str, Any], config_path: Path) -> str:
     return "promptfoo"
 
 
-# --- prompts ---------------------------------------------------------------------------------
-
-
-def _prompts(t: _Translator) -> list[_Prompt]:
-    raw = t.config.get("prompts")
-    items = raw if isinstance(raw, list) else [] if raw is None else [raw]
-    prompts: list[_Prompt] = []
-    for position, item in enumerate(items, start=1):
-        label = f"prompt #{position}"
-        name = None
-        if isinstance(item, Mapping):
-            name = item.get("label") or item.get("id")
-            label = str(name or label)
-            item = item.get("raw", item.get("id"))
-        if not isinstance(item, str):
-            t.skip(f"{label} (not text)")
-            continue
-        found = _prompt_texts(t, item, label)
-        if isinstance(name, str) and name.strip():
-            for prompt in found:
-                prompt.name = name if len(found) == 1 else prompt.name or name
-        prompts.extend(found)
-    for prompt in prompts:
-        for text in (prompt.user, prompt.system):
-            for expression in unsupported_expressions(text or ""):
-                t.skip(f"{prompt.label}: template expression {expression}")
-    return prompts
-
-
-def _prompt_texts(t: _Translator, item: str, label: str) -> list[_Prompt]:
-    if not is_reference(item):
-        return [_chat_or_text(t, item, label)]
-    if is_code_reference(item):
-        t.skip(f"{label}: {item} (a prompt function)")
-        return []
-    found = []
-    for reference in t.files.matching("prompt", item):
-        path = t.files.path(reference)
-        shown = reference.removeprefix("file://")
-        if path.suffix in STRUCTURED_SUFFIXES:
-            chat = _chat_prompt(t, t.files.structured("prompt", reference), reference)
-            chat.name = shown
-            found.append(chat)
-        else:
-            # A text file may hold several prompts separated by a line of three hyphens.
-            parts = [part.strip() for part in t.files.text("prompt", reference).split("\n---\n")]
-            found += [
-                _Prompt(
-                    reference if len(parts) == 1 else f"{reference} #{n}",
-                    part,
-                    None,
-                    shown if len(parts) == 1 else f"{shown} #{n}",
-                )
-                for n, part in enumerate(parts, start=1)
-                if part
-            ]
-    return [prompt for prompt in found if prompt.user is not None or prompt.system is not None]
-
-
-def _chat_or_text(t: _Translator, text: str, label: str) -> _Prompt:
-    if text.lstrip().startswith("["):
-        try:
-            return _chat_prompt(t, json.loads(text), label)
-        except ValueError:
-            pass
-    return _Prompt(label, text, None)
-
-
-def _chat_prompt(t: _Translator, messages: Any, label: str) -> _Prompt:
-    """A chat-format prompt: its system messages are the system prompt, its last user message
-    the prompt."""
-    if isinstance(messages, str):
-        return _Prompt(label, messages, None)
-    if not isinstance(messages, list) or not all(
-        isinstance(m, Mapping) and "content" in m for m in messages
-    ):
-        t.skip(f"{label} (not a list of chat messages)")
-        return _Prompt(label, None, None)
-    system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system") or None
-    users = [m for m in messages if m.get("role") == "user"]
-    if len(messages) - (1 if system else 0) > len(users[-1:]):
-        t.skip(f"{label}: chat messages before the last user message")
-    return _Prompt(label, str(users[-1]["content"]) if users else None, system)
-
-
 # --- tests -----------------------------------------------------------------------------------
 
 
@@ -311,7 +228,7 @@ def _default_test(t: _Translator) -> Mapping[str, Any]:
         return {}
     for key in sorted(set(default) - TEST_READ):
         t.skip(f"defaultTest: {key}")
-    for key in sorted(default.get("options") or {}):
+    for key in sorted(set(default.get("options") or {}) - OPTIONS_READ):
         t.skip(f"defaultTest: options.{key}")
     return default
 
@@ -341,8 +258,11 @@ def _raw_tests(t: _Translator) -> list[Any]:
 
 def _test_from_row(t: _Translator, row: Mapping[str, str], reference: str) -> dict[str, Any]:
     """A CSV row as promptfoo reads it: columns are vars, ``__expected`` columns assertions,
-    ``__metadata:NAME`` columns the test's metadata; another ``__`` column is named."""
-    test: dict[str, Any] = {"vars": {}, "assert": [], "metadata": {}}
+    ``__metadata:NAME`` columns the test's metadata, ``__metric`` the metric of the row's
+    assertions, ``__prefix`` and ``__suffix`` text around its prompt; another ``__`` column is
+    named."""
+    test: dict[str, Any] = {"vars": {}, "assert": [], "metadata": {}, "options": {}}
+    metric = None
     for column, cell in row.items():
         if column is None or cell is None:
             continue
@@ -353,6 +273,10 @@ def _test_from_row(t: _Translator, row: Mapping[str, str], reference: str) -> di
             test["description"] = cell
         elif column == "__threshold" and cell.strip():
             test["threshold"] = float(cell)
+        elif column == "__metric":
+            metric = cell.strip() or None
+        elif column in ("__prefix", "__suffix"):
+            test["options"][column.removeprefix("__")] = cell
         elif column.startswith(METADATA_COLUMN):
             if cell.strip():
                 test["metadata"][column.removeprefix(METADATA_COLUMN)] = cell
@@ -360,6 +284,9 @@ def _test_from_row(t: _Translator, row: Mapping[str, str], reference: str) -> di
             t.skip(f"tests {reference}: column {column}")
         else:
             test["vars"][column] = cell
+    if metric:
+        # The row's metric names each of its __expected assertions, as promptfoo reads it.
+        test["assert"] = [{**entry, "metric": metric} for entry in test["assert"]]
     return test
 
 
@@ -376,8 +303,9 @@ def _tests(
         where = f"test {description!r}" if isinstance(description, str) else f"test #{position}"
         for key in sorted(set(raw) - TEST_READ):
             t.skip(f"{where}: {key}")
-        for key in sorted(raw.get("options") or {}):
+        for key in sorted(set(raw.get("options") or {}) - OPTIONS_READ):
             t.skip(f"{where}: options.{key}")
+        around = {**(default.get("options") or {}), **(raw.get("options") or {})}
         own_vars = raw.get("vars") or {}
         if is_reference(own_vars):
             own_vars = t.files.structured(f"{where}: vars", own_vars)
@@ -403,6 +331,8 @@ def _tests(
                     threshold,
                     simulated,
                     _merged_metadata(default.get("metadata"), raw.get("metadata")),
+                    as_text(around.get("prefix")),
+                    as_text(around.get("suffix")),
                 )
             )
     return tests
@@ -517,6 +447,11 @@ def _case(
     case_id = t.handles.take(
         slugify(test.description, fallback=fallback) if test.description else fallback
     )
+    rendered = {
+        k: v
+        for p in prompts
+        for k, v in p.variables(test.variables, prefix=test.prefix, suffix=test.suffix).items()
+    }
     if test.simulated is not None:
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
         user = _simulated_user(t, test)
@@ -526,6 +461,16 @@ def _case(
         variables = dict(test.variables)
         user = None
         templates = " ".join(p.user or "" for p in prompts)
+    # A case variable is text: data read from a JSON or YAML file is kept as its JSON (the
+    # prompts that use it as data were rendered with it above).
+    variables = {
+        k: v
+        if isinstance(v, str | int | float | bool)
+        else as_text(v)
+        if v is None
+        else json.dumps(v, ensure_ascii=False)
+        for k, v in {**variables, **rendered}.items()
+    }
     if templates:
         for name in variables_in(templates):
             if name not in variables:

@@ -22,6 +22,8 @@ from runner.importers import ImportFailed
 FILE_PREFIX = "file://"
 STRUCTURED_SUFFIXES = (".json", ".yaml", ".yml")
 CODE_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".py")
+# How promptfoo splits an ``exec:`` command into words: quotes group, no shell.
+_SCRIPT_PARTS = re.compile(r"""[^\s"']+|"([^"]*)"|'([^']*)'""")
 # A code file, optionally naming the function to call in it (``agent.js:handler``).
 _CODE_FILE = re.compile(r"\.(?:js|cjs|mjs|ts|py)(?::[^/\\]*)?$")
 
@@ -83,6 +85,11 @@ def _kind(value: Any) -> str:
     return {"list": "a list", "str": "a single string"}.get(
         type(value).__name__, f"a {type(value).__name__}"
     )
+
+
+def script_words(command: str) -> list[str]:
+    """An ``exec:`` command's words as promptfoo passes them to the program (no shell)."""
+    return [m.group(1) or m.group(2) or m.group(0) for m in _SCRIPT_PARTS.finditer(command)]
 
 
 def is_reference(value: Any) -> TypeGuard[str]:

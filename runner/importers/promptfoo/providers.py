@@ -1,25 +1,50 @@
 """promptfoo providers as Proctor variants.
 
-``openai:chat:MODEL`` and ``openai:MODEL`` are models behind an OpenAI-compatible endpoint, which
-is what the chat harness talks to: they become ``variant("chat", model=MODEL)`` with the
-endpoint's ``apiBaseUrl`` and the provider's ``tools``. Keys are never copied into the eval
-file. Every other provider (another vendor, a ``file://`` custom provider, a script) is named
-as untranslated.
+- ``openai:chat:MODEL`` and ``openai:MODEL`` become ``variant("chat", model=MODEL,
+  api="openai")``, and ``anthropic:messages:MODEL`` the same with ``api="anthropic"`` (the chat
+  harness speaks Anthropic's Messages API), carrying ``apiBaseUrl`` (or ``apiHost``),
+  ``apiKeyEnvar``, ``temperature``, ``max_tokens``, ``response_format`` and ``tools``. Without
+  an ``apiBaseUrl`` the harness finds the endpoint as the vendor's SDK would
+  (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``), else the project's ``PROCTOR_LLM_BASE_URL``.
+- ``exec:COMMAND``, ``file://x.py`` / ``python:x.py`` (``call_api`` or a named function) and
+  ``echo`` become command-harness variants running proctor.promptfoo_provider from a profile
+  folder that is the config's own, so the script's relative paths hold.
+
+Keys are never copied into the eval file. Every other provider (another vendor, a JavaScript
+provider) is named as untranslated.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from runner.importers.handles import UniqueHandles
-from runner.importers.promptfoo.files import ConfigFiles, is_reference
+from runner.importers.promptfoo.files import ConfigFiles, is_reference, script_words
 from runner.importers.python_source import Call, call
 
 SIMULATED_USER = "promptfoo:simulated-user"
 PLACEHOLDER_MODEL = "gpt-4.1"
-CONFIG_READ = {"apiBaseUrl", "apiHost", "apiKey", "apiKeyEnvar", "temperature", "tools"}
+CONFIG_READ = {
+    "apiBaseUrl",
+    "apiHost",
+    "apiKey",
+    "apiKeyEnvar",
+    "temperature",
+    "tools",
+    "max_tokens",
+    "response_format",
+}
+# What a chat variant's temperature may be (the chat harness's range).
+TEMPERATURE_RANGE = (0, 2)
+_PYTHON_FILE = re.compile(r"^(?P<file>.+?\.py)(?::(?P<function>[A-Za-z_][A-Za-z0-9_]*))?$")
+RUN_PROVIDER = 'cd "$PROCTOR_PROFILE_DIR" && python3 -m proctor.promptfoo_provider'
+
 # ``{{ env.NAME }}``: promptfoo's way to read a variable, the chat harness's "$NAME".
 _ENV_TEMPLATE = re.compile(r"^\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$")
 # openai:<kind>:<model> kinds that are not chat models.
@@ -64,9 +89,11 @@ def provider_entries(skip: Skip, raw: Any, where: str) -> list[tuple[str, Mappin
 
 
 def variants_from(
-    raw: Any, files: ConfigFiles, skip: Skip
+    raw: Any, files: ConfigFiles, skip: Skip, *, eval_dir: Path | None = None
 ) -> tuple[list[Call], Mapping[str, Any] | None]:
-    """The variants, and the simulated-user config when the providers list holds one."""
+    """The variants, and the simulated-user config when the providers list holds one.
+    ``eval_dir`` is where the eval file goes: a script provider's profile folder (the config's)
+    is written relative to it."""
     variants: list[Call] = []
     simulated = None
     names = UniqueHandles()
@@ -74,7 +101,12 @@ def variants_from(
         if provider_id == SIMULATED_USER:
             simulated = options.get("config") or {}
             continue
-        built = _chat_variant(files, skip, provider_id, options, names)
+        model = chat_model(provider_id)
+        built: Call | None
+        if model is not None:
+            built = _chat_variant(files, skip, provider_id, options, names, model)
+        else:
+            built = _script_variant(files, skip, provider_id, options, names, eval_dir)
         if built is not None:
             variants.append(built)
     if not variants:
@@ -86,14 +118,24 @@ def variants_from(
 
 
 def chat_model(provider_id: str) -> str | None:
+    """The model of an OpenAI or Anthropic chat provider, None for any other provider."""
+    return _chat_api_and_model(provider_id)[1]
+
+
+def _chat_api_and_model(provider_id: str) -> tuple[str, str | None]:
     parts = provider_id.split(":")
+    if parts[0] == "anthropic" and len(parts) >= 2:
+        if parts[1] == "messages":
+            return "anthropic", ":".join(parts[2:]) or None
+        # ``anthropic:claude-...`` is the Messages API too; completion and agent SDKs are not.
+        return "anthropic", ":".join(parts[1:]) if parts[1].startswith("claude") else None
     if parts[0] != "openai" or len(parts) < 2:
-        return None
+        return "", None
     if len(parts) >= 3 and parts[1] == "chat":
-        return ":".join(parts[2:]) or None
+        return "openai", ":".join(parts[2:]) or None
     if parts[1] in OPENAI_NOT_CHAT or parts[1] == "chat":
-        return None
-    return ":".join(parts[1:])
+        return "openai", None
+    return "openai", ":".join(parts[1:])
 
 
 def _chat_variant(
@@ -102,18 +144,11 @@ def _chat_variant(
     provider_id: str,
     options: Mapping[str, Any],
     names: UniqueHandles,
-) -> Call | None:
-    model = chat_model(provider_id)
-    if model is None:
-        kind = "custom provider" if is_reference(provider_id) else "provider"
-        skip(f"{kind} {provider_id} (no Proctor harness for it)")
-        return None
+    model: str,
+) -> Call:
+    api, _ = _chat_api_and_model(provider_id)
     where = f"provider {options.get('label') or provider_id}"
-    config = options.get("config") or {}
-    if not isinstance(config, Mapping):
-        config = {}
-    for key in sorted(set(options) - {"id", "label", "config"}):
-        skip(f"{where}: {key}")
+    config = _config(options, where, skip)
     callbacks = config.get("functionToolCallbacks")
     callbacks = callbacks if isinstance(callbacks, Mapping) else {}
     for key in sorted(set(config) - CONFIG_READ - {"functionToolCallbacks"}):
@@ -124,16 +159,35 @@ def _chat_variant(
             skip(f"{where}: functionToolCallbacks.{name} (no tool of that name)")
     base_url = _endpoint_setting(config.get("apiBaseUrl"))
     if base_url is None and isinstance(config.get("apiHost"), str):
-        base_url = f"https://{config['apiHost']}/v1"
+        # promptfoo's apiHost is the host alone; OpenAI's API lives under /v1 there.
+        host = config["apiHost"].strip().removeprefix("https://").rstrip("/")
+        base_url = f"https://{host}" + ("/v1" if api == "openai" else "")
     api_key = _api_key(config, where, skip)
+    low, high = TEMPERATURE_RANGE
     temperature = config.get("temperature")
     if temperature is not None and (
         isinstance(temperature, bool)
         or not isinstance(temperature, int | float)
-        or not 0 <= temperature <= 2
+        or not low <= temperature <= high
     ):
-        skip(f"{where}: config.temperature {temperature!r} (the chat harness takes 0 to 2)")
+        skip(
+            f"{where}: config.temperature {temperature!r} (the chat harness takes {low} to {high})"
+        )
         temperature = None
+    max_tokens = config.get("max_tokens")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        skip(f"{where}: config.max_tokens {max_tokens!r} (not a whole number above 0)")
+        max_tokens = None
+    response_format = config.get("response_format")
+    if is_reference(response_format):
+        response_format = files.structured(f"{where}: config.response_format", response_format)
+    if response_format is not None and (
+        api != "openai" or not isinstance(response_format, Mapping)
+    ):
+        skip(f"{where}: config.response_format (an OpenAI endpoint's JSON object)")
+        response_format = None
     label = options.get("label")
     default_name = f"chat:{model}"
     name = names.take(str(label) if label else default_name)
@@ -142,11 +196,79 @@ def _chat_variant(
         "chat",
         model=model,
         name=None if name == default_name else name,
+        api=api,
         base_url=base_url,
         api_key=api_key,
         temperature=temperature,
+        max_tokens=max_tokens,
+        response_format=dict(response_format) if response_format else None,
         tools=tools,
     )
+
+
+def _config(options: Mapping[str, Any], where: str, skip: Skip) -> Mapping[str, Any]:
+    for key in sorted(set(options) - {"id", "label", "config"}):
+        skip(f"{where}: {key}")
+    config = options.get("config") or {}
+    return config if isinstance(config, Mapping) else {}
+
+
+def _script_variant(
+    files: ConfigFiles,
+    skip: Skip,
+    provider_id: str,
+    options: Mapping[str, Any],
+    names: UniqueHandles,
+    eval_dir: Path | None,
+) -> Call | None:
+    """An ``exec:``, Python or ``echo`` provider as a command-harness variant, or None (named
+    as untranslated) for any other provider."""
+    label = options.get("label")
+    where = f"provider {label or provider_id}"
+    config = dict(_config(options, where, skip))
+    if "apiKey" in config:
+        config.pop("apiKey")
+        skip(f"{where}: config.apiKey (a key is not copied into an eval file)")
+    given = json.dumps({"id": provider_id, "config": config}, ensure_ascii=False)
+    python = _python_provider(provider_id)
+    if provider_id == "echo":
+        run = f"{RUN_PROVIDER} echo"
+    elif provider_id.startswith("exec:"):
+        words = script_words(provider_id.removeprefix("exec:"))
+        if not words:
+            skip(f"{where}: an exec: provider without a command")
+            return None
+        run = f"{RUN_PROVIDER} exec {shlex.quote(given)} -- {shlex.join(words)}"
+    elif python is not None:
+        file, function = python
+        files.text(where, "file://" + file)  # a missing file is named now, not at the run
+        run = f"{RUN_PROVIDER} python {shlex.quote(given)} {shlex.join([file, *function])}"
+    else:
+        kind = "custom provider" if is_reference(provider_id) else "provider"
+        skip(f"{kind} {provider_id} (no Proctor harness for it)")
+        return None
+    shown = names.take(str(label) if label else provider_id)
+    folder = files.base
+    if eval_dir is not None:
+        folder = Path(os.path.relpath(folder, eval_dir))
+    return call(
+        "variant",
+        "command",
+        name=f"command:{shown}",
+        profile=call("profile", shown, dir=folder.as_posix(), run=run),
+    )
+
+
+def _python_provider(provider_id: str) -> tuple[str, list[str]] | None:
+    """(file, [function]) of ``file://x.py[:fn]`` or ``python:x.py[:fn]``."""
+    for prefix in ("file://", "python:"):
+        if provider_id.startswith(prefix):
+            match = _PYTHON_FILE.match(provider_id.removeprefix(prefix))
+            if match:
+                return match.group("file"), [match.group("function")] if match.group(
+                    "function"
+                ) else []
+    return None
 
 
 def _endpoint_setting(value: Any) -> str | None:
