@@ -34,8 +34,16 @@ class CheckContext:
         env: dict[str, str] | None = None,
         mocks: dict[str, MockLog] | None = None,
         trial_index: int = 0,
+        variables: dict[str, Any] | None = None,
+        prompt: str = "",
+        tools: list[dict[str, Any]] | None = None,
     ) -> None:
         self._sandbox = sandbox
+        # What promptfoo's assertion code reads as context.vars and context.prompt, and the
+        # tools (OpenAI function specs) the variant declares, for tool-call assertions.
+        self._variables = dict(variables or {})
+        self._prompt = prompt
+        self._tools = list(tools or [])
         self._transcript = transcript
         self._env = env or {}
         self.prepared = prepared
@@ -60,6 +68,22 @@ class CheckContext:
     def seeded_messages(self) -> list[dict[str, str]]:
         """The recorded conversation the agent continued from, if the case seeded one."""
         return list(self._transcript.seeded)
+
+    def variables(self) -> dict[str, Any]:
+        """The case's variables."""
+        return dict(self._variables)
+
+    def prompt(self) -> str:
+        """The prompt the trial opened with, its variables filled."""
+        return self._prompt
+
+    def declared_tools(self) -> list[dict[str, Any]]:
+        """The tools the variant offers the agent, as OpenAI function specs."""
+        return list(self._tools)
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """Every tool call the agent made, in order (name, input, output, status)."""
+        return [call for turn in self._transcript.turns for call in turn.tool_calls]
 
     def read_text(self, path: str) -> str:
         """A workspace file's text. Raises for paths outside the workspace or missing files."""

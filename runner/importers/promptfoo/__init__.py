@@ -42,7 +42,13 @@ from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
 from runner.importers.nunjucks import fill_variables, unsupported_expressions
-from runner.importers.promptfoo.assertions import assertions_from_short_form, translate_assertions
+from runner.importers.promptfoo.assertions import (
+    TestOptions,
+    assertions_from_short_form,
+    derived_metric_assertions,
+    read_options,
+    translate_assertions,
+)
 from runner.importers.promptfoo.files import (
     STRUCTURED_SUFFIXES,
     ConfigFiles,
@@ -67,6 +73,7 @@ TOP_LEVEL_READ = {
     "targets",
     "tests",
     "defaultTest",
+    "derivedMetrics",
     "$schema",
 }
 TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options", "metadata"}
@@ -111,6 +118,7 @@ class _Test:
     threshold: Any
     simulated: Mapping[str, Any] | None
     metadata: Any = None
+    options: TestOptions = field(default_factory=TestOptions)
 
 
 @dataclass
@@ -121,6 +129,8 @@ class _Translator:
     untranslated: list[str] = field(default_factory=list)
     handles: UniqueHandles = field(default_factory=UniqueHandles)
     needs_answered: bool = False
+    default_options: TestOptions = field(default_factory=TestOptions)
+    derived: list[Call] = field(default_factory=list)
 
     def skip(self, item: str) -> None:
         if item not in self.untranslated:
@@ -142,11 +152,16 @@ def translate_config(
         config.get("providers", config.get("targets")), t.files, t.skip
     )
     default = _default_test(t)
+    t.derived = derived_metric_assertions(config.get("derivedMetrics"), t.skip)
     tests = _tests(t, default, provider_simulated)
     if not tests:
         raise ImportFailed(f"{config_path} has no tests to import; add at least one under tests.")
     module = Module(header=[f"Imported from {config_path.name} by `proctor import promptfoo`."])
-    shared = _shared_default_assertions(t, default, module)
+    shared = (
+        _shared_default_assertions(t, default, module)
+        if all(test.options == t.default_options for test in tests)
+        else None
+    )
     single = [test for test in tests if test.simulated is None]
     simulated = [test for test in tests if test.simulated is not None]
     prompt = prompts[0] if prompts else None
@@ -311,8 +326,9 @@ def _default_test(t: _Translator) -> Mapping[str, Any]:
         return {}
     for key in sorted(set(default) - TEST_READ):
         t.skip(f"defaultTest: {key}")
-    for key in sorted(default.get("options") or {}):
-        t.skip(f"defaultTest: options.{key}")
+    t.default_options = read_options(
+        default.get("options"), "defaultTest", t.files, t.skip, TestOptions()
+    )
     return default
 
 
@@ -376,8 +392,7 @@ def _tests(
         where = f"test {description!r}" if isinstance(description, str) else f"test #{position}"
         for key in sorted(set(raw) - TEST_READ):
             t.skip(f"{where}: {key}")
-        for key in sorted(raw.get("options") or {}):
-            t.skip(f"{where}: options.{key}")
+        options = read_options(raw.get("options"), where, t.files, t.skip, t.default_options)
         own_vars = raw.get("vars") or {}
         if is_reference(own_vars):
             own_vars = t.files.structured(f"{where}: vars", own_vars)
@@ -403,6 +418,7 @@ def _tests(
                     threshold,
                     simulated,
                     _merged_metadata(default.get("metadata"), raw.get("metadata")),
+                    options,
                 )
             )
     return tests
@@ -470,7 +486,12 @@ def _shared_default_assertions(
     if not entries or "{{" in json.dumps(entries, default=str):
         return None
     translated = translate_assertions(
-        entries, where="defaultTest", variables=default.get("vars") or {}, files=t.files
+        entries,
+        where="defaultTest",
+        variables=default.get("vars") or {},
+        files=t.files,
+        options=t.default_options,
+        output_dir=t.output_dir,
     )
     for item in translated.untranslated:
         t.skip(item)
@@ -497,16 +518,28 @@ def _case(
     elif test.asserts is not None:
         t.skip(f"{test.where}: assert (not a list of assertions)")
     translated = translate_assertions(
-        entries, where=test.where, variables=test.variables, files=t.files
+        entries,
+        where=test.where,
+        variables=test.variables,
+        files=t.files,
+        options=test.options,
+        output_dir=t.output_dir,
     )
     for item in translated.untranslated:
         t.skip(item)
     validate: list[Any] = [Spread(shared)] if shared is not None else []
     validate += translated.assertions
+    if entries and not validate:
+        # Running it would check only that the agent answers: not what the test asks.
+        raise ImportFailed(
+            f"{t.files.config_path}: {test.where}: none of its assertions can be translated "
+            f"({'; '.join(item.removeprefix(test.where + ': ') for item in translated.untranslated)})"
+        )
     if not validate:
         t.needs_answered = True
         t.skip(f"{test.where}: no assertion translated; it checks only that the agent answers")
         validate = [Name("answered")]
+    validate += t.derived
     threshold = test.threshold
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, int | float)

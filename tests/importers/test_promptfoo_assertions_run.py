@@ -1,0 +1,191 @@
+"""promptfoo's assertions imported and run as promptfoo runs them: `proctor import promptfoo` on a
+config with javascript, python, similar, transform and the other common assertions leaves
+nothing untranslated, and `proctor eval` against a fake model server grades each one as
+promptfoo would (JavaScript in Node, Python natively, embeddings from the endpoint)."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from conftest import proctor_env
+from e2e.running import Backend
+from fakes.openai_server import EMBEDDINGS, FakeModelServer, word_vector
+
+from importers.conftest import Proctor
+
+CONFIG = """
+description: Order answers
+prompts: ["Answer the customer about order {{order}}: {{question}}"]
+providers: [openai:chat:fake-agent]
+derivedMetrics:
+  - name: quality
+    value: (accuracy + tone) / 2
+defaultTest:
+  options:
+    transform: output.trim()
+    provider: openai:chat:fake-grader
+tests:
+  - description: Order status
+    vars: {question: "Where is it?", order: "42"}
+    threshold: 0.5
+    assert:
+      - type: javascript
+        value: output.includes(context.vars.order) && context.prompt.includes('order 42')
+        metric: accuracy
+      - type: javascript
+        value: file://checks/tone.js:politeness
+        metric: tone
+      - type: javascript
+        value: |
+          const words = output.split(/\\s+/).length;
+          return words / 100;
+        threshold: 0.5
+        metric: brevity
+      - type: python
+        value: "'ships' in output.lower() and context['vars']['order'] == '42'"
+      - type: python
+        value: file://checks/mentions.py
+        threshold: 0.5
+      - type: similar
+        value: Order 42 ships tomorrow.
+        threshold: 0.8
+      - type: not-similar
+        value: Your refund was declined.
+      - type: contains-json
+        value: {type: object, required: [eta]}
+      - type: icontains-any
+        value: [TOMORROW, next week]
+      - type: starts-with
+        value: Order 42
+      - type: not-starts-with
+        value: Sorry
+      - type: contains
+        value: TOMORROW
+        transform: file://checks/shout.py
+      - type: model-graded-closedqa
+        value: Says when the order arrives
+"""
+CHECKS = {
+    "checks/tone.js": """
+        // promptfoo calls the named export with the output and the context.
+        module.exports.politeness = (output, context) => ({
+          pass: !/sorry/i.test(output),
+          score: 0.5,
+          reason: `neutral tone for ${context.vars.question}`,
+        });
+    """,
+    "checks/mentions.py": """
+        def get_assert(output, context):
+            found = context["vars"]["order"] in output
+            return {"pass": found, "score": 0.6 if found else 0.0, "reason": "names the order"}
+    """,
+    "checks/shout.py": """
+        def get_transform(output, context):
+            return output.upper()
+    """,
+}
+# Padded: only the config-wide transform (output.trim()) lets starts-with pass.
+AGENT_REPLY = '  Order 42 ships tomorrow. {"eta": "tomorrow"}  '
+GRADER_REPLY = "The submission says the order arrives tomorrow.\nY\nY"
+
+
+def play(body: dict[str, Any]) -> str:
+    """The agent, and the grader named by defaultTest.options.provider."""
+    return GRADER_REPLY if body.get("model") == "fake-grader" else AGENT_REPLY
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def write_project(folder: Path) -> None:
+    (folder / "promptfooconfig.yaml").write_text(textwrap.dedent(CONFIG).lstrip())
+    for name, text in CHECKS.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(textwrap.dedent(text).lstrip())
+
+
+def test_javascript_python_similar_and_transforms_import_whole_and_grade_as_promptfoo(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
+    write_project(proctor.cwd)
+    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
+    assert imported.returncode == 0, imported.stderr
+    assert "Not translated" not in imported.stdout, imported.stdout
+    fake_model_server.script(play, play)
+    backend = Backend(
+        "sqlite",
+        proctor_env(
+            proctor.cwd.parent / "eval-home",
+            PROCTOR_LLM_BASE_URL=fake_model_server.url,
+            PROCTOR_LLM_MODEL="fake-persona",
+        ),
+    )
+
+    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+
+    (run,) = report["runs"]
+    (trial,) = run["trials"]
+    checks = {c["metric"]: c for c in trial["checks"]}
+    # Each as promptfoo grades it, on the trimmed output.
+    assert checks["accuracy"]["passed"] is True
+    assert (checks["tone"]["passed"], checks["tone"]["score"]) == (True, 0.5)
+    assert checks["tone"]["message"] == "neutral tone for Where is it?"
+    # A number passes at the assertion's threshold: 6 words / 100 is below 0.5.
+    assert (checks["brevity"]["passed"], checks["brevity"]["score"]) == (False, 0.06)
+    assert [c["passed"] for c in trial["checks"] if c["metric"] == "python"] == [True, True]
+    assert [c["score"] for c in trial["checks"] if c["metric"] == "python"] == [1.0, 0.6]
+    trimmed = AGENT_REPLY.strip()
+    similar = cosine(word_vector(trimmed), word_vector("Order 42 ships tomorrow."))
+    assert similar >= 0.8
+    assert checks["similar"]["passed"] is True
+    assert math.isclose(checks["similar"]["score"], similar)
+    assert checks["not-similar"]["passed"] is True
+    for metric in ("contains-json", "icontains-any", "starts-with", "not-starts-with"):
+        assert checks[metric]["passed"] is True, checks[metric]
+    assert checks["contains"]["passed"] is True  # only once shout.py upper-cased the output
+    assert checks["model-graded-closedqa"]["passed"] is True
+    # derivedMetrics: a named metric computed from the others, information only.
+    assert (checks["quality"]["score"], checks["quality"]["weight"]) == (0.75, 0)
+    # One failure of thirteen: the weighted score still clears the test's threshold.
+    assert trial["status"] == "passed", trial
+
+    # The grader provider graded, shown the criterion; embeddings came from the endpoint.
+    graders = [r.body for r in fake_model_server.requests_to() if r.body["model"] == "fake-grader"]
+    assert len(graders) == 1
+    assert "Says when the order arrives" in graders[0]["messages"][-1]["content"]
+    assert len(fake_model_server.requests_to(EMBEDDINGS)) == 2
+
+
+def test_a_test_whose_assertions_all_fail_to_translate_is_refused_in_one_line(
+    proctor: Proctor,
+) -> None:
+    (proctor.cwd / "promptfooconfig.yaml").write_text(
+        textwrap.dedent(
+            """
+            prompts: ["{{q}}"]
+            providers: [openai:chat:fake-agent]
+            tests:
+              - description: Classifies
+                vars: {q: hi}
+                assert:
+                  - {type: classifier, value: positive}
+                  - {type: rouge-n, value: hello}
+              - description: Answers
+                vars: {q: hello}
+            """
+        ).lstrip()
+    )
+
+    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
+
+    assert imported.returncode == 2
+    assert imported.stderr.strip().splitlines() == [
+        "promptfooconfig.yaml: test 'Classifies': none of its assertions can be translated "
+        "(assertion classifier; assertion rouge-n)"
+    ]
+    assert not (proctor.cwd / "promptfooconfig.eval.py").exists()
