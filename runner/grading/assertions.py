@@ -151,7 +151,8 @@ def run_assertion(
         transformed, output = _transformed_output(item, ctx, limit_s=limit)
         answer = ctx.answer() if transformed is _UNTRANSFORMED else _as_text(transformed)
         said = ctx.transcript() if transformed is _UNTRANSFORMED else answer
-        if item.type in PROMPTFOO_TYPES:
+        # A python assertion holding a function is Proctor's own f(ctx); as text, promptfoo's.
+        if item.type in PROMPTFOO_TYPES and not callable(item.value):
             (passed, score, message), printed, record = _promptfoo_verdict(
                 item,
                 ctx,

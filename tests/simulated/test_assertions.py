@@ -403,7 +403,7 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
         case("negative-weight", validate=[assertion("icontains", "x", weight=-1)]),
         case("bad-regex", validate=[assertion("regex", "([unclosed")]),
         case("threshold-too-high", validate=[assertion("icontains", "x")], threshold=1.5),
-        case("python-not-callable", validate=[assertion("python", "ctx.answer() == 'x'")]),
+        case("python-not-callable", validate=[assertion("python", 42)]),
         case("latency-not-a-number", validate=[assertion("latency", "fast")]),
         case("negative-cost", validate=[assertion("cost", -0.5)]),
         case("blank-rubric", validate=[assertion("llm-rubric", " ")]),
