@@ -59,6 +59,9 @@ MODEL_GRADED_TYPES = ("llm-rubric", "model-graded-closedqa")
 # A named metric computed from the trial's other named metrics (promptfoo's derivedMetrics):
 # information only, it never decides the trial.
 DERIVED_METRIC = "derived-metric"
+# promptfoo's assertScoringFunction: code given the trial's named scores that decides the
+# trial's pass and score in place of the weighted score (it comes last among the assertions).
+SCORING_FUNCTION = "scoring-function"
 # Types that read a mock's call log: the value is "MOCK CALL" ("billing POST /refunds",
 # "gh pr create", "tickets create_ticket"); call-count takes {"call": ..., "count"|"min"|"max": n}.
 CALL_TYPES = ("called", "not-called", "call-count")
@@ -69,6 +72,7 @@ ASSERTION_TYPES = (
     *SIMILARITY_TYPES,
     *TOOL_CALL_TYPES,
     DERIVED_METRIC,
+    SCORING_FUNCTION,
     "latency",
     "cost",
     "turn-count",
@@ -136,8 +140,11 @@ def assertion(
     """
     caller = caller_file(1)
     code = None
-    if type in SCRIPT_TYPES and isinstance(value, str):
-        code = script(value, language=type, caller=caller)
+    if type in (*SCRIPT_TYPES, SCORING_FUNCTION) and isinstance(value, str):
+        language = None if type == SCORING_FUNCTION else type
+        if language is None and not value.startswith("file://"):
+            language = "javascript"
+        code = script(value, language=language, caller=caller)
     if isinstance(transform, str):
         transform = [transform]
     transforms = tuple(

@@ -19,6 +19,7 @@ from proctor.assertions import (
     DERIVED_METRIC,
     LIST_VALUE_TYPES,
     SCHEMA_TYPES,
+    SCORING_FUNCTION,
     SIMILARITY_TYPES,
     TEXT_VALUE_TYPES,
     Assertion,
@@ -322,7 +323,7 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
             f"{where}: a python assertion's value is a function f(ctx), or promptfoo's form: "
             "code as text or 'file://check.py[:function]'"
         )
-    if item.type == "javascript" and item.script is None:
+    if item.type in ("javascript", SCORING_FUNCTION) and item.script is None:
         return f"{where}: a javascript assertion's value is code as text or 'file://check.js[:function]'"
     if item.threshold is not None and (
         isinstance(item.threshold, bool)

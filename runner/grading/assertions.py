@@ -18,6 +18,7 @@ from proctor.assertions import (
     CALL_TYPES,
     DERIVED_METRIC,
     SCHEMA_TYPES,
+    SCORING_FUNCTION,
     SCRIPT_TYPES,
     SIMILARITY_TYPES,
     TOOL_CALL_TYPES,
@@ -136,13 +137,15 @@ def run_assertion(
     project_llm: LLMConfig | None = None,
     limit_s: float | None = None,
     earlier: Sequence[CheckResult] = (),
+    case_threshold: float | None = None,
 ) -> tuple[CheckResult, ConsultationRecord | None]:
     """Grade one assertion; an assertion that breaks is a failed check saying why.
 
     ``project_llm`` is the project's model endpoint for ``llm-rubric`` (see ``judge_config``);
     ``limit_s`` bounds a ``python`` or ``javascript`` assertion and each transform (default:
     the worker's check limit); ``earlier`` are the trial's results so far, which a derived
-    metric is computed from."""
+    metric and a scoring function are computed from (the latter also given
+    ``case_threshold``)."""
     started = time.monotonic()
     record = None
     output = ""
@@ -163,6 +166,7 @@ def run_assertion(
                 project_llm=project_llm,
                 limit_s=limit,
                 earlier=earlier,
+                case_threshold=case_threshold,
             )
             output += printed
         elif item.type == "llm-rubric":
@@ -225,6 +229,7 @@ PROMPTFOO_TYPES = (
     *TOOL_CALL_TYPES,
     "model-graded-closedqa",
     DERIVED_METRIC,
+    SCORING_FUNCTION,
 )
 _UNTRANSFORMED = object()
 
@@ -280,8 +285,25 @@ def _promptfoo_verdict(
     project_llm: LLMConfig | None,
     limit_s: float,
     earlier: Sequence[CheckResult],
+    case_threshold: float | None,
 ) -> tuple[tuple[bool, float, str], str, ConsultationRecord | None]:
     """((passed, score, message), printed, consultation) of a type promptfoo defines."""
+    if item.type == SCORING_FUNCTION:
+        assert item.script is not None, "proctor.rules requires code for a scoring function"
+        components = [
+            {"pass": r.passed, "score": r.score, "reason": r.message, "metric": r.metric}
+            for r in earlier
+            if r.kind == "assertion"
+        ]
+        value, printed = run_script(
+            item.script,
+            [named_scores(earlier), {"threshold": case_threshold, "componentResults": components}],
+            limit_s=limit_s,
+        )
+        verdict = graded(
+            value, language=item.script.language, threshold=None, shown=item.script.shown()
+        )
+        return verdict, printed, None
     if item.type in SCRIPT_TYPES:
         assert item.script is not None, "proctor.rules requires code for a script assertion"
         value, printed = run_script(
@@ -321,6 +343,22 @@ def _promptfoo_verdict(
         return (result.passed, result.score or 0.0, result.message), result.output, record
     value, printed = derived_metric(str(item.value), named_scores(earlier), limit_s=limit_s)
     return (True, value, f"{item.metric} = {value:g}"), printed, None
+
+
+def scoring_function_verdict(
+    checks: Sequence[Any], results: Sequence[CheckResult]
+) -> tuple[bool, float | None] | None:
+    """(passed, score) as the case's scoring function decided them (every other kind of check
+    must still pass); None when the case has none."""
+    decided = [
+        result
+        for check, result in zip(checks, results, strict=True)
+        if isinstance(check, Assertion) and check.type == SCORING_FUNCTION
+    ]
+    if not decided:
+        return None
+    others_pass = all(r.passed for r in results if r.kind != "assertion")
+    return others_pass and decided[-1].passed, decided[-1].score
 
 
 def weighted_score(results: Sequence[CheckResult]) -> float | None:

@@ -16,7 +16,13 @@ from proctor.judges import Judge
 from proctor.tools import Tool
 from runner.core.reporting import RedactingRecorder
 from runner.core.results import CheckResult
-from runner.grading.assertions import TrialMeasures, run_assertion, trial_passes, weighted_score
+from runner.grading.assertions import (
+    TrialMeasures,
+    run_assertion,
+    scoring_function_verdict,
+    trial_passes,
+    weighted_score,
+)
 from runner.grading.checks import CheckContext, run_command_check, run_validator
 from runner.grading.judges import judge_config, run_judge
 
@@ -73,6 +79,7 @@ def grade(
                 plan=approved_plan,
                 limit_s=check_timeout_ms / 1000 if check_timeout_ms else None,
                 earlier=results,
+                case_threshold=resolved.case.threshold,
             )
         else:
             result = run_validator(
@@ -87,4 +94,7 @@ def grade(
         results.append(result)
         recorder.check(index, result)
     threshold = resolved.case.threshold
+    decided = scoring_function_verdict([c.check for c in resolved.checks], results)
+    if decided is not None:  # promptfoo's assertScoringFunction decides in place of the weights
+        return Grade(results, decided[0], decided[1], threshold)
     return Grade(results, trial_passes(results, threshold), weighted_score(results), threshold)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from proctor.scripts import Script
-from runner.core.limits import UserCodeError, UserCodeTimedOut, run_forked
+from runner.core.limits import UserCodeError, UserCodeRaised, run_forked
 from runner.core.results import clip
 
 NODE_SCRIPT = Path(__file__).with_name("node_script.js")
@@ -112,9 +112,9 @@ def _run_python(code: Script, args: list[Any], *, limit_s: float, purpose: str) 
 
     try:
         return run_forked(call, limit_s=limit_s, what="the Python")
-    except UserCodeTimedOut as exc:
-        raise ScriptFailed(str(exc), exc.printed) from None
-    except UserCodeError as exc:
+    except UserCodeRaised as exc:
+        raise ScriptFailed(f"the Python raised {exc}", exc.printed) from None
+    except UserCodeError as exc:  # hung, or ended its process
         raise ScriptFailed(str(exc), exc.printed) from None
 
 

@@ -189,3 +189,59 @@ def test_a_test_whose_assertions_all_fail_to_translate_is_refused_in_one_line(
         "(assertion classifier; assertion rouge-n)"
     ]
     assert not (proctor.cwd / "promptfooconfig.eval.py").exists()
+
+
+SCORED_CONFIG = """
+prompts: ["{{q}}"]
+providers: [openai:chat:fake-agent]
+defaultTest:
+  assertScoringFunction: file://scoring.js
+  assert:
+    - {type: icontains, value: paris, metric: accuracy}
+    - {type: icontains, value: never said, metric: style}
+tests:
+  - description: Style counts
+    vars: {q: "Capital of France?"}
+  - description: Accuracy only
+    vars: {q: "Capital of France, again?"}
+    threshold: 0.9
+    assertScoringFunction: file://scoring.py:accuracy_only
+"""
+SCORING_JS = """
+module.exports = (scores, context) => ({
+  pass: scores.style >= 1,
+  score: scores.accuracy * 0.8 + scores.style * 0.2,
+  reason: `style ${scores.style}, ${context.componentResults.length} results`,
+});
+"""
+SCORING_PY = """
+def accuracy_only(named_scores, context):
+    score = named_scores["accuracy"]
+    return {"pass": score >= context["threshold"], "score": score, "reason": "accuracy only"}
+"""
+
+
+def test_a_scoring_function_decides_the_trial_from_its_named_scores(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
+    (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(SCORED_CONFIG).lstrip())
+    (proctor.cwd / "scoring.js").write_text(SCORING_JS)
+    (proctor.cwd / "scoring.py").write_text(textwrap.dedent(SCORING_PY).lstrip())
+    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
+    assert imported.returncode == 0, imported.stderr
+    assert "Not translated" not in imported.stdout, imported.stdout
+    fake_model_server.script("Paris.", "Paris.")
+    backend = Backend(
+        "sqlite",
+        proctor_env(proctor.cwd.parent / "eval-home", PROCTOR_LLM_BASE_URL=fake_model_server.url),
+    )
+
+    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+
+    trials = {run["case"]: run["trials"][0] for run in report["runs"]}
+    style, accuracy = trials["style-counts"], trials["accuracy-only"]
+    # The same two assertions (accuracy passes, style fails), decided by each function.
+    assert (style["status"], style["score"]) == ("failed", 0.8)
+    assert style["checks"][-1]["message"] == "style 0, 2 results"
+    assert (accuracy["status"], accuracy["score"]) == ("passed", 1.0)
+    assert accuracy["checks"][-1]["message"] == "accuracy only"

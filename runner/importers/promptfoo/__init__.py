@@ -47,6 +47,7 @@ from runner.importers.promptfoo.assertions import (
     assertions_from_short_form,
     derived_metric_assertions,
     read_options,
+    scoring_function_assertion,
     translate_assertions,
 )
 from runner.importers.promptfoo.files import (
@@ -76,7 +77,16 @@ TOP_LEVEL_READ = {
     "derivedMetrics",
     "$schema",
 }
-TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options", "metadata"}
+TEST_READ = {
+    "description",
+    "vars",
+    "assert",
+    "threshold",
+    "provider",
+    "options",
+    "metadata",
+    "assertScoringFunction",
+}
 METADATA_COLUMN = "__metadata:"
 # The longest tag a case may hold (proctor.rules).
 MAX_TAG_CHARS = 50
@@ -119,6 +129,7 @@ class _Test:
     simulated: Mapping[str, Any] | None
     metadata: Any = None
     options: TestOptions = field(default_factory=TestOptions)
+    scoring: Any = None  # assertScoringFunction, the test's or defaultTest's
 
 
 @dataclass
@@ -419,6 +430,7 @@ def _tests(
                     simulated,
                     _merged_metadata(default.get("metadata"), raw.get("metadata")),
                     options,
+                    raw.get("assertScoringFunction", default.get("assertScoringFunction")),
                 )
             )
     return tests
@@ -540,6 +552,9 @@ def _case(
         t.skip(f"{test.where}: no assertion translated; it checks only that the agent answers")
         validate = [Name("answered")]
     validate += t.derived
+    scoring = scoring_function_assertion(test.scoring, test.where, t.files, t.output_dir, t.skip)
+    if scoring is not None:
+        validate.append(scoring)
     threshold = test.threshold
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, int | float)

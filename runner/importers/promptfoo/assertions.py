@@ -23,6 +23,7 @@ from proctor.assertions import (
     LIST_VALUE_TYPES,
     MODEL_GRADED_TYPES,
     SCHEMA_TYPES,
+    SCORING_FUNCTION,
     SCRIPT_TYPES,
     SIMILARITY_TYPES,
     TEXT_TYPES,
@@ -451,3 +452,18 @@ def assertions_from_short_form(cell: str) -> dict[str, Any]:
                 entry["threshold"] = float(threshold)
             return entry
     return {"type": "equals", "value": text}
+
+
+def scoring_function_assertion(
+    raw: Any, where: str, files: ConfigFiles, output_dir: Path, skip: Callable[[str], None]
+) -> Call | None:
+    """promptfoo's ``assertScoringFunction`` (code, or a ``file://`` reference) as the
+    assertion that decides the case's pass and score from its named scores."""
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        skip(f"{where}: assertScoringFunction (not code or a file reference)")
+        return None
+    if is_reference(raw):
+        raw = _Reader(files, output_dir, TestOptions()).code_reference(raw)
+    return call("assertion", SCORING_FUNCTION, raw, weight=0)
