@@ -53,9 +53,7 @@ def test_similarity_is_the_cosine_of_the_endpoints_embeddings_against_the_thresh
             "similarity.eval.py",
             EVAL.format(expected=EXPECTED, unrelated=UNRELATED),
         )
-        backend = Backend(
-            "sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url)
-        )
+        backend = Backend("sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url))
         report = backend.eval_json(tmp_path / "project", "-j", "1")
         models = [r.body["model"] for r in server.requests_to(EMBEDDINGS)]
 
@@ -89,9 +87,7 @@ def test_an_endpoint_that_cannot_embed_fails_the_check_saying_so(tmp_path) -> No
             "similarity.eval.py",
             EVAL.format(expected=EXPECTED, unrelated=UNRELATED),
         )
-        backend = Backend(
-            "sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url)
-        )
+        backend = Backend("sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url))
         report = backend.eval_json(tmp_path / "project", "--case", "default-threshold")
 
     ((check,),) = [t["checks"] for t in only_run(report, "default-threshold")["trials"]]
