@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from proctor.scripts import Script, caller_file, script
+from proctor.scripts import Script, caller_folder, script
 
 TEXT_TYPES = (
     "contains",
@@ -125,6 +126,7 @@ def assertion(
     threshold: float | None = None,
     transform: str | Sequence[str] | None = None,
     grader: str | None = None,
+    folder: str | None = None,
 ) -> Assertion:
     """``assertion("icontains", "booked", weight=2, metric="disposition")``.
 
@@ -137,18 +139,19 @@ def assertion(
     function body, or ``"file://checks.js:fn"`` read now, relative to this file) called with
     ``output`` and ``context``; ``similar`` compares embeddings (``threshold``, default 0.75);
     ``transform`` is code applied to the output first; ``grader`` is the grading model.
+    ``folder``: where relative ``file://`` paths are read from, when not beside this file.
     """
-    caller = caller_file(1)
+    base = Path(folder) if folder is not None else caller_folder(1)
     code = None
     if type in (*SCRIPT_TYPES, SCORING_FUNCTION) and isinstance(value, str):
         language = None if type == SCORING_FUNCTION else type
         if language is None and not value.startswith("file://"):
             language = "javascript"
-        code = script(value, language=language, caller=caller)
+        code = script(value, language=language, folder=base)
     if isinstance(transform, str):
         transform = [transform]
     transforms = tuple(
-        script(t, language=None if t.startswith("file://") else "javascript", caller=caller)
+        script(t, language=None if t.startswith("file://") else "javascript", folder=base)
         for t in transform or ()
     )
     return Assertion(

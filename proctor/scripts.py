@@ -57,9 +57,9 @@ class Script:
         )
 
 
-def script(code: str, *, language: str | None, caller: str | None) -> Script:
-    """``code`` as a Script: a ``file://`` reference is read now, relative to ``caller`` (the
-    eval file), and its language follows the file's suffix; inline code is ``language``."""
+def script(code: str, *, language: str | None, folder: Path) -> Script:
+    """``code`` as a Script: a ``file://`` reference is read now, relative to ``folder`` (the
+    eval file's), and its language follows the file's suffix; inline code is ``language``."""
     if not code.startswith(FILE_PREFIX):
         if language not in LANGUAGES:
             raise DefinitionError(f"inline code needs a language ({' or '.join(LANGUAGES)})")
@@ -76,7 +76,7 @@ def script(code: str, *, language: str | None, caller: str | None) -> Script:
         raise DefinitionError(f"{code}: a {language} assertion runs a {language} file")
     path = Path(written)
     if not path.is_absolute():
-        path = (Path(caller).resolve().parent if caller else Path.cwd()) / path
+        path = folder / path
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -94,6 +94,8 @@ def split_reference(code: str) -> tuple[str, str | None]:
     return raw, None
 
 
-def caller_file(depth: int) -> str | None:
-    """The ``__file__`` of the code ``depth`` frames above the caller."""
-    return sys._getframe(depth + 1).f_globals.get("__file__")
+def caller_folder(depth: int) -> Path:
+    """The folder of the file of the code ``depth`` frames above the caller (the working
+    directory for code with no file)."""
+    caller = sys._getframe(depth + 1).f_globals.get("__file__")
+    return Path(caller).resolve().parent if caller else Path.cwd()
