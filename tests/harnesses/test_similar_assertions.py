@@ -5,6 +5,7 @@ saying so."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from conftest import proctor_env
@@ -39,6 +40,17 @@ def agent(_body: dict[str, Any]) -> str:
     return ANSWER
 
 
+def run_similarity_eval(tmp_path: Path, server: FakeModelServer, *args: str) -> dict[str, Any]:
+    """`proctor eval --json ARGS` on EVAL, with ``server`` as the project's model endpoint."""
+    write_eval(
+        tmp_path / "project",
+        "similarity.eval.py",
+        EVAL.format(expected=EXPECTED, unrelated=UNRELATED),
+    )
+    backend = Backend("sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url))
+    return backend.eval_json(tmp_path / "project", *args)
+
+
 def test_similarity_is_the_cosine_of_the_endpoints_embeddings_against_the_threshold(
     tmp_path,
 ) -> None:
@@ -48,13 +60,7 @@ def test_similarity_is_the_cosine_of_the_endpoints_embeddings_against_the_thresh
         server.embed_as(ANSWER, [1.0, 0.0, 0.0])
         server.embed_as(EXPECTED, [0.8, 0.6, 0.0])
         server.embed_as(UNRELATED, [0.0, 0.0, 1.0])
-        write_eval(
-            tmp_path / "project",
-            "similarity.eval.py",
-            EVAL.format(expected=EXPECTED, unrelated=UNRELATED),
-        )
-        backend = Backend("sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url))
-        report = backend.eval_json(tmp_path / "project", "-j", "1")
+        report = run_similarity_eval(tmp_path, server, "-j", "1")
         models = [r.body["model"] for r in server.requests_to(EMBEDDINGS)]
 
     def graded(case: str) -> tuple[bool, float, str]:
@@ -82,13 +88,7 @@ def test_an_endpoint_that_cannot_embed_fails_the_check_saying_so(tmp_path) -> No
         server.script(
             Reply(status=404, body={"error": {"message": "no embeddings here"}}), route=EMBEDDINGS
         )
-        write_eval(
-            tmp_path / "project",
-            "similarity.eval.py",
-            EVAL.format(expected=EXPECTED, unrelated=UNRELATED),
-        )
-        backend = Backend("sqlite", proctor_env(tmp_path / "home", PROCTOR_LLM_BASE_URL=server.url))
-        report = backend.eval_json(tmp_path / "project", "--case", "default-threshold")
+        report = run_similarity_eval(tmp_path, server, "--case", "default-threshold")
 
     ((check,),) = [t["checks"] for t in only_run(report, "default-threshold")["trials"]]
     assert check["passed"] is False

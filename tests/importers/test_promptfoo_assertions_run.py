@@ -10,11 +10,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import proctor_env
-from e2e.running import Backend
 from fakes.openai_server import EMBEDDINGS, FakeModelServer, word_vector
 
-from importers.conftest import Proctor
+from importers.conftest import Proctor, import_and_run
 
 CONFIG = """
 description: Order answers
@@ -113,20 +111,11 @@ def test_javascript_python_similar_and_transforms_import_whole_and_grade_as_prom
     proctor: Proctor, fake_model_server: FakeModelServer
 ) -> None:
     write_project(proctor.cwd)
-    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
-    assert imported.returncode == 0, imported.stderr
-    assert "Not translated" not in imported.stdout, imported.stdout
     fake_model_server.script(play, play)
-    backend = Backend(
-        "sqlite",
-        proctor_env(
-            proctor.cwd.parent / "eval-home",
-            PROCTOR_LLM_BASE_URL=fake_model_server.url,
-            PROCTOR_LLM_MODEL="fake-persona",
-        ),
-    )
 
-    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+    imported, report = import_and_run(proctor, fake_model_server)
+
+    assert "Everything translated." in imported.stdout, imported.stdout
 
     (run,) = report["runs"]
     (trial,) = run["trials"]
@@ -227,16 +216,11 @@ def test_a_scoring_function_decides_the_trial_from_its_named_scores(
     (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(SCORED_CONFIG).lstrip())
     (proctor.cwd / "scoring.js").write_text(SCORING_JS)
     (proctor.cwd / "scoring.py").write_text(textwrap.dedent(SCORING_PY).lstrip())
-    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
-    assert imported.returncode == 0, imported.stderr
-    assert "Not translated" not in imported.stdout, imported.stdout
     fake_model_server.script("Paris.", "Paris.")
-    backend = Backend(
-        "sqlite",
-        proctor_env(proctor.cwd.parent / "eval-home", PROCTOR_LLM_BASE_URL=fake_model_server.url),
-    )
 
-    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+    imported, report = import_and_run(proctor, fake_model_server)
+
+    assert "Everything translated." in imported.stdout, imported.stdout
 
     trials = {run["case"]: run["trials"][0] for run in report["runs"]}
     style, accuracy = trials["style-counts"], trials["accuracy-only"]
