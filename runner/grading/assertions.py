@@ -156,11 +156,12 @@ def run_assertion(
         said = ctx.transcript() if transformed is _UNTRANSFORMED else answer
         # A python assertion holding a function is Proctor's own f(ctx); as text, promptfoo's.
         if item.type in PROMPTFOO_TYPES and not callable(item.value):
+            untransformed = transformed is _UNTRANSFORMED
             (passed, score, message), printed, record = _promptfoo_verdict(
                 item,
                 ctx,
-                answer=answer,
-                raw_output=ctx.answer() if transformed is _UNTRANSFORMED else transformed,
+                answer=ctx.output() if untransformed else answer,
+                raw_output=ctx.output() if untransformed else transformed,
                 index=index,
                 judge_model=judge_model,
                 project_llm=project_llm,
@@ -252,7 +253,7 @@ def script_context(ctx: CheckContext, item: Assertion | None = None) -> dict[str
         "prompt": ctx.prompt(),
         "test": {"vars": variables},
         "config": {},
-        "providerResponse": {"output": ctx.answer()},
+        "providerResponse": {"output": ctx.output()},
         **({"assertion": {"type": item.type, "threshold": item.threshold}} if item else {}),
     }
 
@@ -262,7 +263,7 @@ def _transformed_output(item: Assertion, ctx: CheckContext, *, limit_s: float) -
     it has none. A transform is called with the output and ``context`` ({vars, prompt})."""
     if not item.transform:
         return _UNTRANSFORMED, ""
-    value: Any = ctx.answer()
+    value: Any = ctx.output()
     printed = ""
     context = {"vars": ctx.variables(), "prompt": ctx.prompt()}
     for code in item.transform:

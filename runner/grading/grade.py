@@ -33,7 +33,10 @@ def assertion_context(resolved: ResolvedCase, variant: Variant) -> dict[str, Any
     recorded = resolved.definition.get("vars")
     variables = recorded if isinstance(recorded, dict) else dict(resolved.case.variables)
     tools = variant.options.get("tools") or ()
+    user = (resolved.definition.get("conversation") or {}).get("user") or {}
     return {
+        "whole_conversation": user.get("type") == "simulated_user"
+        and bool(user.get("persona_opens")),
         "variables": variables,
         "prompt": trial_prompts(resolved.definition, variant.options)[0],
         "tools": [t.to_openai() for t in tools if isinstance(t, Tool)],

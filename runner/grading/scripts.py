@@ -120,7 +120,8 @@ def _run_python(code: Script, args: list[Any], *, limit_s: float, purpose: str) 
 
 def _python_function(code: Script, purpose: str) -> Any:
     if code.inline:
-        text = code.text.rstrip()
+        # As promptfoo: any line break (a YAML block's last one too) makes it a body.
+        text = code.text
         body = (
             textwrap.indent(textwrap.dedent(text), "    ")
             if "\n" in text

@@ -13,6 +13,7 @@ from typing import Any
 from fakes.openai_server import EMBEDDINGS, FakeModelServer, word_vector
 
 from importers.conftest import Proctor, import_and_run
+from runner.conversation.simulated_user import OPENING_REQUEST
 
 CONFIG = """
 description: Order answers
@@ -229,3 +230,50 @@ def test_a_scoring_function_decides_the_trial_from_its_named_scores(
     assert style["checks"][-1]["message"] == "style 0, 2 results"
     assert (accuracy["status"], accuracy["score"]) == ("passed", 1.0)
     assert accuracy["checks"][-1]["message"] == "accuracy only"
+
+
+CONVERSATION_CONFIG = """
+prompts: ["You book product demos for Acme."]
+providers: [openai:chat:fake-agent]
+defaultTest:
+  provider:
+    id: promptfoo:simulated-user
+    config: {maxTurns: 3}
+tests:
+  - description: Books a demo
+    vars:
+      instructions: You want a product demo on Thursday.
+    assert:
+      - type: javascript
+        value: output === 'two messages'
+        transform: >-
+          output.split('\\n---\\n').length === 2 ? 'two messages' : output
+      - type: python
+        value: |
+          return output.startswith('User: Can I book a demo?\\n---\\nAssistant: Booked')
+"""
+
+
+def persona_and_agent(body: dict[str, Any]) -> str:
+    system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
+    if "You book product demos for Acme." in system:
+        return "Booked for Thursday."
+    if body["messages"][-1]["content"] == OPENING_REQUEST:
+        return "Can I book a demo?"
+    return "Thanks! ###STOP###"
+
+
+def test_with_a_simulated_user_the_output_is_the_whole_conversation_as_promptfoo_gives_it(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
+    (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(CONVERSATION_CONFIG).lstrip())
+    fake_model_server.script(*[persona_and_agent] * 3)
+
+    _imported, report = import_and_run(proctor, fake_model_server)
+
+    (run,) = report["runs"]
+    (trial,) = run["trials"]
+    assert [(c["passed"], c["message"]) for c in trial["checks"]] == [
+        (True, "Assertion passed"),
+        (True, "Assertion passed"),
+    ]
