@@ -174,7 +174,7 @@ def run_assertion(
             rubric = Judge(rubric=str(item.value), name=item.label, model=item.grader)
             result, record = run_judge(
                 rubric,
-                ctx,
+                ctx if transformed is _UNTRANSFORMED else _OutputView(ctx, answer),
                 config=judge_config(rubric, cli_model=judge_model, project_llm=project_llm),
                 index=index,
                 plan=plan,
@@ -233,6 +233,18 @@ PROMPTFOO_TYPES = (
     SCORING_FUNCTION,
 )
 _UNTRANSFORMED = object()
+
+
+class _OutputView(CheckContext):
+    """The trial's check context with a transformed output as the agent's final answer, for a
+    judge grading an assertion whose transform changed it."""
+
+    def __init__(self, ctx: CheckContext, output: str) -> None:
+        self.__dict__.update(vars(ctx))
+        self._output = output
+
+    def answer(self) -> str:
+        return self._output
 
 
 def _as_text(value: Any) -> str:

@@ -5,6 +5,7 @@ promptfoo would (JavaScript in Node, Python natively, embeddings from the endpoi
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
 from pathlib import Path
@@ -66,6 +67,10 @@ tests:
         transform: file://checks/shout.py
       - type: model-graded-closedqa
         value: Says when the order arrives
+      - type: llm-rubric
+        value: Gives the arrival day
+        metric: rubric
+        transform: "'ETA: ' + JSON.parse(output.slice(output.indexOf('{'))).eta"
 """
 CHECKS = {
     "checks/tone.js": """
@@ -92,8 +97,13 @@ GRADER_REPLY = "The submission says the order arrives tomorrow.\nY\nY"
 
 
 def play(body: dict[str, Any]) -> str:
-    """The agent, and the grader named by defaultTest.options.provider."""
-    return GRADER_REPLY if body.get("model") == "fake-grader" else AGENT_REPLY
+    """The agent, and the grader named by defaultTest.options.provider (a closed-QA grader,
+    or a judge answering in JSON)."""
+    if body.get("model") != "fake-grader":
+        return AGENT_REPLY
+    if '"passed"' in body["messages"][0]["content"]:
+        return json.dumps({"passed": True, "score": 1, "reason": "gives the day"})
+    return GRADER_REPLY
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -112,7 +122,7 @@ def test_javascript_python_similar_and_transforms_import_whole_and_grade_as_prom
     proctor: Proctor, fake_model_server: FakeModelServer
 ) -> None:
     write_project(proctor.cwd)
-    fake_model_server.script(play, play)
+    fake_model_server.script(play, play, play)
 
     imported, report = import_and_run(proctor, fake_model_server)
 
@@ -139,15 +149,18 @@ def test_javascript_python_similar_and_transforms_import_whole_and_grade_as_prom
         assert checks[metric]["passed"] is True, checks[metric]
     assert checks["contains"]["passed"] is True  # only once shout.py upper-cased the output
     assert checks["model-graded-closedqa"]["passed"] is True
+    assert checks["rubric"]["passed"] is True
     # derivedMetrics: a named metric computed from the others, information only.
     assert (checks["quality"]["score"], checks["quality"]["weight"]) == (0.75, 0)
-    # One failure of thirteen: the weighted score still clears the test's threshold.
+    # One failure of fourteen: the weighted score still clears the test's threshold.
     assert trial["status"] == "passed", trial
 
     # The grader provider graded, shown the criterion; embeddings came from the endpoint.
     graders = [r.body for r in fake_model_server.requests_to() if r.body["model"] == "fake-grader"]
-    assert len(graders) == 1
-    assert "Says when the order arrives" in graders[0]["messages"][-1]["content"]
+    closed_qa, judge = (grader["messages"][-1]["content"] for grader in graders)
+    assert "Says when the order arrives" in closed_qa
+    # The judge grades the output its transform made.
+    assert "<final_answer>\nETA: tomorrow\n</final_answer>" in judge
     assert len(fake_model_server.requests_to(EMBEDDINGS)) == 2
 
 

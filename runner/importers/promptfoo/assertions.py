@@ -346,6 +346,9 @@ def _grader_models(
         )
         return text, embedding
     model = _provider_model(raw, where, skip)
+    provider_id = raw.get("id") if isinstance(raw, Mapping) else raw
+    if isinstance(provider_id, str) and ":embedding" in provider_id:
+        return None, model  # an embedding model grades nothing but similarity
     return model, None
 
 
