@@ -15,6 +15,8 @@ from fakes.openai_server import EMBEDDINGS, FakeModelServer, word_vector
 
 from importers.conftest import Proctor, import_and_run
 from runner.conversation.simulated_user import OPENING_REQUEST
+from runner.importers.promptfoo import translate_config
+from runner.importers.promptfoo.files import load_config
 
 CONFIG = """
 description: Order answers
@@ -290,3 +292,47 @@ def test_with_a_simulated_user_the_output_is_the_whole_conversation_as_promptfoo
         (True, "Assertion passed"),
         (True, "Assertion passed"),
     ]
+
+
+def test_what_does_not_carry_over_is_named_and_the_rest_translates(tmp_path: Path) -> None:
+    (tmp_path / "promptfooconfig.yaml").write_text(
+        textwrap.dedent(
+            """
+            prompts: ["{{q}}"]
+            providers: [openai:chat:fake-agent]
+            derivedMetrics:
+              - {name: f1, value: file://f1.js}
+            tests:
+              - description: Mixed
+                vars: {q: hi, expected: hello}
+                options:
+                  provider: {text: openai:chat:judge-model, embedding: openai:embedding:emb-small}
+                  rubricPrompt: Grade it.
+                assert:
+                  - {type: javascript, value: "output.includes('{{expected}}')", config: {x: 1}}
+                  - {type: similar:dot, value: hello}
+                  - {type: similar, value: hello there}
+                  - {type: not-javascript, value: "output === ''"}
+                  - {type: is-json, value: {type: object}}
+                  - {type: llm-rubric, value: Greets, provider: openai:chat:other-judge}
+            """
+        ).lstrip()
+    )
+    config = tmp_path / "promptfooconfig.yaml"
+
+    result = translate_config(
+        load_config(config), config_path=config, output_path=tmp_path / "out.eval.py"
+    )
+
+    assert result.untranslated == [
+        "derivedMetrics f1 (only an expression carries over)",
+        "test 'Mixed': options.rubricPrompt",
+        "test 'Mixed': assertion javascript: config",
+        "test 'Mixed': assertion similar:dot",
+        "test 'Mixed': assertion not-javascript",
+    ]
+    # Vars are filled in inline code, as promptfoo renders it; graders by the test's options.
+    assert "\"output.includes('hello')\"" in result.source
+    assert 'assertion("similar", "hello there", grader="emb-small")' in result.source
+    assert 'assertion("is-json", {"type": "object"})' in result.source
+    assert 'assertion("llm-rubric", "Greets", grader="other-judge")' in result.source
