@@ -1,8 +1,11 @@
 """Grading weighted assertions, and combining them into a trial's score.
 
-Text assertions read what the agent said across the conversation (``equals`` and ``is-json``
-read its final answer); ``llm-rubric`` asks a model judge; ``python`` calls the eval's function;
-``latency``, ``cost`` and ``turn-count`` compare a measure of the trial with a bound.
+Text assertions read what the agent said across the conversation (``equals``, ``is-json`` and
+the other promptfoo text types read its final answer); ``llm-rubric`` asks a model judge;
+``python`` calls the eval's function; ``latency``, ``cost`` and ``turn-count`` compare a measure
+of the trial with a bound. promptfoo's own forms (code, similarity, closed QA, tool calls,
+derived metrics, a scoring function) are graded as promptfoo grades them, on its ``output``
+after the assertion's transforms (see ``_promptfoo_verdict``).
 """
 
 from __future__ import annotations
