@@ -151,6 +151,8 @@ def _report(
             report.source = highlight_code(
                 source_lines(text, start, end), "python", first_line=start
             )
+    elif isinstance(spec.get("script"), dict) or spec.get("transform"):
+        _describe_code(report, spec)
     elif kind == "judge" and spec.get("rubric"):
         report.source = highlight_code(str(spec["rubric"]), "text")
         report.source_label = "rubric"
@@ -163,6 +165,39 @@ def _report(
             report.source = highlight_code(json.dumps(shown, indent=2, ensure_ascii=False), "json")
             report.source_label = "definition"
     return report
+
+
+def _describe_code(report: CheckReport, spec: dict[str, Any]) -> None:
+    """A promptfoo-style assertion's JavaScript or Python as it graded (the file's text was
+    captured with the version), after the transforms its output went through first."""
+    parts: list[str] = []
+    labels: list[str] = []
+    for step in spec.get("transform") or []:
+        parts.append(_code_block(step, "transform"))
+        labels.append(f"transform {_code_name(step)}")
+    script = spec.get("script")
+    if isinstance(script, dict):
+        parts.append(_code_block(script, "assertion"))
+        labels.append(_code_name(script))
+    else:
+        shown = {k: v for k, v in spec.items() if k not in ("kind", "name", "transform")}
+        parts.append(json.dumps(shown, indent=2, ensure_ascii=False))
+    language = script.get("language", "javascript") if isinstance(script, dict) else "javascript"
+    report.source = highlight_code("\n\n".join(parts), language)
+    report.source_label = ", then ".join(labels) if labels else "definition"
+
+
+def _code_name(script: dict[str, Any]) -> str:
+    language = "JavaScript" if script.get("language") == "javascript" else "Python"
+    if script.get("path"):
+        function = f":{script['function']}" if script.get("function") else ""
+        return f"{language} file://{script['path']}{function}"
+    return f"inline {language}"
+
+
+def _code_block(script: dict[str, Any], role: str) -> str:
+    comment = "#" if script.get("language") == "python" else "//"
+    return f"{comment} {role}: {_code_name(script)}\n{script.get('text', '')}".rstrip()
 
 
 def _describe_assertion(report: CheckReport, spec: dict[str, Any]) -> None:

@@ -10,13 +10,21 @@ from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexer import Lexer
-from pygments.lexers import BashLexer, DiffLexer, JsonLexer, PythonLexer, TextLexer
+from pygments.lexers import (
+    BashLexer,
+    DiffLexer,
+    JavascriptLexer,
+    JsonLexer,
+    PythonLexer,
+    TextLexer,
+)
 
 STYLE = "friendly"
 CSS_CLASS = "highlight"
 
 _LEXERS: dict[str, type[Lexer]] = {
     "python": PythonLexer,
+    "javascript": JavascriptLexer,
     "shell": BashLexer,
     "diff": DiffLexer,
     "json": JsonLexer,

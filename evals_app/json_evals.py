@@ -138,7 +138,7 @@ def _variant(value: Any, base: Path) -> Variant:
     )
 
 
-def _checks(entry: dict[str, Any]) -> Any:
+def _checks(entry: dict[str, Any], base: Path) -> Any:
     validate = entry.get("validate")
     checks: list[Any] = []
     if isinstance(validate, str):
@@ -167,7 +167,7 @@ def _checks(entry: dict[str, Any]) -> Any:
                 raise ValueError('validate entries are {"command": ...} or {"judge": rubric}')
     elif validate is not None:
         raise ValueError("validate must be a shell command or a list")
-    checks.extend(_assertions(entry.get("assertions")))
+    checks.extend(_assertions(entry.get("assertions"), base))
     if not checks and isinstance(entry.get("expected_output"), str):
         checks.append(
             judge(
@@ -180,13 +180,14 @@ def _checks(entry: dict[str, Any]) -> Any:
     return checks or None
 
 
-ASSERTION_FIELDS = ("type", "value", "weight", "metric", "name")
+ASSERTION_FIELDS = ("type", "value", "weight", "metric", "name", "threshold", "transform", "grader")
 
 
-def _assertions(items: Any) -> list[Any]:
+def _assertions(items: Any, base: Path) -> list[Any]:
     """Each entry of ``assertions``: a rubric (text) a judge grades by, or a weighted
-    assertion ``{"type", "value", "weight", "metric", "name"}`` as Python's ``assertion()``
-    takes, checked by the same rules. A lone rubric is a list of one."""
+    assertion ``{"type", "value", "weight", "metric", "name", ...}`` as Python's
+    ``assertion()`` takes, checked by the same rules. A lone rubric is a list of one. A
+    ``file://`` code reference is read relative to the JSON file."""
     if items is None:
         return []
     if isinstance(items, str | dict):
@@ -211,6 +212,10 @@ def _assertions(items: Any) -> list[Any]:
                     weight=item.get("weight", 1.0),
                     metric=item.get("metric"),
                     name=item.get("name"),
+                    threshold=item.get("threshold"),
+                    transform=item.get("transform"),
+                    grader=item.get("grader"),
+                    folder=str(base),
                 )
             )
         else:
@@ -277,7 +282,7 @@ def _case(entry: Any, base: Path) -> Case:
         timeout_ms=entry.get("timeout_ms", DEFAULT_TIMEOUT_MS),
         expected_output=entry.get("expected_output"),
         plan_mode=entry.get("plan_mode", False),
-        validate=_checks(entry),
+        validate=_checks(entry, base),
         threshold=entry.get("threshold"),
     )
 

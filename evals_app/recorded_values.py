@@ -18,7 +18,7 @@ from typing import Any
 
 from evals_app import project_paths
 from evals_app.resolution import ResolvedCase, ResolvedCheck
-from proctor.assertions import Assertion
+from proctor.assertions import Assertion, rebuilt_extras
 from proctor.conversations import Responder, SimulatedUser, Turn, Turns
 from proctor.definitions import (
     DEFAULT_COMMAND_TIMEOUT_MS,
@@ -98,7 +98,9 @@ def recorded_case_callables(definition: dict[str, Any]) -> dict[str, dict[str, A
     found: dict[str, dict[str, Any]] = {}
     for index, check in enumerate(definition.get("checks") or []):
         if check.get("kind") == "validator" or (
-            check.get("kind") == "assertion" and check.get("type") == "python"
+            check.get("kind") == "assertion"
+            and check.get("type") == "python"
+            and not check.get("script")  # code written as text travels in the record
         ):
             found[f"check {index}"] = check
     if definition.get("prepare"):
@@ -250,6 +252,7 @@ def _rebuilt_check(
             weight=spec.get("weight", 1.0),
             metric=spec.get("metric"),
             name=spec["name"],
+            **rebuilt_extras(spec),
         )
         return ResolvedCheck(assertion, spec, _source_ref(spec) if python else {})
     return ResolvedCheck(callables[f"check {index}"], spec, _source_ref(spec))

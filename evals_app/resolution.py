@@ -26,7 +26,7 @@ from evals_app.source_capture import (
     read_source,
     relative_to_root,
 )
-from proctor.assertions import Assertion
+from proctor.assertions import Assertion, assertion_extras
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.judges import Judge
 from proctor.mock import merged_mocks, mock_definition
@@ -171,6 +171,8 @@ def _resolved_assertion(check: Assertion, sources: _CapturedSources) -> Resolved
         "weight": check.weight,
         "metric": check.metric,
     }
+    # promptfoo's extras only when set, so an assertion without them keeps its definition hash.
+    spec.update(assertion_extras(check))
     if check.type == "python" and callable(check.value):
         ref = sources.reference(check.value)
         spec.update(
@@ -226,6 +228,9 @@ def _case_definition(
     }
     if variables := _variant_template_values(suite, case):  # only then, likewise
         definition["variables"] = variables
+    if any(_runs_code(c.check) for c in checks):  # likewise
+        # promptfoo's code reads every var as context.vars, used in a prompt or not.
+        definition["vars"] = dict(case.variables)
     mocks = merged_mocks(suite.mocks, case.mocks)
     if mocks:  # only then, so a case without mocks keeps its version
         definition["mocks"] = [mock_definition(m, sources.reference) for m in mocks]
@@ -234,6 +239,11 @@ def _case_definition(
     if case.task is not None:  # likewise
         definition["task"] = task_definition(case.task, root)
     return definition
+
+
+def _runs_code(check: Any) -> bool:
+    """An assertion whose code (or transform) is given the case's vars."""
+    return isinstance(check, Assertion) and (check.script is not None or bool(check.transform))
 
 
 def _variant_template_values(suite: Suite, case: Case) -> dict[str, str]:

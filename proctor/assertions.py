@@ -7,9 +7,12 @@ recorded and charted, never deciding.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from proctor.scripts import Script, caller_folder, script
 
 TEXT_TYPES = (
     "contains",
@@ -22,6 +25,11 @@ TEXT_TYPES = (
     "not-regex",
     "equals",
     "is-json",
+    "contains-json",
+    "icontains-any",
+    "icontains-all",
+    "starts-with",
+    "not-starts-with",
 )
 # The shapes of the types' values: one text (a word to find, a pattern, the answer, a rubric),
 # or a list of texts.
@@ -34,15 +42,38 @@ TEXT_VALUE_TYPES = (
     "not-regex",
     "equals",
     "llm-rubric",
+    "starts-with",
+    "not-starts-with",
+    "model-graded-closedqa",
 )
-LIST_VALUE_TYPES = ("contains-any", "contains-all")
+LIST_VALUE_TYPES = ("contains-any", "contains-all", "icontains-any", "icontains-all")
+# Types whose value may be a JSON schema the output must match.
+SCHEMA_TYPES = ("is-json", "contains-json")
+# Types graded by running code: JavaScript with Node, Python natively.
+SCRIPT_TYPES = ("javascript", "python")
+# Types comparing embeddings of the output and the value (one text or a list of texts).
+SIMILARITY_TYPES = ("similar", "not-similar")
+# Types checking the tool calls the agent made against the tools its variant declares.
+TOOL_CALL_TYPES = ("is-valid-openai-tools-call", "is-valid-openai-function-call")
+# Types a model grades; ``grader`` names the model.
+MODEL_GRADED_TYPES = ("llm-rubric", "model-graded-closedqa")
+# A named metric computed from the trial's other named metrics (promptfoo's derivedMetrics):
+# information only, it never decides the trial.
+DERIVED_METRIC = "derived-metric"
+# promptfoo's assertScoringFunction: code given the trial's named scores that decides the
+# trial's pass and score in place of the weighted score (it comes last among the assertions).
+SCORING_FUNCTION = "scoring-function"
 # Types that read a mock's call log: the value is "MOCK CALL" ("billing POST /refunds",
 # "gh pr create", "tickets create_ticket"); call-count takes {"call": ..., "count"|"min"|"max": n}.
 CALL_TYPES = ("called", "not-called", "call-count")
 ASSERTION_TYPES = (
     *TEXT_TYPES,
-    "llm-rubric",
-    "python",
+    *MODEL_GRADED_TYPES,
+    *SCRIPT_TYPES,
+    *SIMILARITY_TYPES,
+    *TOOL_CALL_TYPES,
+    DERIVED_METRIC,
+    SCORING_FUNCTION,
     "latency",
     "cost",
     "turn-count",
@@ -59,6 +90,16 @@ class Assertion:
     weight: float = 1.0
     metric: str | None = None
     name: str | None = None
+    # Passes at or above this score (similar: the similarity; a script returning a number:
+    # that number); None: the type's own rule.
+    threshold: float | None = None
+    # JavaScript or Python applied to the output before grading, in order (a case-wide
+    # transform first, then the assertion's own), as promptfoo's ``transform``.
+    transform: tuple[Script, ...] = ()
+    # A javascript assertion's code, or a python one's written as text.
+    script: Script | None = None
+    # The model that grades (llm-rubric, model-graded-closedqa) or embeds (similar).
+    grader: str | None = None
 
     @property
     def label(self) -> str:
@@ -66,7 +107,9 @@ class Assertion:
             return self.name
         if self.metric:
             return self.metric
-        if self.type == "python":
+        if self.script is not None and not self.script.inline:
+            return f"{self.type}: {self.script.shown()}"
+        if self.type == "python" and callable(self.value):
             return getattr(self.value, "__name__", "python")
         shown = self.value if isinstance(self.value, str | int | float) else ""
         text = f"{self.type}: {shown}" if shown != "" else self.type
@@ -80,6 +123,10 @@ def assertion(
     weight: float = 1.0,
     metric: str | None = None,
     name: str | None = None,
+    threshold: float | None = None,
+    transform: str | Sequence[str] | None = None,
+    grader: str | None = None,
+    folder: str | None = None,
 ) -> Assertion:
     """``assertion("icontains", "booked", weight=2, metric="disposition")``.
 
@@ -87,8 +134,63 @@ def assertion(
     ``llm-rubric`` is graded by a model; ``python`` takes a callable ``f(ctx)`` returning a bool,
     a score or a Verdict; ``latency`` (milliseconds of agent time), ``cost`` (USD) and
     ``turn-count`` (the person's messages) pass at or under ``value``.
+
+    promptfoo's forms too: ``javascript`` and ``python`` take code as text (an expression, a
+    function body, or ``"file://checks.js:fn"`` read now, relative to this file) called with
+    ``output`` and ``context``; ``similar`` compares embeddings (``threshold``, default 0.75);
+    ``transform`` is code applied to the output first; ``grader`` is the grading model.
+    ``folder``: where relative ``file://`` paths are read from, when not beside this file.
     """
-    return Assertion(type=type, value=value, weight=weight, metric=metric, name=name)
+    base = Path(folder) if folder is not None else caller_folder(1)
+    code = None
+    if type in (*SCRIPT_TYPES, SCORING_FUNCTION) and isinstance(value, str):
+        language = None if type == SCORING_FUNCTION else type
+        if language is None and not value.startswith("file://"):
+            language = "javascript"
+        code = script(value, language=language, folder=base)
+    if isinstance(transform, str):
+        transform = [transform]
+    transforms = tuple(
+        script(t, language=None if t.startswith("file://") else "javascript", folder=base)
+        for t in transform or ()
+    )
+    return Assertion(
+        type=type,
+        value=value,
+        weight=weight,
+        metric=metric,
+        name=name,
+        threshold=threshold,
+        transform=transforms,
+        script=code,
+        grader=grader,
+    )
 
 
 PythonAssertion = Callable[..., Any]
+
+
+def assertion_extras(item: Assertion) -> dict[str, Any]:
+    """How a case version records an assertion's threshold, transforms, code and grader:
+    only those set, so one without them keeps its definition (and its hash)."""
+    extras: dict[str, Any] = {}
+    if item.threshold is not None:
+        extras["threshold"] = item.threshold
+    if item.transform:
+        extras["transform"] = [t.as_record() for t in item.transform]
+    if item.script is not None:
+        extras["script"] = item.script.as_record()
+    if item.grader is not None:
+        extras["grader"] = item.grader
+    return extras
+
+
+def rebuilt_extras(spec: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of Assertion that ``assertion_extras`` recorded."""
+    script_record = spec.get("script")
+    return {
+        "threshold": spec.get("threshold"),
+        "transform": tuple(Script.from_record(t) for t in spec.get("transform") or ()),
+        "script": Script.from_record(script_record) if script_record else None,
+        "grader": spec.get("grader"),
+    }

@@ -16,7 +16,11 @@ from proctor.assertions import (
     ASSERTION_TYPES,
     BOUND_TYPES,
     CALL_TYPES,
+    DERIVED_METRIC,
     LIST_VALUE_TYPES,
+    SCHEMA_TYPES,
+    SCORING_FUNCTION,
+    SIMILARITY_TYPES,
     TEXT_VALUE_TYPES,
     Assertion,
 )
@@ -314,8 +318,34 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
         or item.weight < 0
     ):
         return f"{where}: weight must be a finite number, 0 or more (0 is information only)"
-    if item.type == "python" and not callable(item.value):
-        return f"{where}: a python assertion's value is a function f(ctx)"
+    if item.type == "python" and not callable(item.value) and item.script is None:
+        return (
+            f"{where}: a python assertion's value is a function f(ctx), or promptfoo's form: "
+            "code as text or 'file://check.py[:function]'"
+        )
+    if item.type in ("javascript", SCORING_FUNCTION) and item.script is None:
+        return f"{where}: a javascript assertion's value is code as text or 'file://check.js[:function]'"
+    if item.threshold is not None and (
+        isinstance(item.threshold, bool)
+        or not isinstance(item.threshold, int | float)
+        or not math.isfinite(item.threshold)
+    ):
+        return f"{where}: threshold must be a finite number (got {item.threshold!r})"
+    if item.type in SIMILARITY_TYPES and not (
+        (isinstance(item.value, str) and item.value.strip())
+        or (
+            isinstance(item.value, list | tuple)
+            and item.value
+            and all(isinstance(text, str) for text in item.value)
+        )
+    ):
+        return f"{where}: value is the text to compare with, or a non-empty list of texts"
+    if item.type in SCHEMA_TYPES and item.value is not None and not isinstance(item.value, dict):
+        return f"{where}: value, when given, is a JSON schema (a dict)"
+    if item.type == DERIVED_METRIC and not (
+        isinstance(item.value, str) and item.value.strip() and item.metric
+    ):
+        return f"{where}: a derived metric needs metric= (its name) and an expression as value"
     if item.type in BOUND_TYPES and (
         isinstance(item.value, bool)
         or not isinstance(item.value, int | float)

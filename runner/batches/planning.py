@@ -16,6 +16,7 @@ from evals_app.catalog import ownership_problems, record_cases, record_variant
 from evals_app.loading import LoadError, discover, display_path, load_file
 from evals_app.models import Batch, Organization
 from evals_app.resolution import ResolvedCase, UndescribableValue, resolve_case
+from proctor.assertions import MODEL_GRADED_TYPES, SIMILARITY_TYPES
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import AdaptiveTrials, Case, Suite, Variant
 from proctor.rules import Problem, duplicate_problems, suite_problems, trials_problem
@@ -166,12 +167,15 @@ def endpoint_problems(cases: Sequence[dict[str, Any]], *, where: str = "") -> li
         user = (definition.get("conversation") or {}).get("user") or {}
         kind = str(user.get("type", "")) if isinstance(user, dict) else ""
         needs = {"llm": ["a responder"], "simulated_user": ["a simulated user"]}.get(kind, [])
+        checks = definition.get("checks") or []
         if any(
             c.get("kind") == "judge"
-            or (c.get("kind") == "assertion" and c.get("type") == "llm-rubric")
-            for c in definition.get("checks") or []
+            or (c.get("kind") == "assertion" and c.get("type") in MODEL_GRADED_TYPES)
+            for c in checks
         ):
             needs.append("a judge")
+        if any(c.get("kind") == "assertion" and c.get("type") in SIMILARITY_TYPES for c in checks):
+            needs.append("a similarity check (embeddings)")
         if needs:
             problems.append(
                 str(

@@ -1,8 +1,11 @@
 """Grading weighted assertions, and combining them into a trial's score.
 
-Text assertions read what the agent said across the conversation (``equals`` and ``is-json``
-read its final answer); ``llm-rubric`` asks a model judge; ``python`` calls the eval's function;
-``latency``, ``cost`` and ``turn-count`` compare a measure of the trial with a bound.
+Text assertions read what the agent said across the conversation (``equals``, ``is-json`` and
+the other promptfoo text types read its final answer); ``llm-rubric`` asks a model judge;
+``python`` calls the eval's function; ``latency``, ``cost`` and ``turn-count`` compare a measure
+of the trial with a bound. promptfoo's own forms (code, similarity, closed QA, tool calls,
+derived metrics, a scoring function) are graded as promptfoo grades them, on its ``output``
+after the assertion's transforms (see ``_promptfoo_verdict``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proctor.assertions import CALL_TYPES, Assertion
+from proctor.assertions import (
+    CALL_TYPES,
+    DERIVED_METRIC,
+    SCHEMA_TYPES,
+    SCORING_FUNCTION,
+    SCRIPT_TYPES,
+    SIMILARITY_TYPES,
+    TOOL_CALL_TYPES,
+    Assertion,
+)
 from proctor.definitions import Verdict
 from proctor.judges import Judge
 from runner.core.awaiting import resolved
@@ -22,8 +34,15 @@ from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.core.mock_calls import call_assertion_verdict
 from runner.core.results import CheckResult, ConsultationRecord, clip
 from runner.grading.checks import CheckContext, checked_verdict
+from runner.grading.closed_qa import run_closed_qa
+from runner.grading.derived_metrics import derived_metric, named_scores
+from runner.grading.json_output import json_verdict
 from runner.grading.judges import judge_config, run_judge
-from runner.llm import LLMConfig
+from runner.grading.scripts import ScriptFailed, graded, run_script
+from runner.grading.similarity import similarity_verdict
+from runner.grading.tool_calls import tool_call_verdict
+from runner.llm import LLMConfig, LLMError, resolve_config
+from runner.llm.embeddings import DEFAULT_EMBEDDING_MODEL
 
 
 @dataclass
@@ -45,11 +64,20 @@ def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, 
         said_it = str(value).lower() in said.lower() if folded else str(value) in said
         message = f"the agent {'said' if said_it else 'never said'} {value!r}"
         return (not said_it if kind.startswith("not-") else said_it), message
-    if kind == "contains-any":
-        present = [v for v in _as_list(value) if v in said]
-        return bool(present), f"found {present}" if present else f"none of {_as_list(value)} found"
-    if kind == "contains-all":
-        missing = [v for v in _as_list(value) if v not in said]
+    if kind in ("starts-with", "not-starts-with"):
+        starts = answer.startswith(str(value))
+        message = f"the output {'starts' if starts else 'does not start'} with {value!r}"
+        return (not starts if kind.startswith("not-") else starts), message
+    if kind in SCHEMA_TYPES:
+        return json_verdict(kind, value, answer)
+    if kind in ("contains-any", "contains-all", "icontains-any", "icontains-all"):
+        fold = str.lower if kind.startswith("i") else str  # the i: case folded
+        present = [v for v in _as_list(value) if fold(v) in fold(said)]
+        missing = [v for v in _as_list(value) if v not in present]
+        if kind.endswith("-any"):
+            return bool(
+                present
+            ), f"found {present}" if present else f"none of {_as_list(value)} found"
         return not missing, f"missing {missing}" if missing else "all found"
     if kind in ("regex", "not-regex"):
         match = re.search(str(value), said)
@@ -58,12 +86,6 @@ def _text_verdict(kind: str, value: Any, said: str, answer: str) -> tuple[bool, 
     if kind == "equals":
         same = answer.strip() == str(value).strip()
         return same, "the final answer equals the value" if same else "the final answer differs"
-    if kind == "is-json":
-        try:
-            json.loads(answer)
-        except json.JSONDecodeError as exc:
-            return False, f"the final answer is not JSON ({exc.msg})"
-        return True, "the final answer is JSON"
     raise ValueError(kind)
 
 
@@ -117,20 +139,45 @@ def run_assertion(
     plan: str | None = None,
     project_llm: LLMConfig | None = None,
     limit_s: float | None = None,
+    earlier: Sequence[CheckResult] = (),
+    case_threshold: float | None = None,
 ) -> tuple[CheckResult, ConsultationRecord | None]:
     """Grade one assertion; an assertion that breaks is a failed check saying why.
 
     ``project_llm`` is the project's model endpoint for ``llm-rubric`` (see ``judge_config``);
-    ``limit_s`` bounds a ``python`` assertion (default: the worker's check limit)."""
+    ``limit_s`` bounds a ``python`` or ``javascript`` assertion and each transform (default:
+    the worker's check limit); ``earlier`` are the trial's results so far, which a derived
+    metric and a scoring function are computed from (the latter also given
+    ``case_threshold``)."""
     started = time.monotonic()
     record = None
     output = ""
+    limit = limit_s if limit_s is not None else default_limits().check_s
     try:
-        if item.type == "llm-rubric":
-            rubric = Judge(rubric=str(item.value), name=item.label)
+        transformed, output = _transformed_output(item, ctx, limit_s=limit)
+        answer = ctx.answer() if transformed is _UNTRANSFORMED else _as_text(transformed)
+        said = ctx.transcript() if transformed is _UNTRANSFORMED else answer
+        # A python assertion holding a function is Proctor's own f(ctx); as text, promptfoo's.
+        if item.type in PROMPTFOO_TYPES and not callable(item.value):
+            untransformed = transformed is _UNTRANSFORMED
+            (passed, score, message), printed, record = _promptfoo_verdict(
+                item,
+                ctx,
+                answer=ctx.output() if untransformed else answer,
+                raw_output=ctx.output() if untransformed else transformed,
+                index=index,
+                judge_model=judge_model,
+                project_llm=project_llm,
+                limit_s=limit,
+                earlier=earlier,
+                case_threshold=case_threshold,
+            )
+            output += printed
+        elif item.type == "llm-rubric":
+            rubric = Judge(rubric=str(item.value), name=item.label, model=item.grader)
             result, record = run_judge(
                 rubric,
-                ctx,
+                ctx if transformed is _UNTRANSFORMED else _OutputView(ctx, answer),
                 config=judge_config(rubric, cli_model=judge_model, project_llm=project_llm),
                 index=index,
                 plan=plan,
@@ -140,8 +187,10 @@ def run_assertion(
                 result.score if result.score is not None else float(result.passed),
                 result.message,
             )
+            if item.threshold is not None and score < item.threshold:
+                passed = False
+                message += f" (score {score:g} is below the threshold {item.threshold:g})"
         elif item.type == "python":
-            limit = limit_s if limit_s is not None else default_limits().check_s
             (passed, score, message), output = _python_verdict(
                 item.value, ctx, name=item.label, limit_s=limit
             )
@@ -152,10 +201,14 @@ def run_assertion(
             passed, message = call_assertion_verdict(item.type, item.value, ctx.mocks)
             score = float(passed)
         else:
-            passed, message = _text_verdict(item.type, item.value, ctx.transcript(), ctx.answer())
+            passed, message = _text_verdict(item.type, item.value, said, answer)
             score = float(passed)
     except UserCodeError as exc:  # hung, raised or ended its process: that assertion fails
         passed, score, message, output = False, 0.0, str(exc), exc.printed
+    except ScriptFailed as exc:  # promptfoo's code (or a transform) broke: likewise
+        passed, score, message, output = False, 0.0, str(exc), output + exc.printed
+    except LLMError as exc:  # no grader or embeddings to be had
+        passed, score, message = False, 0.0, f"{exc.cause}: {exc.message}"
     except Exception as exc:  # an assertion's own bug fails that assertion, not the trial
         passed, score, message = False, 0.0, f"{type(exc).__name__}: {exc}"
     check = CheckResult(
@@ -170,6 +223,158 @@ def run_assertion(
     check.weight = item.weight
     check.metric = item.metric or item.type
     return check, record
+
+
+# Types graded here as promptfoo grades them (runner.grading.scripts, similarity, closed_qa,
+# tool_calls, derived metrics).
+PROMPTFOO_TYPES = (
+    *SCRIPT_TYPES,
+    *SIMILARITY_TYPES,
+    *TOOL_CALL_TYPES,
+    "model-graded-closedqa",
+    DERIVED_METRIC,
+    SCORING_FUNCTION,
+)
+_UNTRANSFORMED = object()
+
+
+class _OutputView(CheckContext):
+    """The trial's check context with a transformed output as the agent's final answer, for a
+    judge grading an assertion whose transform changed it."""
+
+    def __init__(self, ctx: CheckContext, output: str) -> None:
+        self.__dict__.update(vars(ctx))
+        self._output = output
+
+    def answer(self) -> str:
+        return self._output
+
+
+def _as_text(value: Any) -> str:
+    """How promptfoo turns an output into text for text checks: objects as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value)
+
+
+def script_context(ctx: CheckContext, item: Assertion | None = None) -> dict[str, Any]:
+    """promptfoo's ``context`` argument: the vars, the prompt, the test, the assertion's
+    config."""
+    variables = ctx.variables()
+    return {
+        "vars": variables,
+        "prompt": ctx.prompt(),
+        "test": {"vars": variables},
+        "config": {},
+        "providerResponse": {"output": ctx.output()},
+        **({"assertion": {"type": item.type, "threshold": item.threshold}} if item else {}),
+    }
+
+
+def _transformed_output(item: Assertion, ctx: CheckContext, *, limit_s: float) -> tuple[Any, str]:
+    """(the output after the assertion's transforms, what they printed); _UNTRANSFORMED when
+    it has none. A transform is called with the output and ``context`` ({vars, prompt})."""
+    if not item.transform:
+        return _UNTRANSFORMED, ""
+    value: Any = ctx.output()
+    printed = ""
+    context = {"vars": ctx.variables(), "prompt": ctx.prompt()}
+    for code in item.transform:
+        try:
+            value, said = run_script(code, [value, context], limit_s=limit_s, purpose="transform")
+        except ScriptFailed as exc:
+            raise ScriptFailed(f"the transform failed: {exc}", printed + exc.printed) from None
+        printed += said
+    return value, printed
+
+
+def _promptfoo_verdict(
+    item: Assertion,
+    ctx: CheckContext,
+    *,
+    answer: str,
+    raw_output: Any,
+    index: int,
+    judge_model: str | None,
+    project_llm: LLMConfig | None,
+    limit_s: float,
+    earlier: Sequence[CheckResult],
+    case_threshold: float | None,
+) -> tuple[tuple[bool, float, str], str, ConsultationRecord | None]:
+    """((passed, score, message), printed, consultation) of a type promptfoo defines."""
+    if item.type == SCORING_FUNCTION:
+        assert item.script is not None, "proctor.rules requires code for a scoring function"
+        components = [
+            {"pass": r.passed, "score": r.score, "reason": r.message, "metric": r.metric}
+            for r in earlier
+            if r.kind == "assertion"
+        ]
+        value, printed = run_script(
+            item.script,
+            [named_scores(earlier), {"threshold": case_threshold, "componentResults": components}],
+            limit_s=limit_s,
+        )
+        verdict = graded(
+            value, language=item.script.language, threshold=None, shown=item.script.shown()
+        )
+        return verdict, printed, None
+    if item.type in SCRIPT_TYPES:
+        assert item.script is not None, "proctor.rules requires code for a script assertion"
+        value, printed = run_script(
+            item.script, [raw_output, script_context(ctx, item)], limit_s=limit_s
+        )
+        return (
+            graded(
+                value,
+                language=item.script.language,
+                threshold=item.threshold,
+                shown=item.script.shown(),
+            ),
+            printed,
+            None,
+        )
+    if item.type in SIMILARITY_TYPES:
+        config = resolve_config(
+            model_override=item.grader or DEFAULT_EMBEDDING_MODEL, project=project_llm
+        )
+        verdict = similarity_verdict(
+            item.type, item.value, answer, threshold=item.threshold, config=config
+        )
+        return verdict, "", None
+    if item.type in TOOL_CALL_TYPES:
+        passed, message = tool_call_verdict(item.type, ctx.tool_calls(), ctx.declared_tools())
+        return (passed, float(passed), message), "", None
+    if item.type == "model-graded-closedqa":
+        config = resolve_config(model_override=judge_model or item.grader, project=project_llm)
+        result, record = run_closed_qa(
+            str(item.value),
+            task=ctx.prompt(),
+            submission=answer,
+            config=config,
+            name=item.label,
+            index=index,
+        )
+        return (result.passed, result.score or 0.0, result.message), result.output, record
+    value, printed = derived_metric(str(item.value), named_scores(earlier), limit_s=limit_s)
+    return (True, value, f"{item.metric} = {value:g}"), printed, None
+
+
+def scoring_function_verdict(
+    checks: Sequence[Any], results: Sequence[CheckResult]
+) -> tuple[bool, float | None] | None:
+    """(passed, score) as the case's scoring function decided them (every other kind of check
+    must still pass); None when the case has none."""
+    decided = [
+        result
+        for check, result in zip(checks, results, strict=True)
+        if isinstance(check, Assertion) and check.type == SCORING_FUNCTION
+    ]
+    if not decided:
+        return None
+    others_pass = all(r.passed for r in results if r.kind != "assertion")
+    return others_pass and decided[-1].passed, decided[-1].score
 
 
 def weighted_score(results: Sequence[CheckResult]) -> float | None:

@@ -34,8 +34,19 @@ class CheckContext:
         env: dict[str, str] | None = None,
         mocks: dict[str, MockLog] | None = None,
         trial_index: int = 0,
+        variables: dict[str, Any] | None = None,
+        prompt: str = "",
+        tools: list[dict[str, Any]] | None = None,
+        whole_conversation: bool = False,
     ) -> None:
         self._sandbox = sandbox
+        # What promptfoo's assertion code reads as context.vars and context.prompt, and the
+        # tools (OpenAI function specs) the variant declares, for tool-call assertions.
+        self._variables = dict(variables or {})
+        self._prompt = prompt
+        self._tools = list(tools or [])
+        # promptfoo's simulated user answers with the whole conversation as its output.
+        self._whole_conversation = whole_conversation
         self._transcript = transcript
         self._env = env or {}
         self.prepared = prepared
@@ -60,6 +71,38 @@ class CheckContext:
     def seeded_messages(self) -> list[dict[str, str]]:
         """The recorded conversation the agent continued from, if the case seeded one."""
         return list(self._transcript.seeded)
+
+    def output(self) -> str:
+        """What promptfoo's assertions call the output: the agent's last message, or with
+        promptfoo's simulated user the whole conversation ("User: ..." and "Assistant: ..."
+        messages, seeded ones first, separated by lines of ---)."""
+        if not self._whole_conversation:
+            return self.answer()
+        lines = [
+            f"{'Assistant' if role == 'assistant' else 'User'}: {text}"
+            for role, text in ((m["role"], m["content"]) for m in self._transcript.seeded)
+        ]
+        for turn in self._transcript.turns:
+            if turn.prompt:
+                lines.append(f"User: {turn.prompt}")
+            lines.append(f"Assistant: {turn.answer}")
+        return "\n---\n".join(lines)
+
+    def variables(self) -> dict[str, Any]:
+        """The case's variables."""
+        return dict(self._variables)
+
+    def prompt(self) -> str:
+        """The prompt the trial opened with, its variables filled."""
+        return self._prompt
+
+    def declared_tools(self) -> list[dict[str, Any]]:
+        """The tools the variant offers the agent, as OpenAI function specs."""
+        return list(self._tools)
+
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """Every tool call the agent made, in order (name, input, output, status)."""
+        return [call for turn in self._transcript.turns for call in turn.tool_calls]
 
     def read_text(self, path: str) -> str:
         """A workspace file's text. Raises for paths outside the workspace or missing files."""

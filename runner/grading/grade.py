@@ -7,16 +7,40 @@ Every check runs even after one fails, so each keeps its own result and pass rat
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from evals_app.resolution import ResolvedCase
+from evals_app.resolution import ResolvedCase, trial_prompts
 from proctor.assertions import Assertion
-from proctor.definitions import Command
+from proctor.definitions import Command, Variant
 from proctor.judges import Judge
+from proctor.tools import Tool
 from runner.core.reporting import RedactingRecorder
 from runner.core.results import CheckResult
-from runner.grading.assertions import TrialMeasures, run_assertion, trial_passes, weighted_score
+from runner.grading.assertions import (
+    TrialMeasures,
+    run_assertion,
+    scoring_function_verdict,
+    trial_passes,
+    weighted_score,
+)
 from runner.grading.checks import CheckContext, run_command_check, run_validator
 from runner.grading.judges import judge_config, run_judge
+
+
+def assertion_context(resolved: ResolvedCase, variant: Variant) -> dict[str, Any]:
+    """CheckContext's keyword arguments for promptfoo's assertions: the case's variables, the
+    trial's opening prompt, the tools the variant declares."""
+    recorded = resolved.definition.get("vars")
+    variables = recorded if isinstance(recorded, dict) else dict(resolved.case.variables)
+    tools = variant.options.get("tools") or ()
+    user = (resolved.definition.get("conversation") or {}).get("user") or {}
+    return {
+        "whole_conversation": user.get("type") == "simulated_user"
+        and bool(user.get("persona_opens")),
+        "variables": variables,
+        "prompt": trial_prompts(resolved.definition, variant.options)[0],
+        "tools": [t.to_openai() for t in tools if isinstance(t, Tool)],
+    }
 
 
 @dataclass
@@ -57,6 +81,8 @@ def grade(
                 judge_model=judge_model,
                 plan=approved_plan,
                 limit_s=check_timeout_ms / 1000 if check_timeout_ms else None,
+                earlier=results,
+                case_threshold=resolved.case.threshold,
             )
         else:
             result = run_validator(
@@ -71,4 +97,7 @@ def grade(
         results.append(result)
         recorder.check(index, result)
     threshold = resolved.case.threshold
+    decided = scoring_function_verdict([c.check for c in resolved.checks], results)
+    if decided is not None:  # promptfoo's assertScoringFunction decides in place of the weights
+        return Grade(results, decided[0], decided[1], threshold)
     return Grade(results, trial_passes(results, threshold), weighted_score(results), threshold)

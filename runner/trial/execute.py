@@ -29,7 +29,7 @@ from runner.core.redaction import Redactor, secret_values
 from runner.core.reporting import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.grading.assertions import TrialMeasures
 from runner.grading.checks import CheckContext
-from runner.grading.grade import Grade, grade
+from runner.grading.grade import Grade, assertion_context, grade
 from runner.grading.verifier import verify
 from runner.harnesses import Harness, HarnessError, create_harness
 from runner.harnesses.profile_env import worker_secrets
@@ -459,6 +459,7 @@ def _grade(
         prepared=prepared.value,
         mocks=mock_logs(sandbox),
         trial_index=plan.index,
+        **assertion_context(plan.resolved, plan.variant),
     )
     measures = TrialMeasures(
         agent_ms=session.clock.spent_ms,

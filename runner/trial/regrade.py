@@ -23,7 +23,7 @@ from runner.core.reporting import RedactingRecorder, TrialOutcome, TrialRecorder
 from runner.core.transcript import Transcript
 from runner.grading.assertions import TrialMeasures
 from runner.grading.checks import CheckContext
-from runner.grading.grade import grade
+from runner.grading.grade import assertion_context, grade
 from runner.sandboxes import Sandbox, SandboxError, create_sandbox
 from runner.trial.execute import TrialPlan, trial_cost
 from runner.workspace.kept import NotRestorable, restore_workspace
@@ -170,7 +170,13 @@ def _graded(
         m.name: MockLog(m.name, m.kind) for m in merged_mocks(plan.resolved.suite.mocks, case.mocks)
     }
     mocks.update(stored.mock_calls)
-    ctx = CheckContext(sandbox=sandbox, transcript=transcript, prepared=None, mocks=mocks)
+    ctx = CheckContext(
+        sandbox=sandbox,
+        transcript=transcript,
+        prepared=None,
+        mocks=mocks,
+        **assertion_context(plan.resolved, plan.variant),
+    )
     measures = TrialMeasures(
         agent_ms=stored.duration_ms,
         cost_usd=trial_cost(transcript, plan.variant),

@@ -15,8 +15,10 @@ served from the start: fakes.anthropic_messages.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +30,9 @@ import pytest
 from fakes.anthropic_messages import ANTHROPIC_MESSAGES, messages_body
 
 CHAT_COMPLETIONS = "/v1/chat/completions"
+EMBEDDINGS = "/v1/embeddings"
+# The length of the fake embeddings: words hashed into this many buckets.
+EMBEDDING_DIMENSIONS = 64
 
 
 @dataclass
@@ -82,6 +87,15 @@ def chat_completion_body(text: str, request: Any, serial: int) -> dict[str, Any]
     }
 
 
+def word_vector(text: str) -> list[float]:
+    """A deterministic embedding: the text's lowercased words counted into hashed buckets, so
+    the same words give similarity 1 and texts sharing no word 0."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[zlib.crc32(word.encode()) % EMBEDDING_DIMENSIONS] += 1.0
+    return vector
+
+
 class FakeModelServer:
     """A ThreadingHTTPServer on 127.0.0.1 and a free port; start it with ``with`` or
     ``start()``/``stop()``."""
@@ -97,6 +111,10 @@ class FakeModelServer:
         self.client_hung_up = threading.Event()
         self.add_route(CHAT_COMPLETIONS, chat_completion_body)
         self.add_route(ANTHROPIC_MESSAGES, messages_body)
+        # Embeddings answer without a script: each text's scripted vector (``embed_as``), else
+        # its word_vector. A reply scripted for the route (an error, say) goes first.
+        self.vectors: dict[str, list[float]] = {}
+        self.add_route(EMBEDDINGS, chat_completion_body)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -124,6 +142,26 @@ class FakeModelServer:
             if route not in self._formatters:
                 raise KeyError(f"the fake server has no route {route}; add it with add_route()")
             self._scripts[route].extend(replies)
+
+    def embed_as(self, text: str, vector: list[float]) -> None:
+        """Answer embedding requests for ``text`` with ``vector``."""
+        with self._lock:
+            self.vectors[text] = list(vector)
+
+    def embeddings_body(self, request: Any) -> dict[str, Any]:
+        """OpenAI's embeddings response for the request's ``input`` (a text or a list)."""
+        texts = request.get("input") if isinstance(request, dict) else None
+        texts = [texts] if isinstance(texts, str) else list(texts or [])
+        with self._lock:
+            vectors = [self.vectors.get(str(t)) or word_vector(str(t)) for t in texts]
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)
+            ],
+            "model": request.get("model") if isinstance(request, dict) else "fake-embedding",
+            "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+        }
 
     def unused_replies(self, route: str = CHAT_COMPLETIONS) -> int:
         with self._lock:
@@ -169,6 +207,8 @@ class FakeModelServer:
                 )
             queue = self._scripts[request.path]
             scripted = queue.popleft() if queue else None
+        if scripted is None and request.path == EMBEDDINGS:
+            return Reply(body=self.embeddings_body(request.body)), formatter, serial
         if scripted is None:
             return (
                 Reply(status=500, body={"error": {"message": "script exhausted"}}),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import proctor_env, run_proctor
+from e2e.running import Backend
 from fakes.openai_server import FakeModelServer, fake_model_server_fixture  # noqa: F401
 
 from evals_app.loading import load_file
@@ -70,3 +71,22 @@ def proctor(tmp_path: Path) -> Proctor:
     ):
         env.pop(name, None)
     return Proctor(work, env)
+
+
+def import_and_run(
+    proctor: Proctor, server: FakeModelServer, *, config: str = "promptfooconfig.yaml"
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """`proctor import promptfoo CONFIG`, then `proctor eval --json` on the file it wrote with
+    ``server`` as the project's model endpoint: (the import's run, the eval's report)."""
+    imported = proctor("import", "promptfoo", config)
+    assert imported.returncode == 0, imported.stderr
+    backend = Backend(
+        "sqlite",
+        proctor_env(
+            proctor.cwd.parent / "eval-home",
+            PROCTOR_LLM_BASE_URL=server.url,
+            PROCTOR_LLM_MODEL="fake-persona",
+        ),
+    )
+    written = config.removesuffix(".yaml").removesuffix(".yml").removesuffix(".json")
+    return imported, backend.eval_json(proctor.cwd, f"{written}.eval.py")

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from importers.conftest import Proctor, load_valid_suites, ruff_problems
-from proctor.assertions import Assertion
+from proctor.assertions import Assertion, assertion
 from proctor.conversations import SimulatedUser
 from runner.importers import ImportFailed
 from runner.importers.promptfoo import translate_config
@@ -172,6 +172,7 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
             weight=2,
             metric="disposition-outcome",
         ),
+        assertion("javascript", "output.length > 10"),
     ]
     assert interested.threshold == 0.6
 
@@ -195,12 +196,14 @@ def test_it_translates_a_simulated_user_config_with_weights_metrics_and_threshol
         ("assistant", RECORDED_CALL[1]["content"]),
     )
     assert reschedule.user.first_message is None
-    assert list(reschedule.checks) == SHARED
+    # Its options.transform applies to every assertion it runs, defaultTest's included.
+    assert list(reschedule.checks) == [
+        assertion(a.type, a.value, weight=a.weight, metric=a.metric, transform="output.trim()")
+        for a in SHARED
+    ]
 
     assert result.untranslated == [
         "custom provider file://providers/eqho-agent.js:eqho:gpt-4.1 (no Proctor harness for it)",
-        "test 'Reschedule': options.transform",
-        "test 'Interested lead': assertion javascript (write it as a Python function: assertion('python', fn))",
     ]
     assert ruff_problems(output) == ""
 
@@ -264,8 +267,6 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
         "provider openai:chat:gpt-4.1-mini: config.apiKey (a key is not copied into an eval file; "
         "set api_key='$VARIABLE' naming the worker's variable)",
         "custom provider file://providers/custom.js (no Proctor harness for it)",
-        "test 'Order status': assertion similar",
-        "test 'Order status': assertion icontains: transform",
         "test 'Order status': assertion assert-set",
     ]
     source = output.read_text()
@@ -278,7 +279,8 @@ def test_it_names_each_thing_it_cannot_translate(tmp_path: Path) -> None:
         Assertion("contains", "Order 42"),
         Assertion("not-contains", "[object Object]"),
         Assertion("not-regex", "(?i)error"),
-        Assertion("icontains", "ship"),
+        Assertion("similar", "It ships tomorrow."),
+        assertion("icontains", "ship", transform="output.toLowerCase()"),
     ]
     (tool,) = suite.variants[0].options["tools"]
     assert (tool.name, tool.description, tool.stub) == ("lookup", "Look an order up.", None)
@@ -412,12 +414,9 @@ def test_it_reads_prompts_tests_and_messages_from_files(tmp_path: Path) -> None:
         Assertion("icontains", "4"),
         Assertion("llm-rubric", "Gives, only, the number"),
     ]
-    # Nothing translated for this one: it checks only that the agent answered.
-    assert [check.__name__ for check in capital.checks] == ["answered"]
-    assert result.untranslated == [
-        "test 'Capital': assertion javascript (write it as a Python function: assertion('python', fn))",
-        "test 'Capital': no assertion translated; it checks only that the agent answers",
-    ]
+    # promptfoo's short form of a JavaScript assertion runs as JavaScript.
+    assert list(capital.checks) == [assertion("javascript", 'output.includes("Paris")')]
+    assert result.untranslated == []
 
 
 def test_text_from_the_config_never_becomes_code(tmp_path: Path) -> None:
@@ -486,10 +485,8 @@ def test_the_command_writes_the_eval_file_and_lists_what_it_left_out(
     written = proctor.cwd / "promptfooconfig.eval.py"
     assert run.stdout.splitlines() == [
         "Wrote promptfooconfig.eval.py: suite acme-sales-agent, 3 cases.",
-        "Not translated (3; also listed at the top of the file):",
+        "Not translated (1; also listed at the top of the file):",
         "  - custom provider file://providers/eqho-agent.js:eqho:gpt-4.1 (no Proctor harness for it)",
-        "  - test 'Reschedule': options.transform",
-        "  - test 'Interested lead': assertion javascript (write it as a Python function: assertion('python', fn))",
         "Run it with: proctor eval promptfooconfig.eval.py",
     ]
     assert load_valid_suites(written)["acme-sales-agent"].cases[0].threshold == 0.6

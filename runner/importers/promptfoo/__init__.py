@@ -44,7 +44,14 @@ from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
 from runner.importers.nunjucks import as_text, fill_variables, unsupported_expressions
-from runner.importers.promptfoo.assertions import assertions_from_short_form, translate_assertions
+from runner.importers.promptfoo.assertions import (
+    TestOptions,
+    assertions_from_short_form,
+    derived_metric_assertions,
+    read_options,
+    scoring_function_assertion,
+    translate_assertions,
+)
 from runner.importers.promptfoo.files import (
     STRUCTURED_SUFFIXES,
     ConfigFiles,
@@ -71,11 +78,19 @@ TOP_LEVEL_READ = {
     "targets",
     "tests",
     "defaultTest",
+    "derivedMetrics",
     "$schema",
 }
-TEST_READ = {"description", "vars", "assert", "threshold", "provider", "options", "metadata"}
-# A test's options that carry over: text around the prompt (the prompt is then rendered per test).
-OPTIONS_READ = {"prefix", "suffix"}
+TEST_READ = {
+    "description",
+    "vars",
+    "assert",
+    "threshold",
+    "provider",
+    "options",
+    "metadata",
+    "assertScoringFunction",
+}
 METADATA_COLUMN = "__metadata:"
 # The longest tag a case may hold (proctor.rules).
 MAX_TAG_CHARS = 50
@@ -107,9 +122,8 @@ class _Test:
     threshold: Any
     simulated: Mapping[str, Any] | None
     metadata: Any = None
-    # promptfoo's options.prefix and options.suffix: text put around the rendered prompt.
-    prefix: str = ""
-    suffix: str = ""
+    options: TestOptions = field(default_factory=TestOptions)
+    scoring: Any = None  # assertScoringFunction, the test's or defaultTest's
 
 
 @dataclass
@@ -120,6 +134,8 @@ class _Translator:
     untranslated: list[str] = field(default_factory=list)
     handles: UniqueHandles = field(default_factory=UniqueHandles)
     needs_answered: bool = False
+    default_options: TestOptions = field(default_factory=TestOptions)
+    derived: list[Call] = field(default_factory=list)
 
     def skip(self, item: str) -> None:
         if item not in self.untranslated:
@@ -141,13 +157,18 @@ def translate_config(
         config.get("providers", config.get("targets")), t.files, t.skip, eval_dir=t.output_dir
     )
     default = _default_test(t)
+    t.derived = derived_metric_assertions(config.get("derivedMetrics"), t.skip)
     tests = _tests(t, default, provider_simulated)
-    if any(test.prefix or test.suffix for test in tests):
+    if any(test.options.prefix or test.options.suffix for test in tests):
         render_per_test(prompts)
     if not tests:
         raise ImportFailed(f"{config_path} has no tests to import; add at least one under tests.")
     module = Module(header=[f"Imported from {config_path.name} by `proctor import promptfoo`."])
-    shared = _shared_default_assertions(t, default, module)
+    shared = (
+        _shared_default_assertions(t, default, module)
+        if all(test.options == t.default_options for test in tests)
+        else None
+    )
     single = [test for test in tests if test.simulated is None]
     simulated = [test for test in tests if test.simulated is not None]
     prompt = prompts[0] if prompts else None
@@ -228,8 +249,9 @@ def _default_test(t: _Translator) -> Mapping[str, Any]:
         return {}
     for key in sorted(set(default) - TEST_READ):
         t.skip(f"defaultTest: {key}")
-    for key in sorted(set(default.get("options") or {}) - OPTIONS_READ):
-        t.skip(f"defaultTest: options.{key}")
+    t.default_options = read_options(
+        default.get("options"), "defaultTest", t.files, t.skip, TestOptions()
+    )
     return default
 
 
@@ -303,9 +325,7 @@ def _tests(
         where = f"test {description!r}" if isinstance(description, str) else f"test #{position}"
         for key in sorted(set(raw) - TEST_READ):
             t.skip(f"{where}: {key}")
-        for key in sorted(set(raw.get("options") or {}) - OPTIONS_READ):
-            t.skip(f"{where}: options.{key}")
-        around = {**(default.get("options") or {}), **(raw.get("options") or {})}
+        options = read_options(raw.get("options"), where, t.files, t.skip, t.default_options)
         own_vars = raw.get("vars") or {}
         if is_reference(own_vars):
             own_vars = t.files.structured(f"{where}: vars", own_vars)
@@ -331,8 +351,8 @@ def _tests(
                     threshold,
                     simulated,
                     _merged_metadata(default.get("metadata"), raw.get("metadata")),
-                    as_text(around.get("prefix")),
-                    as_text(around.get("suffix")),
+                    options,
+                    raw.get("assertScoringFunction", default.get("assertScoringFunction")),
                 )
             )
     return tests
@@ -400,7 +420,12 @@ def _shared_default_assertions(
     if not entries or "{{" in json.dumps(entries, default=str):
         return None
     translated = translate_assertions(
-        entries, where="defaultTest", variables=default.get("vars") or {}, files=t.files
+        entries,
+        where="defaultTest",
+        variables=default.get("vars") or {},
+        files=t.files,
+        options=t.default_options,
+        output_dir=t.output_dir,
     )
     for item in translated.untranslated:
         t.skip(item)
@@ -427,16 +452,31 @@ def _case(
     elif test.asserts is not None:
         t.skip(f"{test.where}: assert (not a list of assertions)")
     translated = translate_assertions(
-        entries, where=test.where, variables=test.variables, files=t.files
+        entries,
+        where=test.where,
+        variables=test.variables,
+        files=t.files,
+        options=test.options,
+        output_dir=t.output_dir,
     )
     for item in translated.untranslated:
         t.skip(item)
     validate: list[Any] = [Spread(shared)] if shared is not None else []
     validate += translated.assertions
+    if entries and not validate:
+        # Running it would check only that the agent answers: not what the test asks.
+        raise ImportFailed(
+            f"{t.files.config_path}: {test.where}: none of its assertions can be translated "
+            f"({'; '.join(item.removeprefix(test.where + ': ') for item in translated.untranslated)})"
+        )
     if not validate:
         t.needs_answered = True
         t.skip(f"{test.where}: no assertion translated; it checks only that the agent answers")
         validate = [Name("answered")]
+    validate += t.derived
+    scoring = scoring_function_assertion(test.scoring, test.where, t.files, t.output_dir, t.skip)
+    if scoring is not None:
+        validate.append(scoring)
     threshold = test.threshold
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, int | float)
@@ -450,7 +490,9 @@ def _case(
     rendered = {
         k: v
         for p in prompts
-        for k, v in p.variables(test.variables, prefix=test.prefix, suffix=test.suffix).items()
+        for k, v in p.variables(
+            test.variables, prefix=test.options.prefix, suffix=test.options.suffix
+        ).items()
     }
     if test.simulated is not None:
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
