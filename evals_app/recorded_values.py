@@ -252,7 +252,7 @@ def _rebuilt_check(
             weight=spec.get("weight", 1.0),
             metric=spec.get("metric"),
             name=spec["name"],
-            **rebuilt_extras(spec),
+            **rebuilt_extras(spec, lambda location: project_paths.resolved(location, project)),
         )
         return ResolvedCheck(assertion, spec, _source_ref(spec) if python else {})
     return ResolvedCheck(callables[f"check {index}"], spec, _source_ref(spec))

@@ -143,7 +143,7 @@ def _resolved_check(check: Any, root: Path, sources: _CapturedSources) -> Resolv
     if isinstance(check, Command):
         return ResolvedCheck(check, _command_definition(check, root))
     if isinstance(check, Assertion):
-        return _resolved_assertion(check, sources)
+        return _resolved_assertion(check, root, sources)
     if isinstance(check, Judge):
         return ResolvedCheck(check, _judge_definition(check))
     ref = sources.reference(check)
@@ -163,7 +163,7 @@ def _command_definition(check: Command, root: Path) -> dict[str, Any]:
     }
 
 
-def _resolved_assertion(check: Assertion, sources: _CapturedSources) -> ResolvedCheck:
+def _resolved_assertion(check: Assertion, root: Path, sources: _CapturedSources) -> ResolvedCheck:
     spec: dict[str, Any] = {
         "kind": "assertion",
         "name": check.label,
@@ -172,7 +172,7 @@ def _resolved_assertion(check: Assertion, sources: _CapturedSources) -> Resolved
         "metric": check.metric,
     }
     # promptfoo's extras only when set, so an assertion without them keeps its definition hash.
-    spec.update(assertion_extras(check))
+    spec.update(assertion_extras(check, lambda location: project_paths.recorded(location, root)))
     if check.type == "python" and callable(check.value):
         ref = sources.reference(check.value)
         spec.update(

@@ -7,6 +7,7 @@ recorded and charted, never deciding.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,27 +171,47 @@ def assertion(
 PythonAssertion = Callable[..., Any]
 
 
-def assertion_extras(item: Assertion) -> dict[str, Any]:
+def assertion_extras(
+    item: Assertion, place: Callable[[str], str] = lambda location: location
+) -> dict[str, Any]:
     """How a case version records an assertion's threshold, transforms, code and grader:
-    only those set, so one without them keeps its definition (and its hash)."""
+    only those set, so one without them keeps its definition (and its hash). ``place`` writes
+    a code file's location as the record keeps it (by its place in the project)."""
     extras: dict[str, Any] = {}
     if item.threshold is not None:
         extras["threshold"] = item.threshold
     if item.transform:
-        extras["transform"] = [t.as_record() for t in item.transform]
+        extras["transform"] = [_script_record(t, place) for t in item.transform]
     if item.script is not None:
-        extras["script"] = item.script.as_record()
+        extras["script"] = _script_record(item.script, place)
     if item.grader is not None:
         extras["grader"] = item.grader
     return extras
 
 
-def rebuilt_extras(spec: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of Assertion that ``assertion_extras`` recorded."""
+def rebuilt_extras(
+    spec: dict[str, Any], place: Callable[[str], str] = lambda location: location
+) -> dict[str, Any]:
+    """The keyword arguments of Assertion that ``assertion_extras`` recorded; ``place`` finds a
+    code file's recorded location where the trial runs."""
     script_record = spec.get("script")
     return {
         "threshold": spec.get("threshold"),
-        "transform": tuple(Script.from_record(t) for t in spec.get("transform") or ()),
-        "script": Script.from_record(script_record) if script_record else None,
+        "transform": tuple(_rebuilt_script(t, place) for t in spec.get("transform") or ()),
+        "script": _rebuilt_script(script_record, place) if script_record else None,
         "grader": spec.get("grader"),
     }
+
+
+def _script_record(code: Script, place: Callable[[str], str]) -> dict[str, Any]:
+    record = code.as_record()
+    if code.location is not None:
+        record["location"] = place(code.location)
+    return record
+
+
+def _rebuilt_script(record: dict[str, Any], place: Callable[[str], str]) -> Script:
+    code = Script.from_record(record)
+    if code.location is None:
+        return code
+    return dataclasses.replace(code, location=place(code.location))

@@ -2,11 +2,14 @@
 function body inline, or ``file://path.js[:function]`` / ``file://path.py[:function]``.
 
 A file is read when the eval is defined, relative to the eval file, and its text travels with
-the definition: the trial page shows the code that graded, and a worker needs no copy of it.
+the definition: the trial page shows the code that graded. It runs as the file it came from
+(its ``__file__``, its folder's modules, ``require('./helper')``), found through ``location`` in
+the project's copy where the trial runs, as an eval file's own paths are.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,9 @@ class Script:
     # the exported function in JavaScript); always None inline.
     function: str | None = None
     path: str | None = None  # the file as written, relative to the eval file; None inline
+    # Where the file sat when it was read (absolute; recorded by its place in the project), so
+    # it runs among its own folder's files; None inline.
+    location: str | None = None
 
     @property
     def inline(self) -> bool:
@@ -40,12 +46,15 @@ class Script:
         return f"{FILE_PREFIX}{self.path}" + (f":{self.function}" if self.function else "")
 
     def as_record(self) -> dict[str, Any]:
-        return {
+        record = {
             "language": self.language,
             "text": self.text,
             "function": self.function,
             "path": self.path,
         }
+        if self.location is not None:
+            record["location"] = self.location
+        return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> Script:
@@ -54,6 +63,7 @@ class Script:
             text=record["text"],
             function=record.get("function"),
             path=record.get("path"),
+            location=record.get("location"),
         )
 
 
@@ -81,7 +91,9 @@ def script(code: str, *, language: str | None, folder: Path) -> Script:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise DefinitionError(f"{code}: cannot read {path} ({exc.strerror or exc})") from None
-    return Script(language=found, text=text, function=function, path=written)
+    return Script(
+        language=found, text=text, function=function, path=written, location=os.path.abspath(path)
+    )
 
 
 def split_reference(code: str) -> tuple[str, str | None]:

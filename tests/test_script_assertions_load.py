@@ -34,8 +34,10 @@ def test_a_python_eval_files_script_is_read_beside_it(tmp_path: Path, monkeypatc
 
     check = only_check(tmp_path / "evals" / "tone.eval.py")
 
-    assert check.script == Script("javascript", CHECKS_JS, "polite", "checks/tone.js")
-    assert check.transform == (Script("javascript", CHECKS_JS, None, "checks/tone.js"),)
+    # Where it was read is kept too: it runs among its own folder's files.
+    where = str(tmp_path / "evals" / "checks" / "tone.js")
+    assert check.script == Script("javascript", CHECKS_JS, "polite", "checks/tone.js", where)
+    assert check.transform == (Script("javascript", CHECKS_JS, None, "checks/tone.js", where),)
     assert check.label == "javascript: file://checks/tone.js:polite"
 
 

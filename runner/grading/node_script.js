@@ -1,14 +1,18 @@
 // Runs one piece of an eval's JavaScript the way promptfoo runs it, for runner/grading/scripts.py.
 //
-// Reads a JSON request on stdin: {code, inline, function, filename, args, workdir, resultPath}.
+// Reads a JSON request on stdin:
+// {code, inline, function, filename, location, args, workdir, resultPath}.
 // Inline code is a function body over (output, context): one line is an expression (or
-// declarations ending in one), several lines are a body with its own return. A file's text is
-// written under workdir with its own name and loaded as a module; its named function, else the
-// module's exported function, is called. The value (awaited) is written as JSON to resultPath;
-// what the code prints goes to stdout and stderr as usual.
+// declarations ending in one), several lines are a body with its own return. A file's captured
+// text is loaded as a module as if from its own place (``location``, when the file is still
+// there), so its require('./helper') and __dirname work; an ES module is imported from its
+// place when unchanged, else from a copy under workdir. Its named function, else the module's
+// exported function, is called. The value (awaited) is written as JSON to resultPath; what the
+// code prints goes to stdout and stderr as usual.
 'use strict';
 
 const fs = require('fs');
+const Module = require('module');
 const path = require('path');
 const { pathToFileURL } = require('url');
 
@@ -33,20 +37,38 @@ function inlineFunction(code) {
   return new Function('output', 'context', `return ${line}`);
 }
 
+function commonJs(code, filename) {
+  const loaded = new Module(filename, null);
+  loaded.filename = filename;
+  loaded.paths = Module._nodeModulePaths(path.dirname(filename));
+  loaded._compile(code, filename);
+  return loaded.exports;
+}
+
+function unchangedAt(location, code) {
+  try {
+    return fs.readFileSync(location, 'utf8') === code;
+  } catch (err) {
+    return false;
+  }
+}
+
 async function loadModule(request) {
-  const file = path.join(request.workdir, path.basename(request.filename));
-  fs.writeFileSync(file, request.code);
-  if (!file.endsWith('.mjs')) {
+  const place = request.location || path.join(request.workdir, path.basename(request.filename));
+  if (!place.endsWith('.mjs')) {
     try {
-      return require(file);
+      return commonJs(request.code, place);
     } catch (err) {
       const esm = err && (err.code === 'ERR_REQUIRE_ESM' || /\b(export|import)\b/.test(String(err.message)));
       if (!esm) throw err;
     }
   }
-  const asModule = file.endsWith('.mjs') ? file : file.replace(/\.[^.]+$/, '') + '.mjs';
-  if (asModule !== file) fs.copyFileSync(file, asModule);
-  return import(pathToFileURL(asModule).href);
+  if (request.location && request.location.endsWith('.mjs') && unchangedAt(request.location, request.code)) {
+    return import(pathToFileURL(request.location).href);
+  }
+  const copy = path.join(request.workdir, path.basename(request.filename).replace(/\.[^.]+$/, '') + '.mjs');
+  fs.writeFileSync(copy, request.code);
+  return import(pathToFileURL(copy).href);
 }
 
 function chosenFunction(loaded, name, filename) {

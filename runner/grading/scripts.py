@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 import types
@@ -67,6 +68,8 @@ def _run_node(code: Script, args: list[Any], *, limit_s: float) -> tuple[Any, st
             "inline": code.inline,
             "function": code.function,
             "filename": Path(code.path).name if code.path else "inline.js",
+            # Where the file sits, so it loads as itself: require('./x') and __dirname.
+            "location": _file_in_place(code),
             "args": args,
             "workdir": workdir,
             "resultPath": str(result_path),
@@ -95,6 +98,14 @@ def _run_node(code: Script, args: list[Any], *, limit_s: float) -> tuple[Any, st
     if not result["ok"]:
         raise ScriptFailed(f"the JavaScript threw: {_first_lines(result['error'])}", printed)
     return (result["value"] if result["defined"] else None), printed
+
+
+def _file_in_place(code: Script) -> str | None:
+    """The file a script came from, where this trial runs, when it is still there; the code
+    run is always the text captured when the eval loaded (the trial page shows it)."""
+    if code.location is None or not os.path.isfile(code.location):
+        return None
+    return code.location
 
 
 def _text(value: Any) -> str:
@@ -130,9 +141,14 @@ def _python_function(code: Script, purpose: str) -> Any:
         namespace: dict[str, Any] = {"json": json}
         exec(compile(f"def main(output, context):\n{body}\n", "<inline python>", "exec"), namespace)
         return namespace["main"]
+    filename = _file_in_place(code) or code.path or "<python file>"
     module = types.ModuleType(Path(code.path or "check.py").stem)
-    module.__file__ = code.path
-    exec(compile(code.text, code.path or "<python file>", "exec"), module.__dict__)
+    module.__file__ = filename
+    if filename != code.path:
+        # As when Python runs the file: its folder's modules import. Only the forked child that
+        # grades sees this.
+        sys.path.insert(0, str(Path(filename).parent))
+    exec(compile(code.text, filename, "exec"), module.__dict__)
     name = code.function or DEFAULT_PYTHON_FUNCTION.get(purpose, "get_assert")
     function = module.__dict__.get(name)
     if not callable(function):

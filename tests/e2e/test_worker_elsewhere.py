@@ -203,3 +203,83 @@ def test_a_worker_elsewhere_runs_a_batch_whose_eval_folder_is_gone(
     assert (unpacked[0] / "agent" / "write.sh").is_file()
     assert not (tmp_path / "submitter-home" / "cache" / "bundles").exists()
     assert list(third_folder.iterdir()) == []
+
+
+# promptfoo-style code files that lean on their own folder: a sibling module, a data file
+# beside them found through __file__ / __dirname.
+SCRIPTS_EVAL = """
+from pathlib import Path
+
+from proctor import assertion, case, profile, suite, variant
+
+HERE = Path(__file__).resolve().parent
+
+scripts = suite(
+    "scripts",
+    prompt="Write the answer",
+    cases=[
+        case(
+            "files",
+            validate=[
+                assertion("python", "file://checks/grade.py"),
+                assertion("javascript", "file://checks/grade.js"),
+                assertion("contains", "6", transform="file://checks/shout.js"),
+            ],
+        )
+    ],
+    variants=[variant("command", profile=profile("writer", run=f"bash {HERE.parent / 'agent' / 'write.sh'}"))],
+)
+"""
+
+CHECK_FILES = {
+    "helper.py": "def expected():\n    return '6'\n",
+    "expected.txt": "Wrote 6.\n",
+    "grade.py": (
+        "from pathlib import Path\n"
+        "from helper import expected\n\n"
+        "def get_assert(output, context):\n"
+        "    want = (Path(__file__).parent / 'expected.txt').read_text().strip()\n"
+        "    return output.strip() == want and expected() in output\n"
+    ),
+    "util.js": "module.exports = { digit: '6' };\n",
+    "grade.js": (
+        "const fs = require('fs');\n"
+        "const path = require('path');\n"
+        "const { digit } = require('./util');\n"
+        "module.exports = (output) => output.trim() === "
+        "fs.readFileSync(path.join(__dirname, 'expected.txt'), 'utf8').trim() && output.includes(digit);\n"
+    ),
+    "shout.js": "const { digit } = require('./util');\nmodule.exports = (output) => output.toUpperCase() + digit;\n",
+}
+
+
+def test_code_files_of_assertions_run_among_their_own_files_on_a_worker_elsewhere(
+    tmp_path: Path, shared: dict[str, str], worker: Worker
+):
+    project = write_project(tmp_path / "project")
+    for name in list((project / "evals").glob("*.eval.py")):
+        name.unlink()
+    write_eval(project / "evals", "scripts.eval.py", SCRIPTS_EVAL)
+    checks = project / "evals" / "checks"
+    checks.mkdir()
+    for name, text in CHECK_FILES.items():
+        (checks / name).write_text(text)
+    submitter = Backend("postgres", proctor_env(tmp_path / "submitter-home", **shared))
+
+    submitted = submitter.eval(tmp_path, "--no-wait", "--json", str(project / "evals"))
+    assert submitted.returncode == 0, submitted.stderr
+    queued = json.loads(submitted.stdout)
+    # Moved away: the worker finds the files in the batch's bundle, not where they were.
+    project.rename(tmp_path / "moved")
+    worker.start()
+
+    statuses = final_statuses(submitter, queued["batch"])
+
+    checks_run = submitter.rows(
+        "SELECT k.name, k.passed, k.message FROM evals_app_check k "
+        "JOIN evals_app_trial t ON k.trial_id = t.id JOIN evals_app_run r ON t.run_id = r.id "
+        "WHERE r.batch_id = ? ORDER BY k.name",
+        queued["batch"],
+    )
+    assert statuses == {"files": ["passed"]}, (checks_run, worker.log.read_text()[-5000:])
+    assert len(checks_run) == 3 and all(passed for _, passed, _ in checks_run), checks_run
