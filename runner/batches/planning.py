@@ -25,7 +25,7 @@ from runner.batches.variant_options import variant_option_problems
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.jobs import eval_code
 from runner.llm import resolve_config
-from runner.sandboxes import SANDBOX_KINDS
+from runner.sandboxes import BROKEN_PLUGINS, SANDBOX_KINDS
 from runner.trial.spec import RunCode
 
 
@@ -68,7 +68,11 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
     for path, suite in loaded:
         problems.extend(
             suite_problems(
-                suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOX_KINDS
+                suite,
+                display_path(path),
+                known_harnesses=HARNESSES,
+                # A plug-in that failed to load is named by its own line, not as unknown.
+                known_sandboxes=[*SANDBOX_KINDS, *BROKEN_PLUGINS],
             )
         )
         problems.extend(capability_problems(suite, display_path(path)))
@@ -85,6 +89,27 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
     return loaded
 
 
+def sandbox_problems(suite: Suite, variant: Variant, cases: list[Case]) -> list[str]:
+    """A variant's sandbox that is a plug-in which failed to load, or that cannot reach the
+    mocks the suite or a case starts on the worker."""
+    if not isinstance(variant.sandbox, str):
+        return []
+    if variant.sandbox in BROKEN_PLUGINS:
+        return [f"variant {variant.name}: {BROKEN_PLUGINS[variant.sandbox]}"]
+    kind = SANDBOX_KINDS.get(variant.sandbox)
+    if kind is None or kind.reaches_host_mocks:
+        return []
+    with_mocks = [str(case.id) for case in cases if case.mocks]
+    if not suite.mocks and not with_mocks:
+        return []
+    where = "the suite" if suite.mocks else f"case {with_mocks[0]}"
+    return [
+        f"variant {variant.name}: {where} has mocks, which run on the worker, and the "
+        f"{variant.sandbox} sandbox runs elsewhere and cannot reach them; use a sandbox on the "
+        "worker (local, bwrap, docker) for cases with mocks"
+    ]
+
+
 def capability_problems(suite: Suite, file: str) -> list[Problem]:
     """Conversation and plan-mode cases on harnesses that cannot run them, found before any
     sandbox is built."""
@@ -94,6 +119,10 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
     for variant in suite.variants:
         if not isinstance(variant, Variant) or not isinstance(variant.harness, str):
             continue
+        problems.extend(
+            Problem(file=file, suite=suite.id, message=m)
+            for m in sandbox_problems(suite, variant, cases)
+        )
         harness = HARNESSES.get(variant.harness)
         if harness is None:
             continue

@@ -1,4 +1,6 @@
-"""Sandboxes by name. A new kind is one module and one line here."""
+"""Sandboxes by name: the built-in kinds (a new one is one module and one line here), then
+those other packages install through the ``proctor.sandboxes`` entry point group
+(``runner.sandboxes.registry``, docs/sandboxes.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from runner.sandboxes.base import PathEscapesWorkspace, ProcessResult, Sandbox, 
 from runner.sandboxes.bwrap import BwrapSandbox
 from runner.sandboxes.docker import DockerSandbox
 from runner.sandboxes.local import LocalSandbox
+from runner.sandboxes.registry import plugin_kinds
 from runner.sandboxes.task_container import TaskSandbox
 
 # The kinds by name: what each declares (the options it reads) is read before any is built,
@@ -19,6 +22,11 @@ SANDBOX_KINDS: dict[str, type[Sandbox]] = {
     "bwrap": BwrapSandbox,
     "docker": DockerSandbox,
 }
+BUILT_IN_KINDS = frozenset(SANDBOX_KINDS)
+# Read once per process, after the names above exist: a plug-in's module may import this
+# package for the interface.
+_plugins, BROKEN_PLUGINS = plugin_kinds(SANDBOX_KINDS)
+SANDBOX_KINDS.update(_plugins)
 
 
 def create_sandbox(variant: Variant, task: Task | None = None, log: Any = None) -> Sandbox:
@@ -34,12 +42,16 @@ def create_sandbox(variant: Variant, task: Task | None = None, log: Any = None) 
     try:
         kind = SANDBOX_KINDS[variant.sandbox]
     except KeyError:
+        if variant.sandbox in BROKEN_PLUGINS:
+            raise SandboxError(BROKEN_PLUGINS[variant.sandbox]) from None
         known = ", ".join(sorted(SANDBOX_KINDS))
         raise SandboxError(f"unknown sandbox {variant.sandbox!r} (known: {known})") from None
     return kind.for_variant(variant)
 
 
 __all__ = [
+    "BROKEN_PLUGINS",
+    "BUILT_IN_KINDS",
     "SANDBOX_KINDS",
     "PathEscapesWorkspace",
     "ProcessResult",
