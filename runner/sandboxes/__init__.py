@@ -11,6 +11,7 @@ from proctor.tasks import Task
 from runner.sandboxes.base import PathEscapesWorkspace, ProcessResult, Sandbox, SandboxError
 from runner.sandboxes.bwrap import BwrapSandbox
 from runner.sandboxes.docker import DockerSandbox
+from runner.sandboxes.e2b_remote import E2BSandbox
 from runner.sandboxes.local import LocalSandbox
 from runner.sandboxes.registry import plugin_kinds
 from runner.sandboxes.task_container import TaskSandbox
@@ -21,6 +22,7 @@ SANDBOX_KINDS: dict[str, type[Sandbox]] = {
     "local": LocalSandbox,
     "bwrap": BwrapSandbox,
     "docker": DockerSandbox,
+    "e2b": E2BSandbox,
 }
 BUILT_IN_KINDS = frozenset(SANDBOX_KINDS)
 # Read once per process, after the names above exist: a plug-in's module may import this
