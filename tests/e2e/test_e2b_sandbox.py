@@ -21,9 +21,10 @@ from e2e.running import AGENTS, Backend, only_run, write_eval
 REMOTE_EVAL = f"""
 from proctor import case, command, profile, suite, variant
 
+AGENTS = {str(AGENTS)!r}
 remote = variant("command", name="remote", sandbox="e2b", template="{{template}}",
-                 profile=profile("echo", dir={str(AGENTS)!r},
-                                 run='bash "$PROCTOR_PROFILE_DIR/echo_agent.sh"'))
+                 profile=profile("agents", dir=AGENTS,
+                                 run='bash "$PROCTOR_PROFILE_DIR/${{{{SPHYNX_PROMPT%% *}}}}"'))
 
 
 def total_is_six(ctx):
@@ -31,9 +32,12 @@ def total_is_six(ctx):
     return {{{{"passed": "total = 6" in text, "message": text.strip()}}}}
 
 
-s = suite("remote", prompt="fix the total", variants=[remote],
-          cases=[case("fix", validate=total_is_six),
-                 case("fix-checked", validate=command("grep -q 'total = 6' total.ts"))])
+s = suite("remote", prompt="{{{{{{{{agent}}}}}}}} go", variants=[remote],
+          cases=[case("fix", variables={{{{"agent": "echo_agent.sh"}}}}, validate=total_is_six),
+                 case("fix-checked", variables={{{{"agent": "echo_agent.sh"}}}},
+                      validate=command("grep -q 'total = 6' total.ts")),
+                 case("traced", variables={{{{"agent": "traced.sh"}}}},
+                      validate=command("test -f nested/file.txt"))])
 """
 
 
@@ -64,6 +68,14 @@ def test_a_command_agent_runs_in_a_remote_sandbox_and_its_checks_read_its_files(
     (trial_id,) = sqlite_backend.trial_ids(report["batch"], "fix")
     kinds = [kind for kind, _ in sqlite_backend.events(trial_id) if kind != "Log"]
     assert kinds[:3] == ["Started", "Message", "Command"], kinds
+    # The shell recorder ran in the remote sandbox: commands the agent never printed are there.
+    (traced_id,) = sqlite_backend.trial_ids(report["batch"], "traced")
+    traced = {
+        data["command"]
+        for kind, data in sqlite_backend.events(traced_id)
+        if kind == "Command" and data.get("origin") == "trace"
+    }
+    assert {"ls > /dev/null", "mkdir -p nested"} <= traced, traced
     # The file the agent wrote remotely came back for the diff.
     (diff,) = sqlite_backend.rows(
         "SELECT count(*) FROM evals_app_event WHERE trial_id = ? AND data LIKE '%total.ts%'",
@@ -71,7 +83,7 @@ def test_a_command_agent_runs_in_a_remote_sandbox_and_its_checks_read_its_files(
     )[0]
     assert diff >= 1
     # One sandbox, from the template, killed at the trial's end, recorded with the trial.
-    assert [body["templateID"] for body in fake_e2b.created] == ["proctor-base"] * 2
+    assert [body["templateID"] for body in fake_e2b.created] == ["proctor-base"] * 3
     assert fake_e2b.running() == []
     (recorded,) = sqlite_backend.rows(
         "SELECT remote_sandboxes FROM evals_app_trial WHERE id = ?", trial_id
