@@ -90,24 +90,26 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
 
 
 def sandbox_problems(suite: Suite, variant: Variant, cases: list[Case]) -> list[str]:
-    """A variant's sandbox that is a plug-in which failed to load, or that cannot reach the
-    mocks the suite or a case starts on the worker."""
+    """A variant's sandbox that is a plug-in which failed to load, that cannot run the variant
+    as it is written (its own ``variant_problems``), or that cannot reach the mocks the suite or
+    a case starts on the worker."""
     if not isinstance(variant.sandbox, str):
         return []
     if variant.sandbox in BROKEN_PLUGINS:
         return [f"variant {variant.name}: {BROKEN_PLUGINS[variant.sandbox]}"]
     kind = SANDBOX_KINDS.get(variant.sandbox)
-    if kind is None or kind.reaches_host_mocks:
+    if kind is None:
         return []
+    problems = kind.variant_problems(variant)
     with_mocks = [str(case.id) for case in cases if case.mocks]
-    if not suite.mocks and not with_mocks:
-        return []
-    where = "the suite" if suite.mocks else f"case {with_mocks[0]}"
-    return [
-        f"variant {variant.name}: {where} has mocks, which run on the worker, and the "
-        f"{variant.sandbox} sandbox runs elsewhere and cannot reach them; use a sandbox on the "
-        "worker (local, bwrap, docker) for cases with mocks"
-    ]
+    if not kind.reaches_host_mocks and (suite.mocks or with_mocks):
+        where = "the suite" if suite.mocks else f"case {with_mocks[0]}"
+        problems.append(
+            f"variant {variant.name}: {where} has mocks, which run on the worker, and the "
+            f"{variant.sandbox} sandbox runs elsewhere and cannot reach them; use a sandbox on "
+            "the worker (local, bwrap, docker) for cases with mocks"
+        )
+    return problems
 
 
 def capability_problems(suite: Suite, file: str) -> list[Problem]:

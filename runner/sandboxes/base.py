@@ -115,6 +115,13 @@ class Sandbox(abc.ABC):
         """A sandbox of this kind for a trial of ``variant`` (its network allowance, and the
         image and limits its options name)."""
 
+    @classmethod
+    def variant_problems(cls, variant: Variant) -> list[str]:
+        """What this kind cannot run ``variant`` with, one sentence each, found at load before
+        any sandbox is made (a required option missing, say). Options nothing reads and
+        limits it refuses are found for every kind by runner.batches.variant_options."""
+        return []
+
     host_home: Path
     # The trial's mocks once started (runner.mocks): their variables and shims go into every
     # process's environment; a sandbox with the network off bridges their ports in.

@@ -123,14 +123,20 @@ class E2BSandbox(Sandbox):
         self._lifetime_s = LIFETIME_MARGIN_S
 
     @classmethod
-    def for_variant(cls, variant: Variant) -> E2BSandbox:
+    def variant_problems(cls, variant: Variant) -> list[str]:
         template = variant.options.get("template")
-        if not isinstance(template, str) or not template:
-            raise SandboxError(
-                f"variant {variant.name}: the e2b sandbox needs template='...' (an E2B "
-                "template name or id)"
-            )
-        return cls(template, network=variant.network)
+        if isinstance(template, str) and template:
+            return []
+        return [
+            f"variant {variant.name}: the e2b sandbox needs template='...' (the name or id of "
+            f"an E2B template), got {template!r}"
+        ]
+
+    @classmethod
+    def for_variant(cls, variant: Variant) -> E2BSandbox:
+        for problem in cls.variant_problems(variant):
+            raise SandboxError(problem)
+        return cls(str(variant.options["template"]), network=variant.network)
 
     @staticmethod
     def _create(template: str, network: bool) -> RemoteSandbox:

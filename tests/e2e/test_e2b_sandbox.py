@@ -132,7 +132,9 @@ def test_limits_and_mocks_are_refused_at_load_saying_why(
                         cpus=2, profile=profile("p", run="true"))
         plain = variant("command", name="plain", sandbox="e2b", template="proctor-base",
                         profile=profile("p", run="true"))
-        s = suite("refused", prompt="go", variants=[sized, plain],
+        untemplated = variant("command", name="untemplated", sandbox="e2b",
+                              profile=profile("p", run="true"))
+        s = suite("refused", prompt="go", variants=[sized, plain, untemplated],
                   mocks=[mock.api("billing", routes={"GET /health": {"ok": True}})],
                   cases=[case("c", validate=command("true"))])
         """,
@@ -145,6 +147,7 @@ def test_limits_and_mocks_are_refused_at_load_saying_why(
     assert "variant plain: the suite has mocks, which run on the worker" in (
         result.stderr + result.stdout
     )
+    assert "variant untemplated: the e2b sandbox needs template='...'" in result.stderr
     assert "Traceback" not in result.stderr
     assert fake_e2b.created == []
 
