@@ -11,9 +11,10 @@ What a docker trial has that this kind does not: CPU and memory limits (E2B size
 template, so ``cpus=``/``memory=``/``pids=`` are refused at load), mocks (they run on the
 worker, which a remote sandbox cannot reach: a case with mocks is refused at load), the audit
 of writes outside the workspace (nothing the agent does can write on the worker; what it
-writes elsewhere in its own remote machine is not listed), and killing a timed-out step's
-children one by one (the step's process is killed; what it left running goes with the
-sandbox at the trial's end).
+writes elsewhere in its own remote machine is not listed), and Proctor's runner kit on
+``python3``'s path (install it in the template). A step's processes are one process group,
+killed when the step ends or times out; one that leaves it (``setsid``) lives until the
+sandbox is killed at the trial's end.
 
 The sandbox is killed when the trial ends, whatever happened; its id is recorded with the
 trial so the reaper kills it when the worker died (``Sandbox.kill_remote``). As a last guard it
@@ -102,6 +103,7 @@ class E2BSandbox(Sandbox):
         self.host_home = self.root / "home"
         self._remote: RemoteSandbox | None = None
         self._destroyed = False
+        started = time.monotonic()
         try:
             self._remote = self._create(template, network)
             self.remote_id = self._remote.sandbox_id
@@ -111,8 +113,11 @@ class E2BSandbox(Sandbox):
             self.home = f"{remote_root}/home"
             self._remote_root = remote_root
             self._transfer = f"{remote_home or '/home/user'}/{TRANSFER_FILE}"
+            self._tmp = f"{remote_root}/tmp"
+            # The pid of the running step's program, which leads its process group.
+            self._step_pid_file = f"{remote_root}/step.pid"
             self._shell(
-                f"mkdir -p {shlex.quote(self.workspace)} {shlex.quote(self.home)}",
+                "mkdir -p " + " ".join(map(shlex.quote, (self.workspace, self.home, self._tmp))),
                 doing="making the workspace",
             )
         except BaseException:
@@ -120,7 +125,8 @@ class E2BSandbox(Sandbox):
             raise
         # The mirror as it was last sent or fetched: unchanged, it need not go up again.
         self._synced = remote_mirror.signature(self.root)
-        self._lifetime_s = LIFETIME_MARGIN_S
+        # When E2B will end the sandbox by itself (this process's clock), unless renewed.
+        self._ends_at = started + LIFETIME_MARGIN_S
 
     @classmethod
     def variant_problems(cls, variant: Variant) -> list[str]:
@@ -164,7 +170,7 @@ class E2BSandbox(Sandbox):
             "HOME": self.home,
             "LANG": "C.UTF-8",
             "TERM": "dumb",
-            "TMPDIR": "/tmp",
+            "TMPDIR": self._tmp,
         }
 
     def run(
@@ -189,7 +195,7 @@ class E2BSandbox(Sandbox):
             from e2b import CommandExitException, TimeoutException
 
             handle = remote.commands.run(
-                shlex.join(argv),
+                self._in_own_group(argv),
                 background=True,
                 envs=full_env,
                 cwd=cwd or self.workspace,
@@ -209,6 +215,7 @@ class E2BSandbox(Sandbox):
                     raise
                 timed_out = True
                 handle.kill()
+                self._kill_step_group()
         except SandboxError:
             raise
         except Exception as exc:
@@ -217,6 +224,10 @@ class E2BSandbox(Sandbox):
             for stream in streams.values():
                 stream.close()
         self._pull()
+        if exit_code == 127 and f"{argv[0]}: command not found" in streams["stderr"].text():
+            return ProcessResult.not_started(
+                argv[0], "command not found", int((time.monotonic() - started) * 1000)
+            )
         return ProcessResult(
             exit_code=None if timed_out else exit_code,
             stdout=streams["stdout"].text(),
@@ -239,6 +250,25 @@ class E2BSandbox(Sandbox):
         finally:
             hand_back(self.root)
 
+    # --- a step's processes ------------------------------------------------------------------
+
+    def _in_own_group(self, argv: Sequence[str]) -> str:
+        """The shell line that runs ``argv`` as the leader of a process group of its own (job
+        control on), records its pid, and once it exits kills the group: a child it left in
+        the background never outlives the step, nor holds its output open."""
+        pid_file = shlex.quote(self._step_pid_file)
+        return (
+            f"set -m; {shlex.join(argv)} & pid=$!; echo $pid > {pid_file}; wait $pid; code=$?; "
+            "kill -KILL -- -$pid 2>/dev/null; exit $code"
+        )
+
+    def _kill_step_group(self) -> None:
+        """Kill the timed-out step's process group (the SDK's kill ends only the shell)."""
+        pid_file = shlex.quote(self._step_pid_file)
+        self._shell(
+            f'kill -KILL -- -"$(cat {pid_file})" 2>/dev/null; true', doing="ending a timed-out step"
+        )
+
     # --- moving the mirror and keeping the sandbox alive -------------------------------------
 
     def _live(self) -> RemoteSandbox:
@@ -247,15 +277,17 @@ class E2BSandbox(Sandbox):
         return self._remote
 
     def _keep_alive(self, timeout_s: float | None) -> None:
-        """Make E2B keep the sandbox for this step and a margin, never less than it had."""
-        needed = int(timeout_s or UNTIMED_STEP_S) + LIFETIME_MARGIN_S
-        if needed <= self._lifetime_s:
+        """Make E2B keep the sandbox until this step's time is up and a margin after, when the
+        lifetime it has would end sooner (a call per step at most, none for short steps)."""
+        step_s = int(timeout_s or UNTIMED_STEP_S)
+        now = time.monotonic()
+        if now + step_s + LIFETIME_MARGIN_S / 2 <= self._ends_at:
             return
         try:
-            self._live().set_timeout(needed)
+            self._live().set_timeout(step_s + LIFETIME_MARGIN_S)
         except Exception as exc:
             raise provider_error(exc, "extending the sandbox's lifetime") from None
-        self._lifetime_s = needed
+        self._ends_at = now + step_s + LIFETIME_MARGIN_S
 
     def _shell(self, script: str, *, doing: str) -> str:
         """Run a script of Proctor's own in the sandbox; any failure is the sandbox's."""

@@ -271,6 +271,7 @@ class FakeE2B:
     # --- envd ---------------------------------------------------------------------------
 
     def sandbox_of(self, headers: Any) -> FakeSandbox:
+        self._expire()
         sandbox = self.sandboxes.get(headers.get("e2b-sandbox-id", ""))
         if sandbox is None:
             raise ConnectError(Code.NOT_FOUND, "The sandbox was not found")
