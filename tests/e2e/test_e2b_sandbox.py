@@ -90,6 +90,19 @@ def test_a_command_agent_runs_in_a_remote_sandbox_and_its_checks_read_its_files(
     )[0]
     assert json.loads(recorded)[0][0] == "e2b"
     assert json.loads(recorded)[0][1] in fake_e2b.killed
+    # A re-grade runs the checks on the stored workspaces in fresh remote sandboxes.
+    regrade = subprocess.run(
+        [PROCTOR, "regrade", str(report["batch"])],
+        cwd=tmp_path,
+        env={**sqlite_backend.env, **fake_e2b.sdk_env()},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert regrade.returncode == 0, regrade.stderr
+    assert "fix × remote trial #1: passed (unchanged)" in regrade.stdout, regrade.stdout
+    assert "fix-checked × remote trial #1: passed (unchanged)" in regrade.stdout
+    assert len(fake_e2b.created) > 3 and fake_e2b.running() == []
 
 
 @pytest.mark.parametrize(
