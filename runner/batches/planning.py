@@ -25,7 +25,7 @@ from runner.batches.variant_options import variant_option_problems
 from runner.harnesses import CONVERSATION_RESUME, HARNESSES, PLAN_MODE, SEEDED_CONVERSATION
 from runner.jobs import eval_code
 from runner.llm import resolve_config
-from runner.sandboxes import BROKEN_PLUGINS, SANDBOX_KINDS
+from runner.sandboxes import SANDBOX_KINDS
 from runner.trial.spec import RunCode
 
 
@@ -72,7 +72,7 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
                 display_path(path),
                 known_harnesses=HARNESSES,
                 # A plug-in that failed to load is named by its own line, not as unknown.
-                known_sandboxes=[*SANDBOX_KINDS, *BROKEN_PLUGINS],
+                known_sandboxes=[*SANDBOX_KINDS, *SANDBOX_KINDS.broken],
             )
         )
         problems.extend(capability_problems(suite, display_path(path)))
@@ -95,8 +95,8 @@ def sandbox_problems(suite: Suite, variant: Variant, cases: list[Case]) -> list[
     a case starts on the worker."""
     if not isinstance(variant.sandbox, str):
         return []
-    if variant.sandbox in BROKEN_PLUGINS:
-        return [f"variant {variant.name}: {BROKEN_PLUGINS[variant.sandbox]}"]
+    if variant.sandbox in SANDBOX_KINDS.broken:
+        return [f"variant {variant.name}: {SANDBOX_KINDS.broken[variant.sandbox]}"]
     kind = SANDBOX_KINDS.get(variant.sandbox)
     if kind is None:
         return []

@@ -13,22 +13,22 @@ from runner.sandboxes.bwrap import BwrapSandbox
 from runner.sandboxes.docker import DockerSandbox
 from runner.sandboxes.e2b_remote import E2BSandbox
 from runner.sandboxes.local import LocalSandbox
-from runner.sandboxes.registry import plugin_kinds
+from runner.sandboxes.registry import SandboxKinds
 from runner.sandboxes.task_container import TaskSandbox
 
 # The kinds by name: what each declares (the options it reads) is read before any is built,
 # and each is built from the variant it runs (network allowance, image, limits in options).
-SANDBOX_KINDS: dict[str, type[Sandbox]] = {
-    "local": LocalSandbox,
-    "bwrap": BwrapSandbox,
-    "docker": DockerSandbox,
-    "e2b": E2BSandbox,
-}
-BUILT_IN_KINDS = frozenset(SANDBOX_KINDS)
-# Read once per process, after the names above exist: a plug-in's module may import this
-# package for the interface.
-_plugins, BROKEN_PLUGINS = plugin_kinds(SANDBOX_KINDS)
-SANDBOX_KINDS.update(_plugins)
+# The plug-ins come after the built-in kinds, read on first need (a plug-in's module may
+# import this package for the interface).
+SANDBOX_KINDS = SandboxKinds(
+    {
+        "local": LocalSandbox,
+        "bwrap": BwrapSandbox,
+        "docker": DockerSandbox,
+        "e2b": E2BSandbox,
+    }
+)
+BUILT_IN_KINDS = frozenset(SANDBOX_KINDS.built_in)
 
 
 def create_sandbox(variant: Variant, task: Task | None = None, log: Any = None) -> Sandbox:
@@ -44,15 +44,14 @@ def create_sandbox(variant: Variant, task: Task | None = None, log: Any = None) 
     try:
         kind = SANDBOX_KINDS[variant.sandbox]
     except KeyError:
-        if variant.sandbox in BROKEN_PLUGINS:
-            raise SandboxError(BROKEN_PLUGINS[variant.sandbox]) from None
+        if variant.sandbox in SANDBOX_KINDS.broken:
+            raise SandboxError(SANDBOX_KINDS.broken[variant.sandbox]) from None
         known = ", ".join(sorted(SANDBOX_KINDS))
         raise SandboxError(f"unknown sandbox {variant.sandbox!r} (known: {known})") from None
     return kind.for_variant(variant)
 
 
 __all__ = [
-    "BROKEN_PLUGINS",
     "BUILT_IN_KINDS",
     "SANDBOX_KINDS",
     "PathEscapesWorkspace",

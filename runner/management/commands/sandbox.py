@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from runner.sandboxes import BROKEN_PLUGINS, BUILT_IN_KINDS, SANDBOX_KINDS
+from runner.sandboxes import BUILT_IN_KINDS, SANDBOX_KINDS
 from runner.sandboxes.base import LIMIT_OPTIONS
 
 
@@ -16,7 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("action", choices=["list"], help="what to do")
 
     def handle(self, *args, **options) -> None:
-        width = max(len(name) for name in [*SANDBOX_KINDS, *BROKEN_PLUGINS])
+        width = max(len(name) for name in [*SANDBOX_KINDS, *SANDBOX_KINDS.broken])
         for name, kind in sorted(SANDBOX_KINDS.items()):
             origin = "built in" if name in BUILT_IN_KINDS else f"plug-in {kind.__module__}"
             taken = ", ".join(sorted(kind.option_names)) or "-"
@@ -26,5 +26,5 @@ class Command(BaseCommand):
                 limits = "limits " + ", ".join(LIMIT_OPTIONS)
             where = "" if kind.reaches_host_mocks else "; runs elsewhere, no mocks"
             self.stdout.write(f"{name:<{width}}  {origin}; options: {taken}; {limits}{where}")
-        for name, problem in sorted(BROKEN_PLUGINS.items()):
+        for name, problem in sorted(SANDBOX_KINDS.broken.items()):
             self.stdout.write(f"{name:<{width}}  not loaded: {problem}")
