@@ -495,6 +495,9 @@ class Trial(models.Model):
     # expiry while it lives; once it lapses the reaper re-queues or ends the trial.
     lease_owner = models.CharField(max_length=200, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # The sandboxes of this trial that live with a provider, as [kind, id] pairs, written as
+    # each is created: the reaper kills them when the worker running the trial died.
+    remote_sandboxes = models.JSONField(default=list, blank=True)
 
     objects = TrialQuerySet.as_manager()
 
@@ -753,6 +756,15 @@ class Trial(models.Model):
             lease_owner="",
             lease_expires_at=None,
         )
+
+    @classmethod
+    def add_remote_sandbox(cls, trial_id: int, kind: str, remote_id: str) -> None:
+        """Record that ``trial_id`` now has the sandbox ``remote_id`` of ``kind`` elsewhere."""
+        with transaction.atomic():
+            trial = cls.objects.select_for_update().only("remote_sandboxes").get(pk=trial_id)
+            cls.objects.filter(pk=trial_id).update(
+                remote_sandboxes=[*trial.remote_sandboxes, [kind, remote_id]]
+            )
 
     def reset(self) -> None:
         """Forget the trial's partial record so it can run again from the start (after a crash):

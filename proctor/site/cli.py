@@ -27,6 +27,7 @@ PROCTOR_COMMANDS: list[tuple[str, str]] = [
     ("regrade", "Run the current checks on a batch's stored workspaces, with no agent run."),
     ("export", "Write a batch's trials as ATIF trajectory.json files for other tools."),
     ("harness list", "List the agent harnesses and what each can do."),
+    ("sandbox list", "List the sandbox kinds, built in and from plug-ins, with their options."),
     ("import", "Write a Proctor eval file from a promptfoo config."),
     ("cases", "Write simulated-user cases from recorded conversations."),
     ("init", "Write a starter eval file to edit."),

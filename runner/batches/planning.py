@@ -69,7 +69,11 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
     for path, suite in loaded:
         problems.extend(
             suite_problems(
-                suite, display_path(path), known_harnesses=HARNESSES, known_sandboxes=SANDBOX_KINDS
+                suite,
+                display_path(path),
+                known_harnesses=HARNESSES,
+                # A plug-in that failed to load is named by its own line, not as unknown.
+                known_sandboxes=[*SANDBOX_KINDS, *SANDBOX_KINDS.broken],
             )
         )
         problems.extend(capability_problems(suite, display_path(path)))
@@ -86,6 +90,29 @@ def load_suites(paths: Sequence[str]) -> list[tuple[Path, Suite]]:
     return loaded
 
 
+def sandbox_problems(suite: Suite, variant: Variant, cases: list[Case]) -> list[str]:
+    """A variant's sandbox that is a plug-in which failed to load, that cannot run the variant
+    as it is written (its own ``variant_problems``), or that cannot reach the mocks the suite or
+    a case starts on the worker."""
+    if not isinstance(variant.sandbox, str):
+        return []
+    if variant.sandbox in SANDBOX_KINDS.broken:
+        return [f"variant {variant.name}: {SANDBOX_KINDS.broken[variant.sandbox]}"]
+    kind = SANDBOX_KINDS.get(variant.sandbox)
+    if kind is None:
+        return []
+    problems = kind.variant_problems(variant)
+    with_mocks = [str(case.id) for case in cases if case.mocks]
+    if not kind.reaches_host_mocks and (suite.mocks or with_mocks):
+        where = "the suite" if suite.mocks else f"case {with_mocks[0]}"
+        problems.append(
+            f"variant {variant.name}: {where} has mocks, which run on the worker, and the "
+            f"{variant.sandbox} sandbox runs elsewhere and cannot reach them; use a sandbox on "
+            "the worker (local, bwrap, docker) for cases with mocks"
+        )
+    return problems
+
+
 def capability_problems(suite: Suite, file: str) -> list[Problem]:
     """Conversation and plan-mode cases on harnesses that cannot run them, found before any
     sandbox is built."""
@@ -95,6 +122,10 @@ def capability_problems(suite: Suite, file: str) -> list[Problem]:
     for variant in suite.variants:
         if not isinstance(variant, Variant) or not isinstance(variant.harness, str):
             continue
+        problems.extend(
+            Problem(file=file, suite=suite.id, message=m)
+            for m in sandbox_problems(suite, variant, cases)
+        )
         harness = HARNESSES.get(variant.harness)
         if harness is None:
             continue

@@ -38,6 +38,10 @@ class TrialOutcome:
 class TrialRecorder(Protocol):
     def trial_started(self) -> None: ...
 
+    def remote_sandbox(self, kind: str, remote_id: str) -> None:
+        """The trial's sandbox lives with a provider as ``remote_id``: kept at once, for the
+        reaper to kill should this worker die."""
+
     def turn_started(
         self, index: int, prompt: str, *, origin: dict[str, Any], mode: str
     ) -> None: ...
@@ -76,9 +80,13 @@ class MemoryRecorder:
         self.artifacts: dict[str, str] = {}
         self.consultations: list[ConsultationRecord] = []
         self.outcome: TrialOutcome | None = None
+        self.remote_sandboxes: list[tuple[str, str]] = []
 
     def trial_started(self) -> None:
         self.started = True
+
+    def remote_sandbox(self, kind: str, remote_id: str) -> None:
+        self.remote_sandboxes.append((kind, remote_id))
 
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
         self.turns.append({"index": index, "prompt": prompt, "origin": origin, "mode": mode})
@@ -177,6 +185,9 @@ class RedactingRecorder:
 
     def trial_started(self) -> None:
         self.inner.trial_started()
+
+    def remote_sandbox(self, kind: str, remote_id: str) -> None:
+        self.inner.remote_sandbox(kind, remote_id)
 
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
         r = self.redactor

@@ -99,6 +99,10 @@ class DatabaseRecorder:
         self._announce(Trial.Status.RUNNING)
         self.buffer.start_flushing()
 
+    def remote_sandbox(self, kind: str, remote_id: str) -> None:
+        # Written now, not with the next flush: the worker may die before that.
+        Trial.add_remote_sandbox(self.trial_id, kind, remote_id)
+
     def turn_started(self, index: int, prompt: str, *, origin: dict[str, Any], mode: str) -> None:
         self.buffer.add_turn(
             Turn(

@@ -25,6 +25,7 @@ from evals_app.models import Trial
 from runner.jobs import artifact_paths, leases, publishing
 from runner.jobs.dispatch import enqueue, resend_unsent
 from runner.jobs.execution import finish_batch_if_done
+from runner.sandboxes import SANDBOX_KINDS
 from runner.sandboxes.leftovers import sweep_stale_folders
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         exclude_ids=leases.held(),
         batch_id=batch_id,
     )
+    for trial in [*requeued, *ended]:
+        kill_remote_sandboxes(trial)
     for trial in requeued:
         queued_again(trial)
     for trial in ended:
@@ -59,6 +62,36 @@ def reap(*, batch_id: int | None = None) -> tuple[list[int], list[int]]:
         if resent:
             log.warning("sent trials %s to the broker: it had not taken them", resent)
     return [t.pk for t in requeued], [t.pk for t in ended]
+
+
+def kill_remote_sandboxes(trial: Trial) -> None:
+    """Kill the sandboxes the lost run of ``trial`` had with a provider (its worker died with
+    them running and paid for), then forget them. One that cannot be killed now stays listed
+    and logged; the provider's own lifetime for it (the e2b kind sets one) ends it."""
+    left = []
+    for kind_name, remote_id in trial.remote_sandboxes:
+        kind = SANDBOX_KINDS.get(kind_name)
+        if kind is None:
+            log.warning(
+                "trial %s: no sandbox kind %r to kill %s with", trial.pk, kind_name, remote_id
+            )
+            continue
+        try:
+            kind.kill_remote(remote_id)
+        except Exception as exc:
+            log.warning(
+                "trial %s: could not kill its %s sandbox %s: %s",
+                trial.pk,
+                kind_name,
+                remote_id,
+                exc,
+            )
+            left.append([kind_name, remote_id])
+        else:
+            log.warning("trial %s: killed its %s sandbox %s", trial.pk, kind_name, remote_id)
+    if left != trial.remote_sandboxes:
+        Trial.objects.filter(pk=trial.pk).update(remote_sandboxes=left)
+        trial.remote_sandboxes = left
 
 
 def queued_again(trial: Trial) -> None:

@@ -1,4 +1,6 @@
-"""Sandboxes by name. A new kind is one module and one line here."""
+"""Sandboxes by name: the built-in kinds (a new one is one module and one line here), then
+those other packages install through the ``proctor.sandboxes`` entry point group
+(``runner.sandboxes.registry``, docs/sandboxes.md)."""
 
 from __future__ import annotations
 
@@ -9,16 +11,24 @@ from proctor.tasks import Task
 from runner.sandboxes.base import PathEscapesWorkspace, ProcessResult, Sandbox, SandboxError
 from runner.sandboxes.bwrap import BwrapSandbox
 from runner.sandboxes.docker import DockerSandbox
+from runner.sandboxes.e2b_remote import E2BSandbox
 from runner.sandboxes.local import LocalSandbox
+from runner.sandboxes.registry import SandboxKinds
 from runner.sandboxes.task_container import TaskSandbox
 
 # The kinds by name: what each declares (the options it reads) is read before any is built,
 # and each is built from the variant it runs (network allowance, image, limits in options).
-SANDBOX_KINDS: dict[str, type[Sandbox]] = {
-    "local": LocalSandbox,
-    "bwrap": BwrapSandbox,
-    "docker": DockerSandbox,
-}
+# The plug-ins come after the built-in kinds, read on first need (a plug-in's module may
+# import this package for the interface).
+SANDBOX_KINDS = SandboxKinds(
+    {
+        "local": LocalSandbox,
+        "bwrap": BwrapSandbox,
+        "docker": DockerSandbox,
+        "e2b": E2BSandbox,
+    }
+)
+BUILT_IN_KINDS = frozenset(SANDBOX_KINDS.built_in)
 
 
 def create_sandbox(variant: Variant, task: Task | None = None, log: Any = None) -> Sandbox:
@@ -34,12 +44,15 @@ def create_sandbox(variant: Variant, task: Task | None = None, log: Any = None) 
     try:
         kind = SANDBOX_KINDS[variant.sandbox]
     except KeyError:
+        if variant.sandbox in SANDBOX_KINDS.broken:
+            raise SandboxError(SANDBOX_KINDS.broken[variant.sandbox]) from None
         known = ", ".join(sorted(SANDBOX_KINDS))
         raise SandboxError(f"unknown sandbox {variant.sandbox!r} (known: {known})") from None
     return kind.for_variant(variant)
 
 
 __all__ = [
+    "BUILT_IN_KINDS",
     "SANDBOX_KINDS",
     "PathEscapesWorkspace",
     "ProcessResult",

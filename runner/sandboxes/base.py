@@ -98,6 +98,13 @@ class Sandbox(abc.ABC):
     # Whether its processes see the host's files at their host paths (nothing is mounted
     # elsewhere), so a file Proctor keeps outside the sandbox can be handed to them as it is.
     sees_host_files: bool = False
+    # Whether its processes can reach the trial's mocks, which run on the worker (unix sockets
+    # and loopback ports): a sandbox on another machine cannot, and a case with mocks is refused
+    # at load for it (runner.batches.planning).
+    reaches_host_mocks: bool = True
+    # The provider's id of a sandbox that lives elsewhere (a remote machine), once it exists:
+    # recorded with the trial so the reaper can kill it when the worker running it died.
+    remote_id: str | None = None
     workspace: str
     home: str
     host_workspace: Path
@@ -107,6 +114,13 @@ class Sandbox(abc.ABC):
     def for_variant(cls, variant: Variant) -> Sandbox:
         """A sandbox of this kind for a trial of ``variant`` (its network allowance, and the
         image and limits its options name)."""
+
+    @classmethod
+    def variant_problems(cls, variant: Variant) -> list[str]:
+        """What this kind cannot run ``variant`` with, one sentence each, found at load before
+        any sandbox is made (a required option missing, say). Options nothing reads and
+        limits it refuses are found for every kind by runner.batches.variant_options."""
+        return []
 
     host_home: Path
     # The trial's mocks once started (runner.mocks): their variables and shims go into every
@@ -132,6 +146,13 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def destroy(self) -> None:
         """Remove everything the sandbox made. Safe to call twice."""
+
+    @classmethod
+    def kill_remote(cls, remote_id: str) -> None:
+        """End the sandbox ``remote_id`` (a ``remote_id`` this kind gave) from any process: the
+        reaper's call for a trial whose worker died. Kinds on the worker's own machine have
+        nothing to do here (their folders and containers are swept by name)."""
+        return None
 
     def resolve(self, path: str) -> Path:
         """The host path of ``path`` (relative to the workspace, or absolute inside it).

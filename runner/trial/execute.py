@@ -154,6 +154,8 @@ def execute_trial(plan: TrialPlan, recorder: TrialRecorder) -> TrialOutcome:
     try:
         with concurrent_trials.running(lambda: guarded.redactor.secrets) as token:
             sandbox = create_sandbox(plan.variant, plan.resolved.case.task, guarded.log)
+            if sandbox.remote_id is not None:
+                guarded.remote_sandbox(sandbox.kind, sandbox.remote_id)
             outcome = _run_in(sandbox, plan, guarded, token)
     except (InfrastructureError, SandboxError, SourceError, HarnessError, PrepareError) as exc:
         outcome = TrialOutcome(status="errored", finish_reason="infrastructure", error=str(exc))

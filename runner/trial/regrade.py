@@ -28,9 +28,10 @@ from runner.sandboxes import Sandbox, SandboxError, create_sandbox
 from runner.trial.execute import TrialPlan, trial_cost
 from runner.workspace.kept import NotRestorable, restore_workspace
 
-# Sandboxes a re-grade makes again on this machine for the checks; any other (docker) is
-# replaced by a local one, where command checks are refused.
-REMADE_SANDBOXES = ("local", "bwrap")
+# Sandboxes a re-grade makes again for the checks: those of this machine, and e2b's (a fresh
+# sandbox from the template the trial ran in). Any other (docker, a plug-in's) is replaced by
+# a local one, where command checks are refused.
+REMADE_SANDBOXES = ("local", "bwrap", "e2b")
 
 
 @dataclass

@@ -17,6 +17,7 @@ OWN_COMMANDS = [
     "regrade",
     "export",
     "harness list",
+    "sandbox list",
     "import",
     "cases",
     "init",
