@@ -10,6 +10,7 @@ raw exports are the trial's ``otlp/*.jsonl`` artifacts."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,10 @@ import pytest
 from e2e.running import Backend, trial_folder, write_eval
 from fakes.anthropic_api import USAGE_PER_CALL as CLAUDE_USAGE
 from fakes.anthropic_api import FakeAnthropicServer, tool_use
+from fakes.gemini_api import MODEL as GEMINI_MODEL
+from fakes.gemini_api import USAGE_PER_CALL as GEMINI_USAGE
+from fakes.gemini_api import FakeGeminiServer
+from fakes.gemini_api import shell as gemini_shell
 from fakes.openai_responses import USAGE_PER_CALL as CODEX_USAGE
 from fakes.openai_responses import FakeResponsesServer, shell
 
@@ -30,6 +35,8 @@ claude = variant("claude-code", model="claude-fake-1", name="claude", profile=pr
     "ANTHROPIC_BASE_URL": {anthropic!r}, "ANTHROPIC_API_KEY": "test-key", "PATH": {claude_path!r}}}))
 codex = variant("codex", model="gpt-fake-codex", name="codex", profile=profile("codex", env={{
     "OPENAI_BASE_URL": {openai!r}, "OPENAI_API_KEY": "test-key", "PATH": {codex_path!r}}}))
+gemini = variant("gemini", model={gemini_model!r}, name="gemini", profile=profile("gemini", env={{
+    "GOOGLE_GEMINI_BASE_URL": {gemini_url!r}, "GEMINI_API_KEY": "test-key", "PATH": {gemini_path!r}}}))
 
 telemetry = suite(
     "telemetry",
@@ -42,6 +49,14 @@ telemetry = suite(
     ],
     variants=[claude, codex],
 )
+
+# Gemini CLI sends its telemetry as OTLP JSON.
+gemini_telemetry = suite(
+    "telemetry-gemini",
+    prompt="[case:hello] Create hello.txt containing hi.",
+    cases=[case("gemini-hello", validate=command("grep -qx hi hello.txt"))],
+    variants=[gemini],
+)
 """
 
 
@@ -50,7 +65,12 @@ def batch(tmp_path_factory) -> Iterator[tuple[Backend, dict[str, Any]]]:
     from conftest import proctor_env
 
     claude_path, codex_path = require_cli("claude"), require_cli("codex")
-    with FakeAnthropicServer() as anthropic, FakeResponsesServer() as openai:
+    gemini_path = require_cli("gemini")
+    with (
+        FakeAnthropicServer() as anthropic,
+        FakeResponsesServer() as openai,
+        FakeGeminiServer() as gemini,
+    ):
         claude = ByCase(
             {
                 "hello": [tool_use("Bash", {"command": "echo hi > hello.txt"}), "Created it."],
@@ -65,6 +85,7 @@ def batch(tmp_path_factory) -> Iterator[tuple[Backend, dict[str, Any]]]:
         )
         anthropic.script(*[claude] * claude.size)
         openai.script(*[codex] * codex.size)
+        gemini.script(gemini_shell("echo hi > hello.txt"), "Created it.")
         project = tmp_path_factory.mktemp("project")
         write_eval(
             project,
@@ -74,6 +95,9 @@ def batch(tmp_path_factory) -> Iterator[tuple[Backend, dict[str, Any]]]:
                 openai=openai.url,
                 claude_path=claude_path,
                 codex_path=codex_path,
+                gemini_url=gemini.base_url,
+                gemini_model=GEMINI_MODEL,
+                gemini_path=gemini_path,
             ),
         )
         backend = Backend("sqlite", proctor_env(tmp_path_factory.mktemp("proctor-home")))
@@ -87,23 +111,31 @@ def folded(backend: Backend, tid: int) -> list[tuple[str, dict[str, Any]]]:
     return [(kind, data) for kind, data in backend.events(tid) if data.get("source") == "otlp"]
 
 
-@pytest.mark.parametrize("variant", ["claude", "codex"])
-def test_a_finished_turns_usage_is_the_streams_and_the_telemetry_adds_durations(batch, variant):
+@pytest.mark.parametrize(
+    ("case", "variant", "output_per_call", "encoding"),
+    [
+        ("hello", "claude", CLAUDE_USAGE["output_tokens"], "protobuf"),
+        ("hello", "codex", CODEX_USAGE["output_tokens"], "protobuf"),
+        ("gemini-hello", "gemini", GEMINI_USAGE["candidatesTokenCount"], "json"),
+    ],
+)
+def test_a_finished_turns_usage_is_the_streams_and_the_telemetry_adds_durations(
+    batch, case, variant, output_per_call, encoding
+):
     backend, report = batch
-    trial = run_of(report, "hello", variant)["trials"][0]
-    tid = trial_id(backend, report, "hello", variant)
+    trial = run_of(report, case, variant)["trials"][0]
+    tid = trial_id(backend, report, case, variant)
     added = folded(backend, tid)
-    otlp = trial_folder(backend, report["batch"], tid) / "otlp"
+    logs = trial_folder(backend, report["batch"], tid) / "otlp" / "logs.jsonl"
+    exports = [json.loads(line) for line in logs.read_text().splitlines()]
 
     assert trial["status"] == "passed", trial
     assert [kind for kind, _ in added] == ["Log"]
-    assert added[0][1]["text"].startswith("telemetry: 2 model requests")
+    # Two calls of the agent's (Gemini CLI also counts its routing side calls).
+    assert re.match(r"telemetry: [2-9] model requests, \d+ ms", added[0][1]["text"])
     # Two model calls, each counted once: the stream's count, nothing added from telemetry.
-    per_call = (
-        CLAUDE_USAGE["output_tokens"] if variant == "claude" else CODEX_USAGE["output_tokens"]
-    )
-    assert trial["usage"]["output_tokens"] == 2 * per_call
-    assert (otlp / "logs.jsonl").exists() and (otlp / "metrics.jsonl").exists()
+    assert trial["usage"]["output_tokens"] == 2 * output_per_call
+    assert {export["encoding"] for export in exports} == {encoding}
 
 
 def test_claude_codes_cut_off_turn_shows_the_usage_and_cost_its_telemetry_reported(batch):
