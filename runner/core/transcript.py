@@ -84,7 +84,9 @@ class TurnTranscript:
         elif event.kind == "FileChange":
             self.file_changes.extend(data["paths"])
         elif event.kind == "Usage":
-            if not self._usage_events_seen:
+            # Usage folded in from the agent's telemetry (``source``) holds only what the
+            # stream lacked: it adds to the turn's count and never replaces it.
+            if not self._usage_events_seen and not data.get("source"):
                 self._usage_events_seen = True
                 self.usage = dict.fromkeys(USAGE_KEYS, 0)
             self._add_usage(data)

@@ -110,6 +110,10 @@ class Harness(abc.ABC):
     # The variant options this harness reads; an option neither it nor the sandbox reads is
     # refused at load (runner.batches.variant_options).
     option_names: frozenset[str] = frozenset()
+    # Whether the agent CLI sends its own OpenTelemetry to the trial's OTLP receiver: the
+    # trial then starts one (``sandbox.mocks.otlp_url``) and folds what arrives into each turn
+    # (runner.harnesses.agent_telemetry).
+    exports_otlp: bool = False
 
     def __init__(self, variant: Variant) -> None:
         self.variant = variant

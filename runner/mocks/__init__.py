@@ -7,6 +7,12 @@ are the eval's own functions, run under the user-code time limit (runner.core.li
 call is logged (``calls``) and reaches checks as ``ctx.mocks`` (runner.core.mock_calls).
 """
 
-from runner.mocks.lifecycle import TrialMocks, mock_logs, start_mocks, stop_mocks
+from runner.mocks.lifecycle import (
+    TrialMocks,
+    mock_logs,
+    start_mocks,
+    stop_mocks,
+    trial_telemetry,
+)
 
-__all__ = ["TrialMocks", "mock_logs", "start_mocks", "stop_mocks"]
+__all__ = ["TrialMocks", "mock_logs", "start_mocks", "stop_mocks", "trial_telemetry"]

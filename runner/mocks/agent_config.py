@@ -20,6 +20,12 @@ def endpoints(sandbox: Any) -> tuple[McpEndpoint, ...]:
     return access.mcp if access is not None else ()
 
 
+def otlp_url(sandbox: Any) -> str | None:
+    """The trial's OTLP/HTTP receiver (no path), None when the trial has none."""
+    access = getattr(sandbox, "mocks", None)
+    return access.otlp_url if access is not None else None
+
+
 def shims_first(sandbox: Any, path: str) -> str:
     """``path`` with the trial's cli mocks first (a profile's own PATH included)."""
     access = getattr(sandbox, "mocks", None)

@@ -17,6 +17,7 @@ from runner.core.reporting import RedactingRecorder, TrialRecorder
 from runner.sandboxes.mock_access import McpEndpoint, MockAccess
 
 if TYPE_CHECKING:
+    from runner.mocks.otlp_receiver import OtlpReceiver
     from runner.mocks.server import Listening, MockServer
 
 HERE = Path(__file__).resolve().parent
@@ -26,15 +27,25 @@ MCP_CONFIG = "mcp.json"
 # container's own lines; bwrap's starts from the machine's).
 HOSTS_FILE = "hosts"
 SYSTEM_HOSTS = Path("/etc/hosts")
+# The receiver's socket in the mock folder: a mock's name starts with a letter, so never this.
+RECEIVER_NAME = "_otlp"
 
 
 class TrialMocks:
     """The running mocks of one trial. ``access`` is what its sandbox adds to each process."""
 
-    def __init__(self, runtimes: dict[str, Any], server: MockServer, access: MockAccess) -> None:
+    def __init__(
+        self,
+        runtimes: dict[str, Any],
+        server: MockServer,
+        access: MockAccess,
+        receiver: OtlpReceiver | None = None,
+    ) -> None:
         self.runtimes = runtimes
         self.server = server
         self.access = access
+        # The agent's own OpenTelemetry, when its harness points the CLI here.
+        self.receiver = receiver
         self._stopped = False
 
     def logs(self) -> dict[str, MockLog]:
@@ -70,6 +81,8 @@ class TrialMocks:
             lines = [json.dumps(call.to_json(), ensure_ascii=False, default=str) for call in log]
             recorder.artifact(f"mocks/{name}.jsonl", "".join(line + "\n" for line in lines))
             recorder.log(f"mock {name} ({log.kind}): {len(log)} call(s)")
+        if self.receiver is not None:
+            record_telemetry(self.receiver, recorder)
 
     def stop(self) -> None:
         if not self._stopped:
@@ -113,12 +126,15 @@ def start_mocks(
     *,
     limit_s: float | None = None,
     recorder: TrialRecorder | None = None,
+    otlp_receiver: bool = False,
 ) -> TrialMocks | None:
     """Start ``mocks`` for the trial in ``sandbox`` and attach them to it (``sandbox.mocks``);
-    None when the case has none. Raises MockServerError when the server cannot start.
-    ``limit_s`` bounds each handler call (default: the worker's tool limit); ``recorder`` gets
-    each call as it happens (``TrialMocks.stream_to``)."""
-    if not mocks:
+    None when the case has none and no receiver is asked for. Raises MockServerError when the
+    server cannot start. ``limit_s`` bounds each handler call (default: the worker's tool
+    limit); ``recorder`` gets each call as it happens (``TrialMocks.stream_to``);
+    ``otlp_receiver`` adds the trial's OTLP/HTTP receiver (its URL: ``access.otlp_url``),
+    reached like a mock from every sandbox."""
+    if not mocks and not otlp_receiver:
         return None
     # Imported here: the MCP SDK alone takes seconds to import, and most trials have no mocks.
     from runner.mocks.api import ApiMock
@@ -159,6 +175,15 @@ def start_mocks(
             endpoints.append(McpEndpoint(item.name, url, (str(folder / "mcp_stdio.py"), url)))
         runtimes[item.name] = runtime
         apps[item.name] = (runtime, listening)
+    receiver = None
+    otlp_url = None
+    if otlp_receiver:
+        from runner.mocks.otlp_receiver import OtlpReceiver
+
+        receiver = OtlpReceiver()
+        listening = Listening(RECEIVER_NAME, folder)
+        apps[RECEIVER_NAME] = (receiver, listening)
+        otlp_url = f"http://127.0.0.1:{listening.port}"
     for script in ("netbridge.py", "mcp_stdio.py"):
         (folder / script).write_text((HERE / script).read_text(encoding="utf-8"), encoding="utf-8")
     if endpoints:
@@ -179,8 +204,9 @@ def start_mocks(
         mcp=tuple(endpoints),
         hosts=tuple(hosts),
         hosts_file=hosts_file,
+        otlp_url=otlp_url,
     )
-    trial_mocks = TrialMocks(runtimes, server, access)
+    trial_mocks = TrialMocks(runtimes, server, access, receiver)
     if recorder is not None:
         trial_mocks.stream_to(recorder)
     sandbox.mocks = access
@@ -204,6 +230,24 @@ def stop_mocks(sandbox: Any, recorder: TrialRecorder | None = None) -> None:
         recorder.log(f"the mocks' calls could not be recorded: {type(exc).__name__}: {exc}")
     finally:
         running.stop()
+
+
+def record_telemetry(receiver: OtlpReceiver, recorder: TrialRecorder) -> None:
+    """What the agent's OpenTelemetry sent, as it arrived: ``otlp/<signal>.jsonl`` (one export
+    request a line, in OTLP JSON), and one line in the trial's log."""
+    exports = receiver.exports()
+    for signal in ("traces", "metrics", "logs"):
+        lines = [json.dumps(e.to_json(), ensure_ascii=False) for e in exports if e.signal == signal]
+        if lines:
+            recorder.artifact(f"otlp/{signal}.jsonl", "".join(line + "\n" for line in lines))
+    refused = f", {receiver.refused} refused" if receiver.refused else ""
+    recorder.log(f"OpenTelemetry from the agent: {len(exports)} export(s){refused}")
+
+
+def trial_telemetry(sandbox: Any) -> OtlpReceiver | None:
+    """The trial's OTLP receiver, None when its agent does not export telemetry."""
+    running: TrialMocks | None = getattr(sandbox, "mock_runtime", None)
+    return running.receiver if running is not None else None
 
 
 def mock_logs(sandbox: Any) -> dict[str, MockLog]:

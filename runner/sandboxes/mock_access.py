@@ -40,6 +40,9 @@ class MockAccess:
     # as its /etc/hosts; None when no mock has a host name.
     hosts: tuple[str, ...] = ()
     hosts_file: str | None = None
+    # The trial's OTLP/HTTP receiver (``http://127.0.0.1:<port>``, no path), where a harness
+    # points an agent CLI that exports OpenTelemetry; None when the trial has none.
+    otlp_url: str | None = None
 
     def apply_env(self, env: dict[str, str]) -> dict[str, str]:
         """``env`` with the mocks' variables and the shims first on PATH."""

@@ -178,10 +178,17 @@ def _run_in(
     """The trial's steps in order, once its sandbox exists; ``token`` is the trial's entry on
     the board of concurrently running trials."""
     _materialize_source(sandbox, plan)
-    # The case's mocks, outside the workspace, up before anything of the agent runs.
+    # The case's mocks, outside the workspace, up before anything of the agent runs, with
+    # the receiver of the agent's own telemetry when its CLI sends some.
     case = plan.resolved.case
-    start_mocks(merged_mocks(plan.resolved.suite.mocks, case.mocks), sandbox, recorder=recorder)
-    harness = _set_up_harness(sandbox, plan, recorder)
+    harness = create_harness(plan.variant)
+    start_mocks(
+        merged_mocks(plan.resolved.suite.mocks, case.mocks),
+        sandbox,
+        recorder=recorder,
+        otlp_receiver=harness.exports_otlp,
+    )
+    _set_up_harness(sandbox, plan, recorder, harness)
     prepared = _prepare_workspace(sandbox, plan, recorder)
     snapshot = WorkspaceSnapshot.take(
         sandbox.host_workspace,
@@ -221,15 +228,15 @@ def _materialize_source(sandbox: Sandbox, plan: TrialPlan) -> None:
     )
 
 
-def _set_up_harness(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> Harness:
-    """The variant's harness, installed in the sandbox, its secrets known to the recorder."""
-    harness = create_harness(plan.variant)
+def _set_up_harness(
+    sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder, harness: Harness
+) -> None:
+    """The variant's harness installed in the sandbox, its secrets known to the recorder."""
     # Keys a profile takes from the worker's environment are secrets from the start.
     if plan.variant.profile is not None:
         recorder.add_secrets(worker_secrets(plan.variant.profile.env))
     harness.setup(sandbox, lambda _stream, line: recorder.log(line))
     recorder.add_secrets(harness.secrets())
-    return harness
 
 
 def _prepare_workspace(sandbox: Sandbox, plan: TrialPlan, recorder: RedactingRecorder) -> Prepared:

@@ -19,6 +19,8 @@ from proctor.agent_events import AgentEvent
 from runner.core.reporting import RawOutput, TrialRecorder
 from runner.core.transcript import Transcript, TurnTranscript
 from runner.harnesses import Harness, TurnRequest, TurnResult
+from runner.harnesses.agent_telemetry import folded_events, read_turn
+from runner.mocks import trial_telemetry
 from runner.sandboxes import Sandbox
 from runner.workspace.diff import WorkspaceSnapshot
 
@@ -105,6 +107,8 @@ class AgentSession:
         # whether it is also the workspace as it is now (no turn ran since, or broke off).
         self._workspace_before = workspace_snapshot
         self._workspace_current = False
+        # How many of the agent's telemetry exports earlier turns have read.
+        self._telemetry_read = 0
 
     @property
     def workspace_now(self) -> WorkspaceSnapshot | None:
@@ -147,6 +151,7 @@ class AgentSession:
             timeout_s=self.clock.remaining_s,
         )
         self.clock.spent_ms += int((time.monotonic() - started) * 1000)
+        self._fold_telemetry(turn, emit)
         unreported = self._unreported_changes(turn.file_changes)
         if unreported:
             emit(AgentEvent("FileChange", {"paths": unreported}))
@@ -158,6 +163,18 @@ class AgentSession:
         self._note_denials(turn.index, mode, turn.tool_calls, result.permission_denials)
         self.last_result = result
         return result
+
+    def _fold_telemetry(self, turn: TurnTranscript, emit: _TurnEvents) -> None:
+        """Add to the turn what the agent's own telemetry reported that its stream did not.
+        The CLI flushed its exports as its process ended, so what arrived since the last turn
+        is this turn's."""
+        receiver = trial_telemetry(self.sandbox)
+        if receiver is None:
+            return
+        exports = receiver.exports(self._telemetry_read)
+        self._telemetry_read += len(exports)
+        for event in folded_events(read_turn(exports), turn):
+            emit(event)
 
     def _unreported_changes(self, reported: list[str]) -> list[str]:
         """The workspace paths (as the agent sees them) changed during the turn that the agent

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from django.utils import timezone
 from factories import (
     EVAL_PATH,
     add_events,
@@ -22,7 +23,7 @@ from factories import (
     make_version,
 )
 
-from evals_app.models import Consultation, Trial
+from evals_app.models import Consultation, Event, Trial
 
 pytestmark = pytest.mark.django_db
 
@@ -295,3 +296,33 @@ def test_the_run_page_shows_the_prompts_its_variant_ran(client):
     assert "Be brief about /health." in html
     html = client.get(f"/runs/{suites.pk}/").content.decode()
     assert "Add a /health route that returns 200" in html
+
+
+def test_it_marks_what_came_from_the_agents_telemetry_and_lists_its_exports(
+    client, cast, run, tmp_path
+):
+    (tmp_path / "otlp").mkdir()
+    (tmp_path / "otlp" / "logs.jsonl").write_text('{"signal": "logs"}\n')
+    trial = make_trial(run, 0, S.TIMED_OUT, artifacts_dir=str(tmp_path))
+    usage = {"input_tokens": 130, "output_tokens": 15, "cache_read_tokens": 20}
+    usage |= {"cache_write_tokens": 10, "total_tokens": 145, "cost_usd": 0.0009475}
+    events = [
+        ("Usage", {**usage, "source": "otlp"}),
+        ("Log", {"stream": "otlp", "text": "telemetry: 1 model request, 42 ms", "source": "otlp"}),
+        ("Usage", {**usage, "cost_usd": 0.5}),  # the stream's own: no mark
+    ]
+    add_kinds = [
+        Event(trial=trial, turn_index=0, seq=seq, kind=kind, at=timezone.now(), data=data)
+        for seq, (kind, data) in enumerate(events)
+    ]
+    Event.objects.bulk_create(add_kinds)
+    client.force_login(cast.alice)
+    html = client.get(f"/trials/{trial.pk}/").content.decode()
+
+    folded = re.search(rf'id="event-{trial.pk}-0".*?<time', html, re.S).group(0)
+    assert "130 in · 15 out" in folded and "$0.0009" in folded and "from OTLP" in folded
+    note = re.search(rf'id="event-{trial.pk}-1".*?<time', html, re.S).group(0)
+    assert "telemetry" in note and "1 model request, 42 ms" in note
+    own = re.search(rf'id="event-{trial.pk}-2".*?<time', html, re.S).group(0)
+    assert "$0.5000" in own and "from OTLP" not in own
+    assert f"/trials/{trial.pk}/artifacts/otlp/logs.jsonl" in html

@@ -43,10 +43,24 @@ from runner.harnesses.base import (
     TurnResult,
 )
 from runner.harnesses.claude_code.stream import ClaudeStreamParser
-from runner.mocks.agent_config import claude_mcp_args
+from runner.mocks.agent_config import claude_mcp_args, otlp_url
 from runner.sandboxes import Sandbox
 
 ACT_PERMISSION_MODE = "bypassPermissions"
+# Claude Code's own OpenTelemetry, sent to the trial's receiver: metrics, events (logs) and
+# the beta traces, over OTLP/HTTP with protobuf. The intervals are short so a turn cut off by
+# its time limit has still sent most of what it did; a finished turn flushes as it exits.
+TELEMETRY_ENV = {
+    "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+    "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+    "OTEL_METRICS_EXPORTER": "otlp",
+    "OTEL_LOGS_EXPORTER": "otlp",
+    "OTEL_TRACES_EXPORTER": "otlp",
+    "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+    "OTEL_METRIC_EXPORT_INTERVAL": "1000",
+    "OTEL_LOGS_EXPORT_INTERVAL": "500",
+    "OTEL_BSP_SCHEDULE_DELAY": "500",
+}
 PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk")
 
 
@@ -54,6 +68,7 @@ class ClaudeCodeHarness(AgentCliHarness):
     name = "claude-code"
     capabilities = frozenset({CONVERSATION_RESUME, PLAN_MODE})
     option_names = frozenset({"args", "project_settings", "permission_mode"})
+    exports_otlp = True
     executable = "claude"
     config_dir = ".claude"
     install_hint = (
@@ -79,14 +94,19 @@ class ClaudeCodeHarness(AgentCliHarness):
         return sandbox.host_home / self.config_dir / "plans"
 
     def agent_env(self, sandbox: Sandbox) -> dict[str, str]:
-        return {
+        env = {
             # Root may bypass permissions only in a declared sandbox.
             "IS_SANDBOX": "1",
             "DISABLE_AUTOUPDATER": "1",
+            # Anthropic's own usage reporting; the OpenTelemetry export below is separate.
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
+        receiver = otlp_url(sandbox)
+        if receiver:
+            env.update(TELEMETRY_ENV, OTEL_EXPORTER_OTLP_ENDPOINT=receiver)
+        return env
 
     def command_line(self, request: TurnRequest, *, new_session_id: str | None) -> list[str]:
         """The argv of one turn: a new session under ``new_session_id``, or a resumed one."""

@@ -43,7 +43,7 @@ from runner.harnesses.base import (
 )
 from runner.harnesses.codex.stream import CodexStreamParser
 from runner.harnesses.profile_env import resolve_profile_env
-from runner.mocks.agent_config import codex_mcp_servers
+from runner.mocks.agent_config import codex_mcp_servers, otlp_url
 from runner.sandboxes import Sandbox
 
 PROVIDER_ID = "proctor"
@@ -61,10 +61,28 @@ def toml_value(value: Any) -> str:
     return json.dumps(value)
 
 
+def telemetry_overrides(receiver: str | None) -> list[str]:
+    """``[otel]`` overrides sending Codex's own OpenTelemetry (events as logs, traces and
+    metrics) to the trial's receiver, OTLP/HTTP with protobuf; none without a receiver. Codex
+    flushes them as it exits."""
+    if not receiver:
+        return []
+    overrides = [f"otel.environment={toml_value('proctor')}"]
+    for setting, signal in (
+        ("exporter", "logs"),
+        ("trace_exporter", "traces"),
+        ("metrics_exporter", "metrics"),
+    ):
+        exporter = {"otlp-http": {"endpoint": f"{receiver}/v1/{signal}", "protocol": "binary"}}
+        overrides.append(f"otel.{setting}={toml_value(exporter)}")
+    return [word for override in overrides for word in ("-c", override)]
+
+
 class CodexHarness(AgentCliHarness):
     name = "codex"
     capabilities = frozenset({CONVERSATION_RESUME})
     option_names = frozenset({"args", "project_settings", "config"})
+    exports_otlp = True
     executable = "codex"
     config_dir = ".codex"
     install_hint = (
@@ -145,6 +163,7 @@ class CodexHarness(AgentCliHarness):
         # The case's MCP mocks as [mcp_servers.<name>] overrides, before "--" PROMPT.
         for name, server in codex_mcp_servers(sandbox).items():
             argv[-2:-2] = ["-c", f"mcp_servers.{name}={toml_value(server)}"]
+        argv[-2:-2] = telemetry_overrides(otlp_url(sandbox))
         result = self.run_cli(
             sandbox,
             argv,

@@ -60,15 +60,26 @@ from runner.harnesses.gemini.settings import (
     write_user_settings,
 )
 from runner.harnesses.gemini.stream import GeminiStreamParser
-from runner.mocks.agent_config import gemini_mcp_servers
+from runner.mocks.agent_config import gemini_mcp_servers, otlp_url
 from runner.sandboxes import Sandbox
 
 PLAN_MIRROR = ".proctor/gemini-plans"
 
 
+# Gemini CLI's own OpenTelemetry, sent to the trial's receiver over OTLP/HTTP (which it sends
+# as JSON), prompts left out; it flushes as it exits.
+TELEMETRY_ENV = {
+    "GEMINI_TELEMETRY_ENABLED": "true",
+    "GEMINI_TELEMETRY_TARGET": "local",
+    "GEMINI_TELEMETRY_OTLP_PROTOCOL": "http",
+    "GEMINI_TELEMETRY_LOG_PROMPTS": "false",
+}
+
+
 class GeminiHarness(AgentCliHarness):
     name = "gemini"
     capabilities = frozenset({CONVERSATION_RESUME, PLAN_MODE})
+    exports_otlp = True
     executable = "gemini"
     config_dir = ".gemini"
     install_hint = (
@@ -89,12 +100,16 @@ class GeminiHarness(AgentCliHarness):
         return sandbox.host_home / PLAN_MIRROR
 
     def agent_env(self, sandbox: Sandbox) -> dict[str, str]:
-        return {
+        env = {
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             # Nothing of the worker's own installation settings: these files do not exist.
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH": f"{sandbox.home}/.proctor/gemini-system-settings.json",
             "GEMINI_CLI_SYSTEM_DEFAULTS_PATH": f"{sandbox.home}/.proctor/gemini-system-defaults.json",
         }
+        receiver = otlp_url(sandbox)
+        if receiver:
+            env.update(TELEMETRY_ENV, GEMINI_TELEMETRY_OTLP_ENDPOINT=receiver)
+        return env
 
     def setup(self, sandbox: Sandbox, log: RawSink) -> None:
         super().setup(sandbox, log)
