@@ -179,14 +179,15 @@ def _run_in(
     the board of concurrently running trials."""
     _materialize_source(sandbox, plan)
     # The case's mocks, outside the workspace, up before anything of the agent runs, with
-    # the receiver of the agent's own telemetry when its CLI sends some.
+    # the receiver of the agent's own telemetry when its CLI sends some and the sandbox can
+    # reach the worker (a remote one cannot: its agent's telemetry is not collected).
     case = plan.resolved.case
     harness = create_harness(plan.variant)
     start_mocks(
         merged_mocks(plan.resolved.suite.mocks, case.mocks),
         sandbox,
         recorder=recorder,
-        otlp_receiver=harness.exports_otlp,
+        otlp_receiver=harness.exports_otlp and sandbox.reaches_host_mocks,
     )
     _set_up_harness(sandbox, plan, recorder, harness)
     prepared = _prepare_workspace(sandbox, plan, recorder)
