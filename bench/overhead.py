@@ -9,10 +9,10 @@ database, artifacts, redaction, live publishing, leases.
 The marginal cost is (time of the large batch - time of the small one) / (the difference in
 trials): start-up and warm-up fall out. Each figure is the median of ``--repeats`` runs; within
 each repeat the floor and Proctor run one after the other, and the last line also gives the
-median of the repeats' own ratios. CPU per trial counts this process and its children (user +
-system). Start-up is `proctor eval --help` and a whole one-trial `proctor eval` in a fresh
-process (an upper bound of the time to the first trial). CPU is also shown split: what of it the
-children (agents, checks, shells) used.
+median of the repeats' own ratios, after a line listing each repeat's (their spread). CPU per
+trial counts this process and its children (user + system). Start-up is `proctor eval --help`
+and a whole one-trial `proctor eval` in a fresh process (an upper bound of the time to the
+first trial). CPU is also shown split: what of it the children (agents, checks, shells) used.
 
 Proctor's home (its database and artifacts) is where `proctor eval` keeps it by default: a
 ``.proctor`` folder in the project the command runs in. The bench makes its project under
@@ -20,7 +20,8 @@ Proctor's home (its database and artifacts) is where `proctor eval` keeps it by 
 Proctor's and the floor's alike, are made in the temp folder. Where making a file is slow after
 many deletions nearby (ext4 without a journal: docs/hot-path.md, "Files made per trial"), a run
 minutes after another measures the disk as much as Proctor: ``TMPDIR`` and ``--project-root``
-on a tmpfs (``/dev/shm``) take the disk out of both sides.
+on a tmpfs (``/dev/shm``) take the disk out of both sides. After the run, what making a file
+costs in each of the two places at that moment is printed, to read the figures by.
 
 Prints figures, never asserts them; the ratio is last.
 
@@ -192,6 +193,23 @@ def medians(samples: list[tuple[float, float, float]]) -> tuple[float, float, fl
     return wall, cpu, children
 
 
+def file_cost_us(parent: Path, files: int = 100) -> float:
+    """Median microseconds to make an empty file in a new folder under ``parent``: on an ext4
+    disk without a journal it moves with how many files were deleted nearby in the last
+    minutes (docs/hot-path.md, "Files made per trial"), from tens of microseconds to more than
+    a millisecond, for the floor (two files a trial) and Proctor (seven) alike."""
+    folder = Path(tempfile.mkdtemp(prefix="proctor-bench-files-", dir=parent))
+    costs = []
+    try:
+        for index in range(files):
+            started = time.perf_counter()
+            os.close(os.open(folder / str(index), os.O_CREAT | os.O_WRONLY, 0o644))
+            costs.append(time.perf_counter() - started)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return statistics.median(costs) * 1e6
+
+
 def start_up(folder: Path, repeats: int) -> tuple[float, float]:
     """Median seconds of `proctor eval --help` and of a whole one-trial `proctor eval`."""
     env = {**os.environ, "PROCTOR_HOME": str(folder / ".proctor-start")}
@@ -255,12 +273,21 @@ def main() -> None:
     paired_cpu = statistics.median(
         p[1] / f[1] for f, p in zip(samples["floor"], samples["proctor"], strict=True)
     )
+    spread = ", ".join(
+        f"{p[0] / f[0]:.2f}x/{p[1] / f[1]:.2f}x"
+        for f, p in zip(samples["floor"], samples["proctor"], strict=True)
+    )
     help_s, one_s = start_up(folder, args.repeats)
     print(f"{'':8} {'marginal ms/trial':>18} {'CPU ms/trial':>13} {'of it children':>15}")
     print(f"{'floor':8} {floor_ms:>18.1f} {floor_cpu:>13.1f} {floor_kids:>15.1f}")
     print(f"{'proctor':8} {ours_ms:>18.1f} {ours_cpu:>13.1f} {ours_kids:>15.1f}")
     print(f"start-up: `proctor eval --help` {help_s:.2f} s, a one-trial eval {one_s:.2f} s")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"a file made now costs {file_cost_us(Path(tempfile.gettempdir())):.0f} us in the temp "
+        f"folder, {file_cost_us(folder):.0f} us in the project (Proctor's home)"
+    )
+    print(f"each repeat's ratios (marginal/CPU): {spread}")
     print(
         f"ratio (proctor / floor): marginal {ours_ms / floor_ms:.2f}x, "
         f"CPU {ours_cpu / floor_cpu:.2f}x (medians of the repeats' own ratios: marginal "

@@ -206,7 +206,15 @@ def _candidates(program: bytes, path: str | None) -> tuple[bytes, ...]:
     order, as os.get_exec_path and subprocess do. Text only, no look at the disk, so a cached
     answer is always the same answer; runs that share a PATH (every check) share it."""
     folders = (os.defpath if path is None else path).split(os.pathsep)
-    return tuple(os.path.join(os.fsencode(folder), program) for folder in folders)
+    return tuple(_candidate(folder, program) for folder in folders)
+
+
+@functools.lru_cache(maxsize=1024)
+def _candidate(folder: str, program: bytes) -> bytes:
+    """``program`` in ``folder``, kept per folder: an agent's PATH starts with its trial's own
+    folder, so no two trials share a whole PATH, but they share every folder after it (a
+    bytes os.path.join costs a few microseconds, a dozen of them per agent)."""
+    return os.path.join(os.fsencode(folder), program)
 
 
 def _launch_arguments(
