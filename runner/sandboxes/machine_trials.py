@@ -55,6 +55,9 @@ FOLDER_ENV = "PROCTOR_TRIAL_BOARD"
 # Time (ns), trials started, trials ended, start of the oldest running trial (ns; 0: none).
 _RECORD = struct.Struct("=qqqq")
 ROTATE_AFTER = 32_768  # records per file: 1 MiB
+_TAIL_RECORDS = 16  # read at once from a log's end
+# How often a watch's end asks whether another process is still alive (a syscall each time).
+ASK_ALIVE_EVERY_NS = 500_000_000
 SWEEP_EVERY_NS = 60 * 10**9
 # Kept this long past the moment no watch could need them (none should, by then: a margin).
 SWEEP_MARGIN_NS = 30 * 10**9
@@ -225,8 +228,8 @@ class MachineTrials:
                 seen[identity] = count
             if last is not None and identity not in listing.dead_by:
                 # Killed, or gone without its exit note: later watches need not read its log,
-                # nor count the trials it had running.
-                _note_if_dead(folder, identity)
+                # nor count the trials it had running (found a moment late, they count them).
+                _note_if_dead(folder, identity, unless_asked_within_ns=ASK_ALIVE_EVERY_NS)
         return seen
 
     def sweep(self) -> None:
@@ -335,9 +338,14 @@ class _Liveness:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pidfds: dict[str, int] = {}
+        self._asked: dict[str, int] = {}  # when each live one was last found alive
 
-    def alive(self, identity: str) -> bool:
+    def alive(self, identity: str, *, unless_asked_within_ns: int = 0) -> bool:
+        """Whether ``identity`` runs; taken as yes when found so within the given time."""
+        now = time.monotonic_ns()
         with self._lock:
+            if now - self._asked.get(identity, -(2**62)) < unless_asked_within_ns:
+                return True
             pidfd = self._pidfds.get(identity)
             if pidfd is None:
                 pid = identity.partition("-")[0]
@@ -354,17 +362,19 @@ class _Liveness:
             poll = select.poll()
             poll.register(pidfd, select.POLLIN)
             if not poll.poll(0):
+                self._asked[identity] = now
                 return True
             os.close(self._pidfds.pop(identity))
+            self._asked.pop(identity, None)
             return False
 
 
 _liveness = _Liveness()
 
 
-def _note_if_dead(folder: str, identity: str) -> int | None:
+def _note_if_dead(folder: str, identity: str, *, unless_asked_within_ns: int = 0) -> int | None:
     """Leave the note that ``identity`` is dead (when it is): its time, else None."""
-    if _liveness.alive(identity):
+    if _liveness.alive(identity, unless_asked_within_ns=unless_asked_within_ns):
         return None
     return _leave_note(folder, identity)
 
@@ -382,16 +392,30 @@ def _trials_between(
     folder: str, identity: str, generations: list[int], begun: int, ended: int
 ) -> tuple[int, _Record | None]:
     """How many of ``identity``'s trials ran between ``begun`` and ``ended``, and its last
-    record."""
-    newest = _in(folder, _log_name(identity, generations[-1]))
-    last = _last_record(newest)
+    record. Each of its files is opened once, newest first, older ones only when needed."""
+    last = before = by_end = None
+    for generation in reversed(generations):
+        try:
+            fd = os.open(_in(folder, _log_name(identity, generation)), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue  # removed by a sweep: no watch needs it
+        try:
+            count = os.fstat(fd).st_size // _RECORD.size
+            if not count:
+                continue  # made, its first record not yet written: that trial did nothing yet
+            if last is None:
+                last = _read(fd, count - 1)
+                if last.at < begun:
+                    return last.running, last  # nothing since the watch began: as it was then
+            if by_end is None:
+                by_end = last if last.at <= ended else _at_or_before(fd, count, ended)
+            before = _at_or_before(fd, count, begun - 1)
+            if before is not None:
+                break
+        finally:
+            os.close(fd)
     if last is None:
-        return 0, None  # made, its first record not yet written: that trial has done nothing
-    if last.at < begun:
-        return last.running, last  # nothing since the watch began: as it was then
-    paths = [_in(folder, _log_name(identity, generation)) for generation in reversed(generations)]
-    before = _last_at_or_before(paths, begun - 1)
-    by_end = _last_at_or_before(paths, ended)
+        return 0, None
     started_before, running_before = (before.started, before.running) if before else (0, 0)
     started_by_end = by_end.started if by_end else started_before
     return running_before + started_by_end - started_before, last
@@ -424,29 +448,25 @@ def _first_record(path: str) -> _Record | None:
         os.close(fd)
 
 
-def _last_at_or_before(paths: list[str], moment: int) -> _Record | None:
-    """The last record written at or before ``moment`` in a log's files (newest first): a
+def _at_or_before(fd: int, count: int, moment: int) -> _Record | None:
+    """The last of a file's ``count`` records written at or before ``moment``, None when
+    there is none. The last few are read at once (a watch's usually lie there), the others by
     binary search, records being in time order."""
-    for path in paths:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue  # removed by a sweep: no watch needs it
-        try:
-            count = os.fstat(fd).st_size // _RECORD.size
-            if not count or _read(fd, 0).at > moment:
-                continue
-            low, high = 0, count - 1  # the record at ``low`` is at or before ``moment``
-            while low < high:
-                middle = (low + high + 1) // 2
-                if _read(fd, middle).at <= moment:
-                    low = middle
-                else:
-                    high = middle - 1
-            return _read(fd, low)
-        finally:
-            os.close(fd)
-    return None
+    tail = min(count, _TAIL_RECORDS)
+    read = os.pread(fd, tail * _RECORD.size, (count - tail) * _RECORD.size)
+    for fields in reversed(list(_RECORD.iter_unpack(read))):
+        if fields[0] <= moment:
+            return _Record(*fields)
+    low, high = 0, count - tail - 1  # the answer, if any, is at ``low`` or before ``high``
+    if high < 0 or _read(fd, 0).at > moment:
+        return None
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _read(fd, middle).at <= moment:
+            low = middle
+        else:
+            high = middle - 1
+    return _read(fd, low)
 
 
 def _remove(folder: str, names: list[str]) -> None:

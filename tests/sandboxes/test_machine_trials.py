@@ -102,18 +102,35 @@ def test_a_reused_pid_is_not_the_process_that_had_it(own_board: Path) -> None:
     assert _seen(time.monotonic_ns()) == {}, "then noted as dead: its pid is another's"
 
 
-def test_a_long_log_is_split_and_still_read_across_its_files(
-    monkeypatch: pytest.MonkeyPatch,
+def _trials_in_two_rounds(first: int, second: int, paused, go) -> None:
+    for round_, count in enumerate((first, second)):
+        if round_:
+            paused.set()
+            go.wait(60)
+        for _ in range(count):
+            machine_trials.trial_ended(machine_trials.trial_started())
+
+
+@pytest.mark.parametrize(
+    ("rotate_after", "tail"),
+    [(4, 16), (4, 1), (1000, 1)],
+    ids=["split-read-at-once", "split-searched", "one-file-searched"],
+)
+def test_a_long_log_is_read_at_any_moment_of_it(
+    monkeypatch: pytest.MonkeyPatch, rotate_after: int, tail: int
 ) -> None:
-    monkeypatch.setattr(board_module, "ROTATE_AFTER", 4)
-    started, go = FORK.Event(), FORK.Event()
+    monkeypatch.setattr(board_module, "ROTATE_AFTER", rotate_after)
+    monkeypatch.setattr(board_module, "_TAIL_RECORDS", tail)
+    paused, go = FORK.Event(), FORK.Event()
+    before_all = time.monotonic_ns()
+    many = _run(_trials_in_two_rounds, 5, 6, paused, go)
+    assert paused.wait(60)
     begun = time.monotonic_ns()
-    many = _run(_trials, 9, started, go)
-    assert started.wait(60)
     go.set()
     many.join(60)
     assert many.exitcode == 0
-    assert list(_seen(begun).values()) == [9], "all its trials, from five files"
+    assert list(_seen(begun).values()) == [6], "the second round's, not the first's"
+    assert list(_seen(before_all).values()) == [11], "all its trials"
     assert _seen(time.monotonic_ns()) == {}
 
 
