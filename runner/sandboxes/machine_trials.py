@@ -149,17 +149,10 @@ class MachineTrials:
         if fd is None:
             return
         if self._records >= ROTATE_AFTER:
-            fd = self._open_log(self._generation + 1)
+            fd = self._open_log(self._generation + 1, now)
             if fd is None:
                 return
-        record = _RECORD.pack(
-            now, self._started, self._ended, min(self._running.values(), default=0)
-        )
-        try:
-            os.write(fd, record)
-            self._records += 1
-        except OSError as exc:  # the folder is full: others will not see this trial
-            log.warning("the machine's trial board cannot log a trial (%s)", exc)
+        self._write(fd, now)
 
     def _own_log(self) -> int | None:
         if self._pid == os.getpid():
@@ -167,7 +160,7 @@ class MachineTrials:
         self._pid = os.getpid()
         self.identity = process_identity(self._pid) or str(self._pid)
         atexit.register(self._note_exit, self._pid)
-        return self._open_log(0)
+        return self._open_log(0, 0)
 
     def _note_exit(self, pid: int) -> None:
         """At a clean exit, no trial running: the note a reader would leave once it found this
@@ -179,7 +172,9 @@ class MachineTrials:
             self._fd = None
             _leave_note(board_folder(), self.identity)
 
-    def _open_log(self, generation: int) -> int | None:
+    def _open_log(self, generation: int, now: int) -> int | None:
+        """Start the log's file ``generation``; a later one begins with the state as of
+        ``now`` (the moment of the record about to follow: times never go back in a log)."""
         path = _in(board_folder(), _log_name(self.identity, generation))
         try:
             fd = os.open(
@@ -191,25 +186,23 @@ class MachineTrials:
                 " write audits will not count this one's trials",
                 exc,
             )
-            self._fd = None
-            return None
+            fd = None
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
         self._fd, self._generation, self._records = fd, generation, 0
-        if generation:
+        if fd is not None and generation:
             # The state so far, so a reader need not look into the older file for it.
-            self._records += 1
-            os.write(
-                fd,
-                _RECORD.pack(
-                    time.monotonic_ns(),
-                    self._started,
-                    self._ended,
-                    min(self._running.values(), default=0),
-                ),
-            )
+            self._write(fd, now)
         return fd
+
+    def _write(self, fd: int, now: int) -> None:
+        oldest = min(self._running.values(), default=0)
+        try:
+            os.write(fd, _RECORD.pack(now, self._started, self._ended, oldest))
+            self._records += 1
+        except OSError as exc:  # the folder is full: others will not see this trial
+            log.warning("the machine's trial board cannot log a trial (%s)", exc)
 
     # --- the other processes' logs -----------------------------------------------------------
 
