@@ -239,7 +239,7 @@ class MachineTrials:
                 noted = _note_if_dead(folder, identity)
                 notes[identity] = [noted if noted is not None else now]
                 continue
-            last = _last_record(_in(folder, _log_name(identity, generations[-1])))
+            last = _end_record(_in(folder, _log_name(identity, generations[-1])))
             if last is not None and last.oldest_running:
                 oldest_watch = min(oldest_watch, last.oldest_running)
         bound = oldest_watch - SWEEP_MARGIN_NS
@@ -250,7 +250,7 @@ class MachineTrials:
                 _remove(folder, [_note_name(identity, noted) for noted in notes[identity]])
                 continue
             for older, newer in itertools.pairwise(generations):
-                first = _first_record(_in(folder, _log_name(identity, newer)))
+                first = _end_record(_in(folder, _log_name(identity, newer)), first=True)
                 if first is not None and first.at < bound:
                     _remove(folder, [_log_name(identity, older)])
         for identity, times in notes.items():
@@ -418,25 +418,15 @@ def _read(fd: int, index: int) -> _Record:
     return _Record(*_RECORD.unpack(os.pread(fd, _RECORD.size, index * _RECORD.size)))
 
 
-def _last_record(path: str) -> _Record | None:
+def _end_record(path: str, *, first: bool = False) -> _Record | None:
+    """A log file's last record (``first``: its first one); None when it has none."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         count = os.fstat(fd).st_size // _RECORD.size
-        return _read(fd, count - 1) if count else None
-    finally:
-        os.close(fd)
-
-
-def _first_record(path: str) -> _Record | None:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        return _read(fd, 0) if os.fstat(fd).st_size >= _RECORD.size else None
+        return _read(fd, 0 if first else count - 1) if count else None
     finally:
         os.close(fd)
 
