@@ -106,6 +106,7 @@ class MachineTrials:
         self._pid = 0
         self.identity = ""
         self._fd: int | None = None
+        self._folder = ""  # where this process's log is, chosen at its first trial
         self._generation = 0
         self._records = 0
         self._started = 0
@@ -159,6 +160,7 @@ class MachineTrials:
             return self._fd
         self._pid = os.getpid()
         self.identity = process_identity(self._pid) or str(self._pid)
+        self._folder = board_folder()
         atexit.register(self._note_exit, self._pid)
         return self._open_log(0, 0)
 
@@ -170,12 +172,12 @@ class MachineTrials:
                 return  # a forked child's exit (the log is its parent's), or trials cut short
             os.close(self._fd)
             self._fd = None
-            _leave_note(board_folder(), self.identity)
+            _leave_note(self._folder, self.identity)
 
     def _open_log(self, generation: int, now: int) -> int | None:
         """Start the log's file ``generation``; a later one begins with the state as of
         ``now`` (the moment of the record about to follow: times never go back in a log)."""
-        path = _in(board_folder(), _log_name(self.identity, generation))
+        path = _in(self._folder, _log_name(self.identity, generation))
         try:
             fd = os.open(
                 path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644
