@@ -65,6 +65,10 @@ STAGES = [
     ("runner.jobs.event_rows", None, "insert_events"),
     ("runner.sandboxes.local", "LocalSandbox", "destroy"),
     ("runner.jobs.execution", None, "finish_batch_if_done"),
+    # The machine's board of trials (the write audit's count of other processes' trials).
+    ("runner.sandboxes.machine_trials", "MachineTrials", "trial_started"),
+    ("runner.sandboxes.machine_trials", "MachineTrials", "trial_ended"),
+    ("runner.sandboxes.machine_trials", "MachineTrials", "seen_between"),
 ]
 # The stage that is a whole trial: each worker writes its sums when one ends.
 OUTERMOST = STAGES[0][2]

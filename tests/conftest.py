@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +28,19 @@ POSTGRES_ADMIN_URL = os.environ.get(
 REDIS_TEST_URL = os.environ.get("PROCTOR_TEST_REDIS", "redis://127.0.0.1:6379/9")
 
 _skipped_tiers: dict[str, str] = {}
+
+# The board of trials the write audit reads (runner.sandboxes.machine_trials) is the machine's:
+# another test run's trials on it would count in this run's audits. This run and the `proctor`
+# processes it starts (their environment is this one's) share a board of their own.
+_TRIAL_BOARD = "PROCTOR_TRIAL_BOARD"
+if _TRIAL_BOARD not in os.environ:
+    os.environ[_TRIAL_BOARD] = tempfile.mkdtemp(prefix="proctor-tests-trial-board-")
+
+
+def pytest_unconfigure(config) -> None:
+    board = os.environ.get(_TRIAL_BOARD, "")
+    if Path(board).name.startswith("proctor-tests-trial-board-"):
+        shutil.rmtree(board, ignore_errors=True)
 
 
 def tier_unavailable(tier: str, reason: str) -> None:

@@ -19,9 +19,11 @@ a cold cache), bounded by ``timeout_s``.
 Writes are not attributed to a process: with several trials running at once (``proctor eval
 -j N``'s worker processes, ``proctor serve``'s threads), each trial's list may hold the others'
 writes. Rather than guess, ``ConcurrentTrials`` counts the trials that ran while the agent did,
-in this process and in its sibling workers (``runner.sandboxes.sibling_trials``), and the
-record says so ("may include writes of N other trials running at the same time"). Trials of
-unrelated processes on the machine are not counted.
+in this process, in its sibling workers (``runner.sandboxes.sibling_trials``) and in every
+other Proctor process on the machine (``runner.sandboxes.machine_trials``, a process that came
+and went during the agent's run included), and the record says so ("may include writes of N
+other trials running at the same time", with the other processes' pids). The secrets redacted
+from the list are this process's trials' and its siblings'; an unrelated process's are its own.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from runner.sandboxes import sibling_trials, write_watch
 from runner.sandboxes.base import Sandbox
+from runner.sandboxes.machine_trials import machine_trials
 from runner.sandboxes.processes import run_process
 
 log = logging.getLogger(__name__)
@@ -64,6 +68,8 @@ class SeenTrials:
 
     count: int
     secrets: Callable[[], list[str]]
+    # Of the others, those in other Proctor processes (siblings included): pid -> trials.
+    elsewhere: dict[int, int] = field(default_factory=dict)
 
 
 class ConcurrentTrials:
@@ -90,6 +96,7 @@ class ConcurrentTrials:
                 seen[token] = secrets
         if board is not None:
             board.trial_started()
+        logged = machine_trials.trial_started()
         try:
             yield token
         finally:
@@ -97,6 +104,7 @@ class ConcurrentTrials:
                 self._running.pop(token, None)
             if board is not None:
                 board.trial_ended(secrets())
+            machine_trials.trial_ended(logged)
 
     @contextlib.contextmanager
     def watching(self, token: int) -> Iterator[Callable[[], SeenTrials]]:
@@ -111,9 +119,11 @@ class ConcurrentTrials:
             if own is not None:
                 board.publish(own())  # before the agent runs: it cannot write what comes after
             begun = board.begin_watch()
+        watch_began = time.monotonic_ns()
 
         def seen_trials() -> SeenTrials:
             siblings = board.seen_since(begun) if board is not None and begun is not None else 0
+            elsewhere = machine_trials.seen_between(watch_began, time.monotonic_ns())
             theirs = list(seen.values())
 
             def secrets() -> list[str]:
@@ -122,7 +132,13 @@ class ConcurrentTrials:
                     found += board.secrets()
                 return found
 
-            return SeenTrials(len(theirs) + siblings, secrets)
+            by_pid: dict[int, int] = {}
+            for identity, count in elsewhere.items():
+                pid = int(identity.partition("-")[0])
+                by_pid[pid] = by_pid.get(pid, 0) + count
+            # The siblings are on the machine's board too; without it (unwritable), their own.
+            other_processes = max(siblings, sum(elsewhere.values()))
+            return SeenTrials(len(theirs) + other_processes, secrets, by_pid)
 
         try:
             yield seen_trials

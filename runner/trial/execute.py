@@ -89,8 +89,8 @@ def _record_outside_writes(
 ) -> list[str]:
     """Report the audit's paths, redacted like everything the recorder passes on. ``others``:
     the trials that ran beside the agent, whose writes the list may hold: their secrets are
-    redacted too, and the record says so (an object with the paths, the count and the note,
-    instead of the bare list)."""
+    redacted too, and the record says so (an object with the paths, the count, the note and
+    the pids of the other Proctor processes among them, instead of the bare list)."""
     count = others.count if others is not None else 0
     if others is not None and count and outside:
         theirs = Redactor(others.secrets())
@@ -98,9 +98,14 @@ def _record_outside_writes(
     outside = [recorder.redactor.redact(path) for path in outside]
     if outside:
         note = concurrency_note(count)
-        record: object = (
-            {"paths": outside, "concurrent_trials": count, "note": note} if note else outside
-        )
+        record: object = outside
+        if note:
+            record = {"paths": outside, "concurrent_trials": count, "note": note}
+            if others is not None and others.elsewhere:
+                # Which other Proctor processes ran them (pid: trials), for the reader to look up.
+                record["in_other_processes"] = {
+                    str(pid): trials for pid, trials in sorted(others.elsewhere.items())
+                }
         recorder.artifact("outside-writes.json", json.dumps(record, indent=2))
         shown = ", ".join(outside[:5])
         recorder.log(

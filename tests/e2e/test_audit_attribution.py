@@ -1,8 +1,9 @@
 """The outside-write audit of the local sandbox, through the real `proctor eval`: it cannot
 tell apart the writes of trials running at the same time (``-j 2`` runs them in two worker
-processes), so two concurrent trials each say so in their record and log line, while a trial
-running alone says nothing of the kind; and a secret prepare returned, written into a path, is
-redacted there, in its own record and in the other trial's, which may list that path too."""
+processes), so two concurrent trials each say so in their record (naming the other worker)
+and log line, while a trial running alone says nothing of the kind; and a secret prepare
+returned, written into a path, is redacted there, in its own record and in the other trial's,
+which may list that path too."""
 
 from __future__ import annotations
 
@@ -82,6 +83,8 @@ def test_concurrent_trials_say_their_writes_may_be_each_others(
     for written, stored, logged in concurrent:
         assert isinstance(written, dict), written
         assert written["note"] == NOTE and written["concurrent_trials"] == 1
+        # The other trial ran in the sibling worker process, named by its pid.
+        assert list(written["in_other_processes"].values()) == [1], written
         assert written["paths"], "its own write at least"
         (line,) = logged
         assert line.endswith(f"({NOTE})"), line
