@@ -1,24 +1,30 @@
 """Weighted assertions across a batch: each metric's pass rate and mean score per variant,
-and how each variant's trials fared against their thresholds (a fixed number of queries)."""
+promptfoo's derived metrics over the variant's summed scores, and how each variant's trials
+fared against their thresholds (a fixed number of queries)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Avg, BooleanField, CharField, Count, F, Max, Min, Q, Value, When
+from django.db.models import Avg, BooleanField, CharField, Count, F, Max, Min, Q, Sum, Value, When
 from django.db.models import Case as SqlCase
 
-from evals_app.models import Batch, Check, Run, Trial, Variant
+from evals_app.metric_expressions import UnusableExpression, metric_value
+from evals_app.models import Batch, CaseVersion, Check, Run, Trial, Variant
+from proctor.assertions import DERIVED_METRIC
 
 
-@dataclass(frozen=True)
+@dataclass
 class MetricCell:
     """How one metric's assertions did under one variant, across every trial of the batch."""
 
     passed: int
     total: int
     mean_score: float | None
+    total_score: float | None = None  # the sum of its scores: promptfoo's named score
+    # A derived metric's value over the variant's summed named scores (None: it has none).
+    derived: float | None = None
 
     @property
     def pass_rate(self) -> float | None:
@@ -35,6 +41,9 @@ class MetricRow:
     min_weight: float | None
     max_weight: float | None
     cells: list[MetricCell | None]  # in the order of BatchMetrics.variants
+    # promptfoo's derivedMetrics: the expression its cells' ``derived`` values come from.
+    expression: str | None = None
+    expression_problem: str = ""  # why the expression gave no value, in one line
 
     @property
     def info_only(self) -> bool:
@@ -97,6 +106,7 @@ def batch_metrics(batch: Batch) -> BatchMetrics:
             mean_score=Avg("score"),
             min_weight=Min("weight"),
             max_weight=Max("weight"),
+            total_score=Sum("score"),
         )
     )
     rows: dict[tuple[str, bool], MetricRow] = {}
@@ -109,7 +119,10 @@ def batch_metrics(batch: Batch) -> BatchMetrics:
         row.max_weight = _most(row.max_weight, group["max_weight"])
         index = column.get(group["trial__run__variant_id"])
         if index is not None:
-            row.cells[index] = MetricCell(group["passed"], group["total"], group["mean_score"])
+            row.cells[index] = MetricCell(
+                group["passed"], group["total"], group["mean_score"], group["total_score"]
+            )
+    _derive(rows, _derived_expressions(runs), len(variants))
 
     scored = Q(score__isnull=False)
     held = scored & Q(threshold__isnull=False)
@@ -141,6 +154,44 @@ def batch_metrics(batch: Batch) -> BatchMetrics:
         )
     ordered = sorted(rows.values(), key=lambda r: (-(r.max_weight or 0.0), r.name.lower()))
     return BatchMetrics(batch=batch, variants=scores, rows=ordered)
+
+
+def _derived_expressions(runs: Any) -> dict[str, str]:
+    """Each derived metric of the batch's case versions, by name (one query)."""
+    found: dict[str, str] = {}
+    versions = CaseVersion.objects.filter(pk__in=runs.values("case_version_id"))
+    for definition in versions.values_list("definition", flat=True):
+        for check in (definition or {}).get("checks") or ():
+            if check.get("type") == DERIVED_METRIC and check.get("metric"):
+                found.setdefault(check["metric"], str(check.get("value")))
+    return found
+
+
+def _derive(
+    rows: dict[tuple[str, bool], MetricRow], expressions: dict[str, str], width: int
+) -> None:
+    """Sets each derived metric row's values: its expression over the other metrics' sums
+    under each variant, as promptfoo computes it over a prompt's tests."""
+    for name, expression in expressions.items():
+        row = rows.get((name, True))
+        if row is None:
+            continue
+        row.expression = expression
+        for index in range(width):
+            cell = row.cells[index]
+            if cell is None:
+                continue
+            sums = {
+                other.name: other.cells[index].total_score or 0.0  # type: ignore[union-attr]
+                for other in rows.values()
+                if other.has_metric
+                and other.name not in expressions
+                and other.cells[index] is not None
+            }
+            try:
+                cell.derived = metric_value(expression, sums)
+            except UnusableExpression as problem:
+                row.expression_problem = str(problem)
 
 
 def _least(a: float | None, b: float | None) -> float | None:

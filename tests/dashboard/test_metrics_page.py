@@ -198,3 +198,34 @@ def test_it_counts_metrics_in_a_fixed_number_of_queries(
     html = response.content.decode()
     assert html.count('class="metric-row') == 5
     assert html.count('class="variant-name"') == 6
+
+
+def test_a_derived_metric_is_its_expression_over_the_variants_summed_scores(client, cast):
+    """promptfoo's derivedMetrics: precision = tp / (tp + fp) over the variant's tests, a ratio
+    of sums (3 / 4 here), not the mean of each trial's own ratio (which would be 2/3)."""
+    batch = make_batch(cast.acme, status="finished")
+    precision = "tp / (tp + fp)"
+    checks = [
+        assertion_spec("python", "x", name="tp", metric="tp"),
+        assertion_spec("python", "x", name="fp", metric="fp"),
+        assertion_spec("derived-metric", precision, name="precision", weight=0, metric="precision"),
+    ]
+    version = make_version(
+        make_case(cast.acme, "classify"),
+        definition=make_definition("api", "classify", checks=checks),
+    )
+    run = make_run(batch, version, make_variant(cast.acme, "v"))
+    # (tp, fp) per trial: 1/1 = 1.0, 2/3 ≈ 0.67, 0/0 has no ratio of its own.
+    for index, (tp, fp) in enumerate([(1, 0), (2, 1), (0, 0)]):
+        trial = make_trial(run, index)
+        make_assertion_check(trial, 0, name="tp", metric="tp", passed=True, score=tp)
+        make_assertion_check(trial, 1, name="fp", metric="fp", passed=True, score=fp)
+        make_assertion_check(
+            trial, 2, name="precision", metric="precision", weight=0, passed=True, score=0
+        )
+    client.force_login(cast.alice)
+    html = client.get(f"/batches/{batch.pk}/metrics/").content.decode()
+
+    row = metric_row(html, "precision")
+    assert cells(row) == ["0.750 over 3 trials"]
+    assert "tp / (tp + fp)" in row
