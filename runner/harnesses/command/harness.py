@@ -6,15 +6,19 @@ once (``install``) and which folder to ship (``dir``, copied to ``$HOME/profile`
 does not see it). A word of ``run`` or ``install`` naming a file of that folder
 (``"bun run agent.ts"``, ``"python3 agent.py"``) is made absolute before it runs, unless the
 workspace has that path: see ``runner.harnesses.command.run_line``. The process gets the ``SPHYNX_*`` variables
-of the original protocol, so a runner written for it runs unchanged; follow-up turns run the
-profile again with ``PROCTOR_SESSION_ID`` (the previous ``Started`` session id) and
-``PROCTOR_MODE`` (``plan`` or ``act``) set.
+of the original protocol, so a runner written for it runs unchanged, and the case's variables
+as one JSON object in ``PROCTOR_CASE_VARS`` (``proctor.runner.env().variables``); follow-up
+turns run the profile again with ``PROCTOR_SESSION_ID`` (the previous ``Started`` session id)
+and ``PROCTOR_MODE`` (``plan`` or ``act``) set.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from proctor.agent_events import AgentEvent
 from proctor.definitions import Profile, Variant
@@ -134,6 +138,7 @@ class CommandHarness(Harness):
         system_prompt: str | None = None,
         session_id: str | None = None,
         mode: str = "",
+        variables: Mapping[str, Any] | None = None,
     ) -> dict[str, str]:
         home = sandbox.home
         proctor_dir = f"{home}/.proctor"
@@ -145,6 +150,7 @@ class CommandHarness(Harness):
             "SPHYNX_WORKSPACE": sandbox.workspace,
             "SPHYNX_TRACE_LOG": f"{home}/{TRACE_LOG}",
             "PROCTOR_PROFILE_DIR": profile_dir,
+            "PROCTOR_CASE_VARS": json.dumps(dict(variables or {}), ensure_ascii=False),
         }
         if system_prompt is not None:
             self._proctor_dir(sandbox).mkdir(exist_ok=True)
@@ -198,6 +204,7 @@ class CommandHarness(Harness):
             system_prompt=request.system_prompt,
             session_id=request.session_id,
             mode=request.mode,
+            variables=request.variables,
         )
         result = sandbox.run(
             ["bash", "-c", self._line(sandbox, self.profile.run or "")],
