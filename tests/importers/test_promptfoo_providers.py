@@ -302,3 +302,55 @@ def test_a_provider_without_a_harness_is_named_untranslated(
     out = imported(proctor)
 
     assert f"provider {provider} (no Proctor harness for it)" in out
+
+
+# Providers that answer from the test's vars, as real ones do: the prompt names only the topic;
+# the audience and the word count reach the scripts in promptfoo's context alone.
+VARS_PROVIDERS = """
+description: Providers reading vars
+prompts:
+  - 'Write about {{topic}}.'
+  - '{% if audience %}For {{ audience }}: {% endif %}{{ topic | upper }}'
+providers:
+  - 'exec: python3 brief.py'
+  - file://writer.py
+tests:
+  - vars: {topic: bees, audience: children, words: 12}
+    assert:
+      - {type: contains, value: 'bees for children in 12 words'}
+  - vars: {topic: tides, audience: sailors, words: 40}
+    assert:
+      - {type: contains, value: 'tides for sailors in 40 words'}
+"""
+BRIEF_PY = """
+import json, sys
+
+test_vars = json.loads(sys.argv[-1])["vars"]
+print(f"{test_vars['topic']} for {test_vars['audience']} in {test_vars['words']!r} words "
+      f"(vars: {', '.join(sorted(test_vars))})")
+"""
+WRITER_PY = """
+def call_api(prompt, options, context):
+    v = context["vars"]
+    return {"output": f"{v['topic']} for {v['audience']} in {v['words']!r} words "
+                      f"(vars: {', '.join(sorted(v))})"}
+"""
+
+
+def test_exec_and_python_providers_answer_from_the_tests_vars(proctor: Proctor) -> None:
+    write(proctor, "cfg/promptfooconfig.yaml", VARS_PROVIDERS)
+    write(proctor, "cfg/brief.py", BRIEF_PY)
+    write(proctor, "cfg/writer.py", WRITER_PY)
+    imported(proctor, "cfg/promptfooconfig.yaml")
+
+    report = backend(proctor).eval_json(proctor.cwd, "cfg/promptfooconfig.eval.py")
+
+    trials = [(r["variant"], r["trials"][0]) for r in report["runs"]]
+    assert len(trials) == 8  # 2 prompts x 2 providers x 2 tests
+    assert {trial["status"] for _variant, trial in trials} == {"passed"}
+    answers = {trial["answer"] for _variant, trial in trials}
+    # promptfoo's vars, a number still a number, and none of the importer's own variables.
+    assert answers == {
+        "bees for children in 12 words (vars: audience, topic, words)",
+        "tides for sailors in 40 words (vars: audience, topic, words)",
+    }
