@@ -83,15 +83,25 @@ def test_exec_passes_the_prompt_options_and_context_as_the_last_three_arguments(
 
 
 CASE_VARS = json.dumps(
-    {"topic": "bees", "count": 3, "promptfoo_prompt_1": "held", "promptfoo_system_1": ""}
+    {
+        "topic": "bees",
+        "count": 3,
+        "facts": '{"legs": 6}',
+        "quoted": '{"legs": 6}',
+        "promptfoo_prompt_1": "held",
+        "promptfoo_system_1": "",
+        "promptfoo_data_vars": '["facts"]',
+    }
 )
+# promptfoo's vars: the data it held as data, text as text, the importer's own left out.
+TEST_VARS = {"topic": "bees", "count": 3, "facts": {"legs": 6}, "quoted": '{"legs": 6}'}
 VARS_PY = """
 def call_api(prompt, options, context):
     return {"output": context["vars"]}
 """
 
 
-def test_the_context_carries_the_tests_vars_without_the_importers_own(tmp_path: Path) -> None:
+def test_the_context_carries_the_tests_vars_as_promptfoo_had_them(tmp_path: Path) -> None:
     (tmp_path / "arguments.py").write_text(ARGUMENTS_PY)
     (tmp_path / "provider.py").write_text(VARS_PY)
 
@@ -102,8 +112,8 @@ def test_the_context_carries_the_tests_vars_without_the_importers_own(tmp_path: 
 
     (exec_message,) = of(by_exec, "Message")
     (python_message,) = of(by_python, "Message")
-    assert json.loads(json.loads(exec_message["text"])[-1])["vars"] == {"topic": "bees", "count": 3}
-    assert json.loads(python_message["text"]) == {"topic": "bees", "count": 3}
+    assert json.loads(json.loads(exec_message["text"])[-1])["vars"] == TEST_VARS
+    assert json.loads(python_message["text"]) == TEST_VARS
 
 
 def test_exec_that_fails_ends_the_turn_with_its_status_and_stderr(tmp_path: Path) -> None:
