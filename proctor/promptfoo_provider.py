@@ -20,10 +20,7 @@ A suite's system prompt reaches the provider as promptfoo sends a chat prompt to
 provider: the prompt becomes the JSON text of ``[{role: system}, {role: user}]`` messages.
 The context is promptfoo's ``{vars, prompt}``: ``vars`` are the test's variables, which the
 command harness hands to the process as ``PROCTOR_CASE_VARS`` (``proctor.runner``), as
-promptfoo had them: the importer's own variables left out (``promptfoo_prompt_N`` and
-``promptfoo_system_N`` hold a prompt it rendered per test), and the data a case variable holds
-as JSON text (a case variable is text) given back as data, for the variables its
-``promptfoo_data_vars`` names.
+promptfoo had them (``proctor.promptfoo_vars``).
 """
 
 from __future__ import annotations
@@ -37,19 +34,15 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from proctor.promptfoo_vars import promptfoo_vars
 from proctor.runner import create_emitter, env
 
 # The function promptfoo calls in a Python provider unless the path names another.
 DEFAULT_FUNCTION = "call_api"
 _ANSI_ESCAPE = re.compile(r"\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])")
-# The case variable naming (as a JSON list) the variables that hold data as JSON text.
-DATA_VARIABLES = "promptfoo_data_vars"
-# The case variables the importer adds: those, and the prompts it rendered per test.
-_IMPORTERS_OWN = re.compile(rf"^promptfoo_(?:prompt_\d+|system_\d+)$|^{DATA_VARIABLES}$")
 USAGE = "usage: python3 -m proctor.promptfoo_provider exec|python|echo ..."
 
 
@@ -62,7 +55,7 @@ def main(argv: list[str]) -> int:
     emit = create_emitter()
     emit.started(f"promptfoo-{uuid.uuid4().hex[:12]}", model=case.model or None)
     prompt = _prompt(case.prompt, case.system_prompt_file)
-    context = {"vars": _test_vars(case.variables), "prompt": {"raw": prompt, "label": prompt}}
+    context = {"vars": promptfoo_vars(case.variables), "prompt": {"raw": prompt, "label": prompt}}
     try:
         answer, usage = _answer(argv, prompt, context)
     except ProviderFailed as failure:
@@ -86,24 +79,6 @@ def _prompt(prompt: str, system_prompt_file: str | None) -> str:
         [{"role": "system", "content": system}, {"role": "user", "content": prompt}],
         ensure_ascii=False,
     )
-
-
-def _test_vars(variables: Mapping[str, Any]) -> dict[str, Any]:
-    """The case's variables as promptfoo's test had them."""
-    data = set(_json(variables.get(DATA_VARIABLES), default=[]))
-    return {
-        name: _json(value, default=value) if name in data else value
-        for name, value in variables.items()
-        if not _IMPORTERS_OWN.match(name)
-    }
-
-
-def _json(text: Any, *, default: Any) -> Any:
-    # A variable edited by hand into something else stays as it is.
-    try:
-        return json.loads(text) if isinstance(text, str) else default
-    except ValueError:
-        return default
 
 
 def _answer(argv: list[str], prompt: str, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:

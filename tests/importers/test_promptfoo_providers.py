@@ -318,6 +318,8 @@ tests:
   - vars: {topic: bees, audience: children, words: 12, facts: {legs: 6, wings: [fore, hind]}}
     assert:
       - {type: contains, value: 'bees for children in 12 words, 6 legs'}
+      - type: python
+        value: "context['vars']['facts'] == {'legs': 6, 'wings': ['fore', 'hind']} and 'promptfoo_data_vars' not in context['vars']"
   - vars: {topic: tides, audience: sailors, words: 40, facts: file://tides.json}
     assert:
       - {type: contains, value: 'tides for sailors in 40 words, 0 legs'}

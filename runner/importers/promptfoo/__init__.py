@@ -40,7 +40,7 @@ from typing import Any, TypeGuard
 
 from proctor.definitions import DEFAULT_MAX_TURNS, prompt_label
 from proctor.prompt_templates import variables_in
-from proctor.promptfoo_provider import DATA_VARIABLES
+from proctor.promptfoo_vars import DATA_VARIABLES
 from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
