@@ -3,7 +3,8 @@
 Proctor's command harness starts your process in the sandbox with the case in environment
 variables and records the JSON event lines it prints on stdout. :func:`env` reads those
 variables (the case's own ``variables={...}`` arrive whole, as the JSON object
-``PROCTOR_CASE_VARS``: ``env().variables["topic"]``); :func:`create_emitter` prints the event lines and refuses, with
+``PROCTOR_CASE_VARS``, or in the file ``PROCTOR_CASE_VARS_FILE`` names when too large for the
+environment: ``env().variables["topic"]``); :func:`create_emitter` prints the event lines and refuses, with
 :class:`ProtocolError`, any line the runner would record as a protocol error instead of the event
 you meant. Both sides check lines with :mod:`proctor.protocol`, so they cannot disagree.
 
@@ -75,7 +76,7 @@ class RunnerEnv:
     trace_log: str
     session_id: str | None  # the session to resume, on follow-up turns
     mode: str | None  # "plan" or "act" when the conversation uses plan mode
-    # The case's variables ({"topic": "bees"}), from PROCTOR_CASE_VARS; empty when unset.
+    # The case's variables ({"topic": "bees"}), from PROCTOR_CASE_VARS(_FILE); empty when unset.
     variables: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -98,7 +99,7 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
 
     Raises :class:`MissingVariable` naming the first always-set variable that is missing, so a
     script started by hand fails with a sentence instead of a ``KeyError``, and
-    :class:`MalformedVariable` when ``PROCTOR_CASE_VARS`` is set but is no JSON object.
+    :class:`MalformedVariable` when the case's variables are set but are no JSON object.
     """
     source = os.environ if environ is None else environ
     return RunnerEnv(
@@ -116,14 +117,21 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
 
 def _case_variables(environ: Mapping[str, str]) -> dict[str, Any]:
     # Optional: a process started by hand, or by a Proctor from before it was set, has none.
-    text = environ.get("PROCTOR_CASE_VARS") or "{}"
+    name, text = "PROCTOR_CASE_VARS", environ.get("PROCTOR_CASE_VARS") or "{}"
+    if path := environ.get("PROCTOR_CASE_VARS_FILE"):  # variables too large for the environment
+        name = f"PROCTOR_CASE_VARS_FILE ({path})"
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as error:
+            raise MalformedVariable(f"{name} cannot be read: {error.strerror}") from None
     try:
         variables = json.loads(text)
     except ValueError:
         variables = None
     if not isinstance(variables, dict):
         raise MalformedVariable(
-            f"PROCTOR_CASE_VARS is not a JSON object of the case's variables: {text[:80]!r}"
+            f"{name} is not a JSON object of the case's variables: {text[:80]!r}"
         )
     return variables
 

@@ -68,6 +68,20 @@ def test_it_leaves_the_optional_variables_none_when_unset():
     assert case.variables == {}
 
 
+def test_case_variables_too_large_for_the_environment_are_read_from_their_file(tmp_path):
+    (tmp_path / "vars.json").write_text('{"doc": "' + "x" * 100_000 + '"}')
+
+    case = env({**HARNESS_ENV, "PROCTOR_CASE_VARS_FILE": str(tmp_path / "vars.json")})
+
+    assert len(case.variables["doc"]) == 100_000
+    with pytest.raises(MalformedVariable) as raised:
+        env({**HARNESS_ENV, "PROCTOR_CASE_VARS_FILE": str(tmp_path / "gone.json")})
+    assert str(raised.value) == (
+        f"PROCTOR_CASE_VARS_FILE ({tmp_path / 'gone.json'}) cannot be read: "
+        "No such file or directory"
+    )
+
+
 @pytest.mark.parametrize("text", ["[1, 2]", "{topic: bees}", '"bees"'])
 def test_case_variables_that_are_no_json_object_are_named(text):
     with pytest.raises(MalformedVariable) as raised:

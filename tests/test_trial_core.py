@@ -504,6 +504,23 @@ def test_the_process_gets_every_variable_of_the_case_with_credentials_redacted(t
     ]
 
 
+def test_variables_too_large_for_the_environment_reach_the_process_in_a_file(tmp_path):
+    # One environment string past 128 KiB and Linux would not start the process at all.
+    run = (
+        "python3 -c 'import json, os; "
+        'text = open(os.environ["PROCTOR_CASE_VARS_FILE"]).read(); '
+        'print(json.dumps({"_tag": "Message", "text": str(len(json.loads(text)["doc"]))}))\''
+    )
+
+    recorder = run_trial(
+        tmp_path,
+        case("large", variables={"doc": "x" * 200_000}, validate=command("true")),
+        inline_variant(run),
+    )
+
+    assert (recorder.outcome.finish_reason, recorder.outcome.answer) == ("exit 0", "200000")
+
+
 # --- infrastructure failures are errored, not failed -----------------------------------------
 
 
