@@ -38,3 +38,13 @@ def as_references(value: str, secrets: list[tuple[str, str]], *, prefer: str = "
         if secret in value:
             value = value.replace(secret, "${" + name + "}")
     return value
+
+
+def credential_values(values: Mapping[str, object]) -> list[str]:
+    """The text of each value whose name says it holds a credential (a case variable
+    ``api_key``), for a trial to redact from what it records."""
+    return [
+        str(value)
+        for name, value in values.items()
+        if SECRET_NAME.search(name) and len(str(value)) >= MIN_SECRET_CHARS
+    ]

@@ -188,6 +188,9 @@ def rebuilt_case(
     case = Case(
         id=definition["case"],
         validate=tuple(c.check for c in checks),
+        # The variables that reach the trial (its prompt is recorded filled); records of the
+        # first promptfoo assertions kept all of them apart, as "vars".
+        variables={**(definition.get("vars") or {}), **(definition.get("variables") or {})},
         source=_rebuilt_source(definition.get("source")),
         prepare=callables.get("prepare") if definition.get("prepare") else None,
         cache=Cache(key=cache["key"], path=cache["path"]) if cache else None,

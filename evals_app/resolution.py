@@ -226,11 +226,8 @@ def _case_definition(
         "checks": [c.definition for c in checks],
         "threshold": case.threshold,
     }
-    if variables := _variant_template_values(suite, case):  # only then, likewise
+    if variables := recorded_variables(suite, case, checks):  # only then, likewise
         definition["variables"] = variables
-    if any(_runs_code(c.check) for c in checks):  # likewise
-        # promptfoo's code reads every var as context.vars, used in a prompt or not.
-        definition["vars"] = dict(case.variables)
     mocks = merged_mocks(suite.mocks, case.mocks)
     if mocks:  # only then, so a case without mocks keeps its version
         definition["mocks"] = [mock_definition(m, sources.reference) for m in mocks]
@@ -241,23 +238,39 @@ def _case_definition(
     return definition
 
 
-def _runs_code(check: Any) -> bool:
-    """An assertion whose code (or transform) is given the case's vars."""
-    return isinstance(check, Assertion) and (check.script is not None or bool(check.transform))
+# The harness whose processes get every variable of the case (as PROCTOR_CASE_VARS).
+VARIABLES_HARNESS = "command"
 
 
-def _variant_template_values(suite: Suite, case: Case) -> dict[str, str]:
-    """The case's variables that its suite's variants' own prompts and system prompts fill, as
-    text: recorded with the case, so a worker fills a variant's prompt from the record."""
+def recorded_variables(suite: Suite, case: Case, checks: list[ResolvedCheck]) -> dict[str, Any]:
+    """The case's variables that reach its trials, recorded with it so a worker has them from
+    the record alone: every one, as given, when something reads them all (a variant's
+    command-harness process gets them as ``PROCTOR_CASE_VARS``, promptfoo's code in a check as
+    ``context.vars``); else those its variants' own prompts and system prompts fill, as text.
+    Nothing else, so a case whose variables reach nothing new keeps its version.
+
+    A suite without variants is one rebuilt from a case's record: its case holds exactly the
+    variables that were recorded, and they are kept as they are."""
+    variants = [v for v in suite.variants if isinstance(v, Variant)]
+    if (
+        not suite.variants
+        or any(v.harness == VARIABLES_HARNESS for v in variants)
+        or any(_runs_code(c.check) for c in checks)
+    ):
+        return dict(sorted(case.variables.items()))
     names = {
         name
-        for variant in suite.variants
-        if isinstance(variant, Variant)
+        for variant in variants
         for template in (variant.prompt, variant.system_prompt)
         if isinstance(template, str)
         for name in variables_in(template)
     }
     return {name: str(case.variables[name]) for name in sorted(names) if name in case.variables}
+
+
+def _runs_code(check: Any) -> bool:
+    """An assertion whose code (or transform) is given the case's vars."""
+    return isinstance(check, Assertion) and (check.script is not None or bool(check.transform))
 
 
 def trial_prompts(

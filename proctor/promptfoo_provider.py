@@ -18,8 +18,9 @@ ends the turn with it, token counts and cost are the turn's usage. ``echo`` answ
 
 A suite's system prompt reaches the provider as promptfoo sends a chat prompt to a custom
 provider: the prompt becomes the JSON text of ``[{role: system}, {role: user}]`` messages.
-The context carries the prompt; the case's variables are not passed to the process, so
-``context["vars"]`` is empty.
+The context is promptfoo's ``{vars, prompt}``: ``vars`` are the test's variables, which the
+command harness hands to the process as ``PROCTOR_CASE_VARS`` (``proctor.runner``), as
+promptfoo had them (``proctor.promptfoo_vars``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from proctor.promptfoo_vars import promptfoo_vars
 from proctor.runner import create_emitter, env
 
 # The function promptfoo calls in a Python provider unless the path names another.
@@ -53,8 +55,9 @@ def main(argv: list[str]) -> int:
     emit = create_emitter()
     emit.started(f"promptfoo-{uuid.uuid4().hex[:12]}", model=case.model or None)
     prompt = _prompt(case.prompt, case.system_prompt_file)
+    context = {"vars": promptfoo_vars(case.variables), "prompt": {"raw": prompt, "label": prompt}}
     try:
-        answer, usage = _answer(argv, prompt)
+        answer, usage = _answer(argv, prompt, context)
     except ProviderFailed as failure:
         print(str(failure), file=sys.stderr)
         emit.finished(f"error: {failure}")
@@ -78,24 +81,20 @@ def _prompt(prompt: str, system_prompt_file: str | None) -> str:
     )
 
 
-def _answer(argv: list[str], prompt: str) -> tuple[str, dict[str, Any]]:
+def _answer(argv: list[str], prompt: str, context: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     kind, rest = (argv[0], argv[1:]) if argv else ("", [])
     if kind == "echo":
         return prompt, {}
     if kind == "exec" and len(rest) >= 3 and rest[1] == "--":
-        return _exec(rest[2:], json.loads(rest[0]), prompt), {}
+        return _exec(rest[2:], json.loads(rest[0]), prompt, context), {}
     if kind == "python" and len(rest) in (2, 3):
         function = rest[2] if len(rest) == 3 else DEFAULT_FUNCTION
-        return _python(rest[1], function, json.loads(rest[0]), prompt)
+        return _python(rest[1], function, json.loads(rest[0]), prompt, context)
     raise ProviderFailed(USAGE)
 
 
-def _context(prompt: str) -> dict[str, Any]:
-    return {"vars": {}, "prompt": {"raw": prompt, "label": prompt}}
-
-
-def _exec(command: list[str], options: dict[str, Any], prompt: str) -> str:
-    arguments = [*command, prompt, json.dumps(options), json.dumps(_context(prompt))]
+def _exec(command: list[str], options: dict[str, Any], prompt: str, context: dict[str, Any]) -> str:
+    arguments = [*command, prompt, json.dumps(options), json.dumps(context, ensure_ascii=False)]
     try:
         done = subprocess.run(
             arguments, capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
@@ -114,7 +113,7 @@ def _exec(command: list[str], options: dict[str, Any], prompt: str) -> str:
 
 
 def _python(
-    file: str, function: str, options: dict[str, Any], prompt: str
+    file: str, function: str, options: dict[str, Any], prompt: str, context: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
     path = Path(file).resolve()
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -126,7 +125,7 @@ def _python(
     call = getattr(module, function, None)
     if not callable(call):
         raise ProviderFailed(f"{file} has no function {function}(prompt, options, context)")
-    result = call(prompt, options, _context(prompt))
+    result = call(prompt, options, context)
     if inspect.iscoroutine(result):
         result = asyncio.run(result)
     if not isinstance(result, dict):

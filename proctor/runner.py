@@ -2,7 +2,9 @@
 
 Proctor's command harness starts your process in the sandbox with the case in environment
 variables and records the JSON event lines it prints on stdout. :func:`env` reads those
-variables; :func:`create_emitter` prints the event lines and refuses, with
+variables (the case's own ``variables={...}`` arrive whole, as the JSON object
+``PROCTOR_CASE_VARS``, or in the file ``PROCTOR_CASE_VARS_FILE`` names when too large for the
+environment: ``env().variables["topic"]``); :func:`create_emitter` prints the event lines and refuses, with
 :class:`ProtocolError`, any line the runner would record as a protocol error instead of the event
 you meant. Both sides check lines with :mod:`proctor.protocol`, so they cannot disagree.
 
@@ -44,7 +46,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from proctor.protocol import parse_line
@@ -52,6 +54,10 @@ from proctor.protocol import parse_line
 
 class MissingVariable(RuntimeError):
     """An environment variable the command harness always sets is missing."""
+
+
+class MalformedVariable(RuntimeError):
+    """A variable the command harness sets holds what it never sets (set by hand, wrongly)."""
 
 
 class ProtocolError(ValueError):
@@ -70,6 +76,8 @@ class RunnerEnv:
     trace_log: str
     session_id: str | None  # the session to resume, on follow-up turns
     mode: str | None  # "plan" or "act" when the conversation uses plan mode
+    # The case's variables ({"topic": "bees"}), from PROCTOR_CASE_VARS(_FILE); empty when unset.
+    variables: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _required(environ: Mapping[str, str], name: str) -> str:
@@ -90,7 +98,8 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
     """The harness's variables from ``environ`` (default ``os.environ``).
 
     Raises :class:`MissingVariable` naming the first always-set variable that is missing, so a
-    script started by hand fails with a sentence instead of a ``KeyError``.
+    script started by hand fails with a sentence instead of a ``KeyError``, and
+    :class:`MalformedVariable` when the case's variables are set but are no JSON object.
     """
     source = os.environ if environ is None else environ
     return RunnerEnv(
@@ -102,7 +111,29 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
         trace_log=_required(source, "SPHYNX_TRACE_LOG"),
         session_id=_optional(source, "PROCTOR_SESSION_ID"),
         mode=_optional(source, "PROCTOR_MODE"),
+        variables=_case_variables(source),
     )
+
+
+def _case_variables(environ: Mapping[str, str]) -> dict[str, Any]:
+    # Optional: a process started by hand, or by a Proctor from before it was set, has none.
+    name, text = "PROCTOR_CASE_VARS", environ.get("PROCTOR_CASE_VARS") or "{}"
+    if path := environ.get("PROCTOR_CASE_VARS_FILE"):  # variables too large for the environment
+        name = f"PROCTOR_CASE_VARS_FILE ({path})"
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as error:
+            raise MalformedVariable(f"{name} cannot be read: {error.strerror}") from None
+    try:
+        variables = json.loads(text)
+    except ValueError:
+        variables = None
+    if not isinstance(variables, dict):
+        raise MalformedVariable(
+            f"{name} is not a JSON object of the case's variables: {text[:80]!r}"
+        )
+    return variables
 
 
 def _print_line(line: str) -> None:

@@ -26,7 +26,7 @@ print(json.dumps(sys.argv[1:]))
 
 
 def run(
-    folder: Path, *argv: str, system_prompt: str | None = None
+    folder: Path, *argv: str, system_prompt: str | None = None, case_vars: str | None = None
 ) -> tuple[int, list[dict[str, Any]]]:
     env = {
         "SPHYNX_PROMPT": "Capital of France?",
@@ -37,6 +37,8 @@ def run(
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
     }
+    if case_vars is not None:
+        env["PROCTOR_CASE_VARS"] = case_vars
     if system_prompt is not None:
         (folder / "system.md").write_text(system_prompt)
         env["SPHYNX_SYSTEM_PROMPT_FILE"] = str(folder / "system.md")
@@ -78,6 +80,40 @@ def test_exec_passes_the_prompt_options_and_context_as_the_last_three_arguments(
     assert of(events, "Finished") == [
         {"_tag": "Finished", "reason": "done", "at": events[-1]["at"]}
     ]
+
+
+CASE_VARS = json.dumps(
+    {
+        "topic": "bees",
+        "count": 3,
+        "facts": '{"legs": 6}',
+        "quoted": '{"legs": 6}',
+        "promptfoo_prompt_1": "held",
+        "promptfoo_system_1": "",
+        "promptfoo_data_vars": '["facts"]',
+    }
+)
+# promptfoo's vars: the data it held as data, text as text, the importer's own left out.
+TEST_VARS = {"topic": "bees", "count": 3, "facts": {"legs": 6}, "quoted": '{"legs": 6}'}
+VARS_PY = """
+def call_api(prompt, options, context):
+    return {"output": context["vars"]}
+"""
+
+
+def test_the_context_carries_the_tests_vars_as_promptfoo_had_them(tmp_path: Path) -> None:
+    (tmp_path / "arguments.py").write_text(ARGUMENTS_PY)
+    (tmp_path / "provider.py").write_text(VARS_PY)
+
+    _, by_exec = run(
+        tmp_path, "exec", "{}", "--", sys.executable, "arguments.py", case_vars=CASE_VARS
+    )
+    _, by_python = run(tmp_path, "python", "{}", "provider.py", case_vars=CASE_VARS)
+
+    (exec_message,) = of(by_exec, "Message")
+    (python_message,) = of(by_python, "Message")
+    assert json.loads(json.loads(exec_message["text"])[-1])["vars"] == TEST_VARS
+    assert json.loads(python_message["text"]) == TEST_VARS
 
 
 def test_exec_that_fails_ends_the_turn_with_its_status_and_stderr(tmp_path: Path) -> None:

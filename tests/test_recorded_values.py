@@ -399,3 +399,46 @@ def test_a_suite_whose_variants_carry_no_prompt_records_its_cases_as_before(tmp_
     (suite,) = load_file(tmp_path / "plain.eval.py").suites
     definition = resolve_case(suite, suite.cases[0], tmp_path / "plain.eval.py").definition
     assert "variables" not in definition
+
+
+def test_a_suite_running_a_command_process_records_every_variable_of_its_cases(tmp_path: Path):
+    """The command harness hands the case's variables to its process, so all of them are what
+    its trials run with: recorded, read back, and a change to one not in any prompt is a new
+    version. A suite without such a variant keeps recording only what its prompts fill."""
+    command_suite = PROMPT_VARIANTS.replace(
+        'variant("chat", model="m", base_url="http://127.0.0.1:9/v1"),',
+        'variant("command", profile=profile("p", run="true")),',
+    ).replace(
+        "import case, command, suite, variant", "import case, command, profile, suite, variant"
+    )
+    module = tmp_path / "command.eval.py"
+    module.write_text(textwrap.dedent(command_suite))
+    (suite,) = load_file(module).suites
+    resolved = resolve_case(suite, suite.cases[0], module)
+
+    assert resolved.definition["variables"] == {"tone": "warm", "unused": "x", "word": "hello"}
+    rebuilt = rebuilt_case(
+        json.loads(json.dumps(resolved.definition)),
+        resolved.definition_hash,
+        {},
+        module_path=module,
+        project=tmp_path,
+    )
+    again = resolve_case(rebuilt.suite, rebuilt.case, module)
+    assert (again.definition, again.definition_hash) == (
+        resolved.definition,
+        resolved.definition_hash,
+    )
+    module.write_text(module.read_text().replace('"unused": "x"', '"unused": "y"'))
+    (changed,) = load_file(module).suites
+    assert resolve_case(changed, changed.cases[0], module).definition_hash != (
+        resolved.definition_hash
+    )
+
+    chat_only = tmp_path / "chat.eval.py"
+    chat_only.write_text(textwrap.dedent(PROMPT_VARIANTS))
+    (chat,) = load_file(chat_only).suites
+    assert resolve_case(chat, chat.cases[0], chat_only).definition["variables"] == {
+        "tone": "warm",
+        "word": "hello",
+    }

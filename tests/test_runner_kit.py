@@ -8,6 +8,7 @@ import pytest
 
 from proctor.protocol import parse_line
 from proctor.runner import (
+    MalformedVariable,
     MissingVariable,
     ProtocolError,
     RunnerEnv,
@@ -44,6 +45,7 @@ def test_it_reads_the_case_from_the_harness_variables():
         "SPHYNX_SYSTEM_PROMPT_FILE": "/profile/system.md",
         "PROCTOR_SESSION_ID": "sess-7",
         "PROCTOR_MODE": "plan",
+        "PROCTOR_CASE_VARS": '{"topic": "bees", "count": 3, "kind": "bienen"}',
     }
 
     assert env({**HARNESS_ENV, **extras}) == RunnerEnv(
@@ -55,6 +57,7 @@ def test_it_reads_the_case_from_the_harness_variables():
         trace_log="/tmp/trace.log",
         session_id="sess-7",
         mode="plan",
+        variables={"topic": "bees", "count": 3, "kind": "bienen"},
     )
 
 
@@ -62,6 +65,31 @@ def test_it_leaves_the_optional_variables_none_when_unset():
     case = env(HARNESS_ENV)
 
     assert (case.system_prompt_file, case.session_id, case.mode) == (None, None, None)
+    assert case.variables == {}
+
+
+def test_case_variables_too_large_for_the_environment_are_read_from_their_file(tmp_path):
+    (tmp_path / "vars.json").write_text('{"doc": "' + "x" * 100_000 + '"}')
+
+    case = env({**HARNESS_ENV, "PROCTOR_CASE_VARS_FILE": str(tmp_path / "vars.json")})
+
+    assert len(case.variables["doc"]) == 100_000
+    with pytest.raises(MalformedVariable) as raised:
+        env({**HARNESS_ENV, "PROCTOR_CASE_VARS_FILE": str(tmp_path / "gone.json")})
+    assert str(raised.value) == (
+        f"PROCTOR_CASE_VARS_FILE ({tmp_path / 'gone.json'}) cannot be read: "
+        "No such file or directory"
+    )
+
+
+@pytest.mark.parametrize("text", ["[1, 2]", "{topic: bees}", '"bees"'])
+def test_case_variables_that_are_no_json_object_are_named(text):
+    with pytest.raises(MalformedVariable) as raised:
+        env({**HARNESS_ENV, "PROCTOR_CASE_VARS": text})
+
+    assert str(raised.value) == (
+        f"PROCTOR_CASE_VARS is not a JSON object of the case's variables: {text!r}"
+    )
 
 
 def test_it_accepts_an_empty_model_for_a_variant_without_one():

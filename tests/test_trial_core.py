@@ -481,6 +481,46 @@ def test_the_system_prompt_file_is_set_only_when_there_is_a_system_prompt(tmp_pa
     assert from_suite.outcome.answer == "From the suite."
 
 
+def test_the_process_gets_every_variable_of_the_case_with_credentials_redacted(tmp_path):
+    run = (
+        'python3 -c \'import json, os; text = os.environ["PROCTOR_CASE_VARS"]; '
+        'key = json.loads(text)["api_key"]; '
+        'print(json.dumps({"_tag": "Message", "text": text})); '
+        'print(json.dumps({"_tag": "Message", "text": "the key is " + key}))\''
+    )
+    variables = {"topic": "bees", "count": 3, "api_key": "hunter2-hunter2"}
+
+    recorder = run_trial(
+        tmp_path,
+        case("vars", variables=variables, validate=command("true")),
+        inline_variant(run),
+        prompt="Write about {{topic}}",
+    )
+
+    texts = [event.data["text"] for _turn, event in recorder.events if event.kind == "Message"]
+    assert texts == [
+        '{"api_key": "[redacted]", "count": 3, "topic": "bees"}',
+        "the key is [redacted]",
+    ]
+
+
+def test_variables_too_large_for_the_environment_reach_the_process_in_a_file(tmp_path):
+    # One environment string past 128 KiB and Linux would not start the process at all.
+    run = (
+        "python3 -c 'import json, os; "
+        'text = open(os.environ["PROCTOR_CASE_VARS_FILE"]).read(); '
+        'print(json.dumps({"_tag": "Message", "text": str(len(json.loads(text)["doc"]))}))\''
+    )
+
+    recorder = run_trial(
+        tmp_path,
+        case("large", variables={"doc": "x" * 200_000}, validate=command("true")),
+        inline_variant(run),
+    )
+
+    assert (recorder.outcome.finish_reason, recorder.outcome.answer) == ("exit 0", "200000")
+
+
 # --- infrastructure failures are errored, not failed -----------------------------------------
 
 

@@ -29,6 +29,7 @@ from proctor.assertions import (
 )
 from proctor.definitions import Verdict
 from proctor.judges import Judge
+from proctor.promptfoo_vars import promptfoo_vars
 from runner.core.awaiting import resolved
 from runner.core.limits import UserCodeError, default_limits, run_forked
 from runner.core.mock_calls import call_assertion_verdict
@@ -262,7 +263,7 @@ def _as_text(value: Any) -> str:
 def script_context(ctx: CheckContext, item: Assertion | None = None) -> dict[str, Any]:
     """promptfoo's ``context`` argument: the vars, the prompt, the test, the assertion's
     config."""
-    variables = ctx.variables()
+    variables = promptfoo_vars(ctx.variables())
     return {
         "vars": variables,
         "prompt": ctx.prompt(),
@@ -280,7 +281,7 @@ def _transformed_output(item: Assertion, ctx: CheckContext, *, limit_s: float) -
         return _UNTRANSFORMED, ""
     value: Any = ctx.output()
     printed = ""
-    context = {"vars": ctx.variables(), "prompt": ctx.prompt()}
+    context = {"vars": promptfoo_vars(ctx.variables()), "prompt": ctx.prompt()}
     for code in item.transform:
         try:
             value, said = run_script(code, [value, context], limit_s=limit_s, purpose="transform")

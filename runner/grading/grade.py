@@ -30,8 +30,8 @@ from runner.grading.judges import judge_config, run_judge
 def assertion_context(resolved: ResolvedCase, variant: Variant) -> dict[str, Any]:
     """CheckContext's keyword arguments for promptfoo's assertions: the case's variables, the
     trial's opening prompt, the tools the variant declares."""
-    recorded = resolved.definition.get("vars")
-    variables = recorded if isinstance(recorded, dict) else dict(resolved.case.variables)
+    # All of them when a check runs code: recorded so (a case rebuilt from its record has them).
+    variables = dict(resolved.case.variables)
     tools = variant.options.get("tools") or ()
     user = (resolved.definition.get("conversation") or {}).get("user") or {}
     return {

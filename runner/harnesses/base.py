@@ -86,6 +86,9 @@ class TurnRequest:
     system_prompt: str | None = None
     session_id: str | None = None  # set on follow-up turns: the session to resume
     mode: str = ""  # "plan" | "act" | "" (no plan mode)
+    # The case's recorded variables (evals_app.resolution.recorded_variables); the command
+    # harness hands them to its process as PROCTOR_CASE_VARS.
+    variables: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass

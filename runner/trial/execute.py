@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals_app.environment_secrets import credential_values
 from evals_app.resolution import ResolvedCase, trial_prompts
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Source, Variant
@@ -299,6 +300,8 @@ def _run_agent(
     definition = resolved.definition
     # A variant carrying its own prompts runs them in place of the suite's.
     prompt, system_prompt = trial_prompts(definition, plan.variant.options)
+    # A variable named as a credential (``api_key``) is a secret of the trial's record.
+    recorder.add_secrets(credential_values(definition.get("variables") or {}))
     session = AgentSession(
         harness=harness,
         sandbox=sandbox,
@@ -308,6 +311,7 @@ def _run_agent(
         timeout_ms=definition["limits"]["timeout_ms"],
         workspace_snapshot=snapshot,
         max_events=plan.max_events,
+        variables=definition.get("variables"),
     )
     audit_ignores = [*plan.own_folders, str(plan.cache_root)]
     watch_before_agent(sandbox, ignore=audit_ignores)

@@ -12,6 +12,7 @@ the turn's file changes, as one FileChange event before the turn's Finished.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,12 +90,14 @@ class AgentSession:
         timeout_ms: int,
         workspace_snapshot: WorkspaceSnapshot | None = None,
         max_events: int | None = None,
+        variables: Mapping[str, Any] | None = None,
     ) -> None:
         self.harness = harness
         self.sandbox = sandbox
         self.recorder = recorder
         self.model = model
         self.system_prompt = system_prompt
+        self.variables = dict(variables or {})
         self.clock = AgentClock(budget_ms=timeout_ms)
         # Capped like what the recorder stores: a million events keep memory bounded.
         self.transcript = Transcript(max_events=max_events)
@@ -141,6 +144,7 @@ class AgentSession:
             else None,
             session_id=self.session_id,
             mode=mode,
+            variables=self.variables,
         )
         started = time.monotonic()
         result = self.harness.run_turn(

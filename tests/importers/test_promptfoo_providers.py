@@ -302,3 +302,59 @@ def test_a_provider_without_a_harness_is_named_untranslated(
     out = imported(proctor)
 
     assert f"provider {provider} (no Proctor harness for it)" in out
+
+
+# Providers that answer from the test's vars, as real ones do: the prompt names only the topic;
+# the audience and the word count reach the scripts in promptfoo's context alone.
+VARS_PROVIDERS = """
+description: Providers reading vars
+prompts:
+  - 'Write about {{topic}}.'
+  - '{% if audience %}For {{ audience }}: {% endif %}{{ topic | upper }}'
+providers:
+  - 'exec: python3 brief.py'
+  - file://writer.py
+tests:
+  - vars: {topic: bees, audience: children, words: 12, facts: {legs: 6, wings: [fore, hind]}}
+    assert:
+      - {type: contains, value: 'bees for children in 12 words, 6 legs'}
+      - type: python
+        value: "context['vars']['facts'] == {'legs': 6, 'wings': ['fore', 'hind']} and 'promptfoo_data_vars' not in context['vars']"
+  - vars: {topic: tides, audience: sailors, words: 40, facts: file://tides.json}
+    assert:
+      - {type: contains, value: 'tides for sailors in 40 words, 0 legs'}
+"""
+BRIEF_PY = """
+import json, sys
+
+test_vars = json.loads(sys.argv[-1])["vars"]
+print(f"{test_vars['topic']} for {test_vars['audience']} in {test_vars['words']!r} words, "
+      f"{test_vars['facts']['legs']} legs (vars: {', '.join(sorted(test_vars))})")
+"""
+WRITER_PY = """
+def call_api(prompt, options, context):
+    v = context["vars"]
+    return {"output": f"{v['topic']} for {v['audience']} in {v['words']!r} words, "
+                      f"{v['facts']['legs']} legs (vars: {', '.join(sorted(v))})"}
+"""
+
+
+def test_exec_and_python_providers_answer_from_the_tests_vars(proctor: Proctor) -> None:
+    write(proctor, "cfg/promptfooconfig.yaml", VARS_PROVIDERS)
+    write(proctor, "cfg/brief.py", BRIEF_PY)
+    write(proctor, "cfg/writer.py", WRITER_PY)
+    write(proctor, "cfg/tides.json", '{"legs": 0, "moon": true}')
+    imported(proctor, "cfg/promptfooconfig.yaml")
+
+    report = backend(proctor).eval_json(proctor.cwd, "cfg/promptfooconfig.eval.py")
+
+    trials = [(r["variant"], r["trials"][0]) for r in report["runs"]]
+    assert len(trials) == 8  # 2 prompts x 2 providers x 2 tests
+    assert {trial["status"] for _variant, trial in trials} == {"passed"}
+    answers = {trial["answer"] for _variant, trial in trials}
+    # promptfoo's vars, a number still a number, data (inline or from a JSON file) still
+    # data, and none of the importer's own variables.
+    assert answers == {
+        "bees for children in 12 words, 6 legs (vars: audience, facts, topic, words)",
+        "tides for sailors in 40 words, 0 legs (vars: audience, facts, topic, words)",
+    }

@@ -6,15 +6,20 @@ once (``install``) and which folder to ship (``dir``, copied to ``$HOME/profile`
 does not see it). A word of ``run`` or ``install`` naming a file of that folder
 (``"bun run agent.ts"``, ``"python3 agent.py"``) is made absolute before it runs, unless the
 workspace has that path: see ``runner.harnesses.command.run_line``. The process gets the ``SPHYNX_*`` variables
-of the original protocol, so a runner written for it runs unchanged; follow-up turns run the
-profile again with ``PROCTOR_SESSION_ID`` (the previous ``Started`` session id) and
-``PROCTOR_MODE`` (``plan`` or ``act``) set.
+of the original protocol, so a runner written for it runs unchanged, and the case's variables
+as one JSON object in ``PROCTOR_CASE_VARS`` (in the file ``PROCTOR_CASE_VARS_FILE`` names when
+too large for the environment; ``proctor.runner.env().variables`` reads either); follow-up
+turns run the profile again with ``PROCTOR_SESSION_ID`` (the previous ``Started`` session id)
+and ``PROCTOR_MODE`` (``plan`` or ``act``) set.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from proctor.agent_events import AgentEvent
 from proctor.definitions import Profile, Variant
@@ -37,6 +42,10 @@ from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
 
 INSTALL_TIMEOUT_S = 30 * 60
+# Linux refuses to start a process with one environment string past 128 KiB (MAX_ARG_STRLEN):
+# case variables larger than this go in a file instead (PROCTOR_CASE_VARS_FILE).
+MAX_INLINE_VARIABLES_BYTES = 64 * 1024
+CASE_VARS_FILE = "case_vars.json"
 # The shell recorder's log, a file of the home itself: a folder of its own cost a folder made
 # and deleted per trial, and on some disks making one costs as much as a no-op agent's run.
 TRACE_LOG = ".proctor-trace.log"
@@ -134,6 +143,7 @@ class CommandHarness(Harness):
         system_prompt: str | None = None,
         session_id: str | None = None,
         mode: str = "",
+        variables: Mapping[str, Any] | None = None,
     ) -> dict[str, str]:
         home = sandbox.home
         proctor_dir = f"{home}/.proctor"
@@ -146,6 +156,7 @@ class CommandHarness(Harness):
             "SPHYNX_TRACE_LOG": f"{home}/{TRACE_LOG}",
             "PROCTOR_PROFILE_DIR": profile_dir,
         }
+        env.update(self._variables_env(sandbox, variables or {}))
         if system_prompt is not None:
             self._proctor_dir(sandbox).mkdir(exist_ok=True)
             (self._proctor_dir(sandbox) / "system_prompt.md").write_text(
@@ -165,6 +176,16 @@ class CommandHarness(Harness):
         # The case's cli mocks first, even before the agent's own folder (runner.mocks).
         env["PATH"] = shims_first(sandbox, env["PATH"])
         return env
+
+    def _variables_env(self, sandbox: Sandbox, variables: Mapping[str, Any]) -> dict[str, str]:
+        """``PROCTOR_CASE_VARS`` (the JSON itself) or, for JSON too large for one environment
+        string, ``PROCTOR_CASE_VARS_FILE`` naming a file of the home's ``.proctor`` that holds it."""
+        text = json.dumps(dict(variables), ensure_ascii=False)
+        if len(text.encode()) <= MAX_INLINE_VARIABLES_BYTES:
+            return {"PROCTOR_CASE_VARS": text}
+        self._proctor_dir(sandbox).mkdir(exist_ok=True)
+        (self._proctor_dir(sandbox) / CASE_VARS_FILE).write_text(text, encoding="utf-8")
+        return {"PROCTOR_CASE_VARS_FILE": f"{sandbox.home}/.proctor/{CASE_VARS_FILE}"}
 
     def run_turn(
         self,
@@ -198,6 +219,7 @@ class CommandHarness(Harness):
             system_prompt=request.system_prompt,
             session_id=request.session_id,
             mode=request.mode,
+            variables=request.variables,
         )
         result = sandbox.run(
             ["bash", "-c", self._line(sandbox, self.profile.run or "")],

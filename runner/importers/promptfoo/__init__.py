@@ -40,6 +40,7 @@ from typing import Any, TypeGuard
 
 from proctor.definitions import DEFAULT_MAX_TURNS, prompt_label
 from proctor.prompt_templates import variables_in
+from proctor.promptfoo_vars import DATA_VARIABLES
 from proctor.rules import MAX_TAGS, MAX_TURNS_RANGE
 from runner.importers import ImportFailed
 from runner.importers.handles import UniqueHandles, slugify
@@ -504,7 +505,9 @@ def _case(
         user = None
         templates = " ".join(p.user or "" for p in prompts)
     # A case variable is text: data read from a JSON or YAML file is kept as its JSON (the
-    # prompts that use it as data were rendered with it above).
+    # prompts that use it as data were rendered with it above), and named, for the script
+    # providers to give it back to promptfoo's code as data.
+    data = sorted(k for k, v in variables.items() if isinstance(v, Mapping | list))
     variables = {
         k: v
         if isinstance(v, str | int | float | bool)
@@ -513,6 +516,8 @@ def _case(
         else json.dumps(v, ensure_ascii=False)
         for k, v in {**variables, **rendered}.items()
     }
+    if data:
+        variables[DATA_VARIABLES] = json.dumps(data)
     if templates:
         for name in variables_in(templates):
             if name not in variables:
