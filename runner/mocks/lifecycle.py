@@ -139,6 +139,7 @@ def start_mocks(
     # Imported here: the MCP SDK alone takes seconds to import, and most trials have no mocks.
     from runner.mocks.api import ApiMock
     from runner.mocks.cli import CliMock
+    from runner.mocks.otlp_receiver import OtlpReceiver
     from runner.mocks.server import Listening, MockServer
 
     folder = Path(sandbox.root) / "mocks"
@@ -178,8 +179,6 @@ def start_mocks(
     receiver = None
     otlp_url = None
     if otlp_receiver:
-        from runner.mocks.otlp_receiver import OtlpReceiver
-
         receiver = OtlpReceiver()
         listening = Listening(RECEIVER_NAME, folder)
         apps[RECEIVER_NAME] = (receiver, listening)
