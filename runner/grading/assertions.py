@@ -156,8 +156,14 @@ def run_assertion(
     limit = limit_s if limit_s is not None else default_limits().check_s
     try:
         transformed, output = _transformed_output(item, ctx, limit_s=limit)
-        answer = ctx.answer() if transformed is _UNTRANSFORMED else _as_text(transformed)
-        said = ctx.transcript() if transformed is _UNTRANSFORMED else answer
+        if transformed is not _UNTRANSFORMED:
+            answer = said = _as_text(transformed)
+        elif ctx.reads_whole_conversation:
+            # As promptfoo grades its simulated user's tests: every assertion reads the whole
+            # conversation, the person's messages included.
+            answer = said = ctx.output()
+        else:
+            answer, said = ctx.answer(), ctx.transcript()
         # A python assertion holding a function is Proctor's own f(ctx); as text, promptfoo's.
         if item.type in PROMPTFOO_TYPES and not callable(item.value):
             untransformed = transformed is _UNTRANSFORMED

@@ -72,6 +72,12 @@ class CheckContext:
         """The recorded conversation the agent continued from, if the case seeded one."""
         return list(self._transcript.seeded)
 
+    @property
+    def reads_whole_conversation(self) -> bool:
+        """Whether assertions read promptfoo's output, the whole conversation (the case's
+        simulated user is promptfoo's), in place of what the agent said."""
+        return self._whole_conversation
+
     def output(self) -> str:
         """What promptfoo's assertions call the output: the agent's last message, or with
         promptfoo's simulated user the whole conversation ("User: ..." and "Assistant: ..."

@@ -336,3 +336,32 @@ def test_what_does_not_carry_over_is_named_and_the_rest_translates(tmp_path: Pat
     assert 'assertion("similar", "hello there", grader="emb-small")' in result.source
     assert 'assertion("is-json", {"type": "object"})' in result.source
     assert 'assertion("llm-rubric", "Greets", grader="other-judge")' in result.source
+
+
+def test_with_a_simulated_user_text_assertions_read_the_whole_conversation_too(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
+    """promptfoo grades a simulated-user test's output, the whole conversation: a word only
+    the person said is in it (so icontains passes and not-icontains fails, as in promptfoo)."""
+    config = CONVERSATION_CONFIG.split("    assert:")[0] + textwrap.indent(
+        textwrap.dedent(
+            """\
+            assert:
+              - type: icontains
+                value: book a demo
+              - type: not-icontains
+                value: book a demo
+              - type: starts-with
+                value: "User: Can I"
+            """
+        ),
+        "    ",
+    )
+    (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(config).lstrip())
+    fake_model_server.script(*[persona_and_agent] * 3)
+
+    _imported, report = import_and_run(proctor, fake_model_server)
+
+    (run,) = report["runs"]
+    (trial,) = run["trials"]
+    assert [c["passed"] for c in trial["checks"]] == [True, False, True]
