@@ -290,6 +290,7 @@ def _rebuilt_user(spec: Any) -> Any:
                     prompt=t["prompt"],
                     deliver_when=t["deliver_when"],
                     agent_response_matches=t.get("agent_response_matches"),
+                    variables=t.get("variables"),
                 )
                 for t in spec["turns"]
             )

@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -27,6 +27,7 @@ from evals_app.source_capture import (
     relative_to_root,
 )
 from proctor.assertions import Assertion, assertion_extras
+from proctor.conversations import Turns
 from proctor.definitions import Case, Command, Files, Repo, Source, Suite, Variant
 from proctor.judges import Judge
 from proctor.mock import merged_mocks, mock_definition
@@ -219,7 +220,7 @@ def _case_definition(
         "cache": {"key": case.cache.key, "path": case.cache.path} if case.cache else None,
         "limits": _limits(case),
         "conversation": {
-            "user": conversation_definition(case.user),
+            "user": _turns_filled(conversation_definition(case.user), suite.prompt, case.variables),
             "expected_output": case.expected_output,
             "plan_mode": case.plan_mode,
         },
@@ -285,6 +286,39 @@ def trial_prompts(
         filled(prompt, variables) if isinstance(prompt, str) else definition["prompt"],
         filled(system, variables) if isinstance(system, str) else definition.get("system_prompt"),
     )
+
+
+def trial_user(definition: dict[str, Any], variant_options: Mapping[str, Any], user: Any) -> Any:
+    """The person's side a trial runs: a turn asking the case's prompt again with its own
+    variables asks the variant's prompt when the variant carries one (as the opening does)."""
+    prompt = variant_options.get("prompt")
+    if not isinstance(user, Turns) or not isinstance(prompt, str):
+        return user
+    variables = definition.get("variables") or {}
+    return Turns(
+        tuple(
+            replace(t, prompt=filled(prompt, {**variables, **t.variables}))
+            if t.variables is not None
+            else t
+            for t in user.turns
+        )
+    )
+
+
+def _turns_filled(user: Any, prompt: str | None, variables: Mapping[str, Any]) -> Any:
+    """The recorded script with each turn given variables holding the case's prompt filled
+    with them (over the case's variables)."""
+    if not isinstance(user, dict) or user.get("type") != "turns":
+        return user
+    return {
+        **user,
+        "turns": [
+            {**t, "prompt": filled(prompt or "", {**variables, **t["variables"]})}
+            if t.get("variables") is not None and t.get("prompt") is None
+            else t
+            for t in user["turns"]
+        ],
+    }
 
 
 def _limits(case: Case) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,17 +22,24 @@ DEFAULT_RESPONDER_TURNS = 8
 
 @dataclass(frozen=True)
 class Turn:
-    """One authored message, delivered after the agent's previous answer when its gate holds."""
+    """One authored message, delivered after the agent's previous answer when its gate holds.
 
-    prompt: str
+    A turn given ``variables`` (and no prompt) asks the case's prompt again, filled with them
+    over the case's: a variant carrying its own prompt asks that one. Its prompt is filled when
+    the case is recorded."""
+
+    prompt: str | None
     deliver_when: str = DELIVER_ALWAYS
     agent_response_matches: str | None = None
+    variables: Mapping[str, str] | None = None
 
     def to_definition(self) -> dict[str, Any]:
         return {
             "prompt": self.prompt,
             "deliver_when": self.deliver_when,
             "agent_response_matches": self.agent_response_matches,
+            # Only when set, so a turn of text keeps its case's version.
+            **({"variables": dict(self.variables)} if self.variables is not None else {}),
         }
 
 
@@ -57,12 +65,21 @@ class Responder:
 
 
 def turn(
-    prompt: str, *, deliver_when: str = DELIVER_ALWAYS, agent_response_matches: str | None = None
+    prompt: str | None = None,
+    *,
+    deliver_when: str = DELIVER_ALWAYS,
+    agent_response_matches: str | None = None,
+    variables: Mapping[str, str] | None = None,
 ) -> Turn:
     """``deliver_when="agent_asks"`` delivers only when the agent's last answer holds a question
-    mark; ``agent_response_matches`` adds a regex that answer must match too."""
+    mark; ``agent_response_matches`` adds a regex that answer must match too. ``variables``
+    in place of the prompt asks the case's prompt (or its variant's) again, filled with them
+    over the case's variables: the next question of the same template."""
     return Turn(
-        prompt=prompt, deliver_when=deliver_when, agent_response_matches=agent_response_matches
+        prompt=prompt,
+        deliver_when=deliver_when,
+        agent_response_matches=agent_response_matches,
+        variables=variables,
     )
 
 

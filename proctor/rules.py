@@ -24,7 +24,7 @@ from proctor.assertions import (
     TEXT_VALUE_TYPES,
     Assertion,
 )
-from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turns
+from proctor.conversations import DELIVER_WHEN, Responder, SimulatedUser, Turn, Turns
 from proctor.definitions import (
     CAPABILITIES,
     PROMPT_OPTIONS,
@@ -397,6 +397,19 @@ def _call_assertion_problem(item: Assertion, where: str, mock_names: set[str]) -
     return None
 
 
+def _prompt_again_problems(item: Turn, position: int, case: Case) -> list[str]:
+    """A turn asking the case's prompt again: its variables are text by name, and it has no
+    prompt of its own."""
+    variables = item.variables
+    if item.prompt is not None:
+        return [f"turn {position} gives both a prompt and variables; it asks one or the other"]
+    if not isinstance(variables, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
+    ):
+        return [f"turn {position}'s variables must map names to text (got {variables!r:.80})"]
+    return []
+
+
 def _conversation_problems(case: Case) -> list[str]:
     user = case.user
     problems = []
@@ -408,7 +421,9 @@ def _conversation_problems(case: Case) -> list[str]:
         if not user.turns:
             problems.append("user=turns() holds no turn")
         for position, item in enumerate(user.turns, start=1):
-            if not isinstance(item.prompt, str):
+            if item.variables is not None:
+                problems += _prompt_again_problems(item, position, case)
+            elif not isinstance(item.prompt, str):
                 problems.append(f"turn {position}'s prompt must be text (got {item.prompt!r:.80})")
             elif not item.prompt.strip():
                 problems.append(f"turn {position} has an empty prompt")

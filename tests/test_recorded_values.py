@@ -29,7 +29,7 @@ from pathlib import Path
 
 from proctor import (
     assertion, case, command, judge, mock, profile, responder, simulated_user, suite, tool,
-    turns, variant,
+    turn, turns, variant,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -122,6 +122,8 @@ everything = suite(
                                  initial_messages=[{"role": "user", "content": "earlier"}])),
         case("persona-opens", variables={"task": "chat"}, validate=wrote,
              user=simulated_user("You are Bo.", persona_opens=True, max_turns=3)),
+        case("asks-again", variables={"task": "work"}, validate=wrote,
+             user=turns(turn(variables={"task": "more work"}))),
     ],
     **base,
 )

@@ -380,7 +380,8 @@ class Conversation:
                 return self._stop("agent_did_not_ask")
             if turn.agent_response_matches and not re.search(turn.agent_response_matches, answer):
                 return self._stop("agent_response_mismatch")
-            if not self._send(turn.prompt, mode=mode):
+            # A turn asking the case's prompt again was filled when the case was recorded.
+            if not self._send(turn.prompt or "", mode=mode):
                 return self._timed_out()
         return self.result
 

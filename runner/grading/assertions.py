@@ -162,6 +162,8 @@ def run_assertion(
             # As promptfoo grades its simulated user's tests: every assertion reads the whole
             # conversation, the person's messages included.
             answer = said = ctx.output()
+        elif ctx.reads_last_answer_only:
+            answer = said = ctx.answer()
         else:
             answer, said = ctx.answer(), ctx.transcript()
         # A python assertion holding a function is Proctor's own f(ctx); as text, promptfoo's.

@@ -38,6 +38,7 @@ class CheckContext:
         prompt: str = "",
         tools: list[dict[str, Any]] | None = None,
         whole_conversation: bool = False,
+        last_answer_only: bool = False,
     ) -> None:
         self._sandbox = sandbox
         # What promptfoo's assertion code reads as context.vars and context.prompt, and the
@@ -47,6 +48,9 @@ class CheckContext:
         self._tools = list(tools or [])
         # promptfoo's simulated user answers with the whole conversation as its output.
         self._whole_conversation = whole_conversation
+        # A case replaying a conversation's earlier questions is graded on its own question's
+        # answer, as promptfoo grades each test of a conversation.
+        self._last_answer_only = last_answer_only
         self._transcript = transcript
         self._env = env or {}
         self.prepared = prepared
@@ -77,6 +81,12 @@ class CheckContext:
         """Whether assertions read promptfoo's output, the whole conversation (the case's
         simulated user is promptfoo's), in place of what the agent said."""
         return self._whole_conversation
+
+    @property
+    def reads_last_answer_only(self) -> bool:
+        """Whether text assertions read the agent's last answer alone, in place of every
+        message it wrote (the earlier turns replay the case's conversation so far)."""
+        return self._last_answer_only
 
     def output(self) -> str:
         """What promptfoo's assertions call the output: the agent's last message, or with

@@ -37,6 +37,9 @@ def assertion_context(resolved: ResolvedCase, variant: Variant) -> dict[str, Any
     return {
         "whole_conversation": user.get("type") == "simulated_user"
         and bool(user.get("persona_opens")),
+        # Turns asking the case's prompt again replay earlier questions: the last is its own.
+        "last_answer_only": user.get("type") == "turns"
+        and any(t.get("variables") is not None for t in user.get("turns") or ()),
         "variables": variables,
         "prompt": trial_prompts(resolved.definition, variant.options)[0],
         "tools": [t.to_openai() for t in tools if isinstance(t, Tool)],

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evals_app.environment_secrets import credential_values
-from evals_app.resolution import ResolvedCase, trial_prompts
+from evals_app.resolution import ResolvedCase, trial_prompts, trial_user
 from proctor.conversations import Responder, SimulatedUser
 from proctor.definitions import Source, Variant
 from proctor.mock import merged_mocks
@@ -328,7 +328,7 @@ def _run_agent(
             conversation = drive_conversation(
                 session,
                 opening_prompt=prompt,
-                user=case.user,
+                user=trial_user(definition, plan.variant.options, case.user),
                 max_turns=case.max_turns,
                 plan_mode=case.plan_mode,
                 plan_file=harness.plan_file(sandbox),

@@ -160,7 +160,9 @@ def translate_config(
     default = _default_test(t)
     t.derived = derived_metric_assertions(config.get("derivedMetrics"), t.skip)
     tests = _tests(t, default, provider_simulated)
-    if any(test.options.prefix or test.options.suffix for test in tests):
+    replayed = any(p.replays_conversation for p in prompts)
+    if replayed or any(test.options.prefix or test.options.suffix for test in tests):
+        # A conversation's case opens with its first test's prompt: every prompt is rendered.
         render_per_test(prompts)
     if not tests:
         raise ImportFailed(f"{config_path} has no tests to import; add at least one under tests.")
@@ -185,7 +187,22 @@ def translate_config(
         suite_id = base_id + suffix
         suite_ids.append(suite_id)
         conversational = group is simulated
-        cases = [_case(t, test, default=default, shared=shared, prompts=prompts) for test in group]
+        if replayed and conversational:
+            t.skip("_conversation with a simulated user (its persona holds the conversation)")
+        earlier = (
+            _earlier_turns(t, group, prompts, variants) if replayed and group is single else {}
+        )
+        cases = [
+            _case(
+                t,
+                test,
+                default=default,
+                shared=shared,
+                prompts=prompts,
+                earlier=earlier.get(id(test), []),
+            )
+            for test in group
+        ]
         # promptfoo fills the agent's prompt with each test's vars: a variant's own system
         # prompt is filled per case (the suite's is not), so a templated one goes there.
         system = (
@@ -444,6 +461,7 @@ def _case(
     default: Mapping[str, Any],
     shared: Name | None,
     prompts: list[_Prompt],
+    earlier: list[_Test],
 ) -> Call:
     entries: list[Any] = []
     if shared is None and isinstance(default.get("assert"), list):
@@ -488,13 +506,18 @@ def _case(
     case_id = t.handles.take(
         slugify(test.description, fallback=fallback) if test.description else fallback
     )
-    rendered = {
-        k: v
-        for p in prompts
-        for k, v in p.variables(
-            test.variables, prefix=test.options.prefix, suffix=test.options.suffix
-        ).items()
-    }
+    rendered = _rendered(prompts, test)
+    replayed: Call | None = None
+    user: Call | None
+    if earlier:
+        # Its conversation's tests so far, the agent answering each: it opens with the first
+        # test's prompt, asks each later one's as a turn, and is graded on its own last answer.
+        asked = [p.user.strip("{} ") for p in prompts if p.user]
+        rendered |= {k: v for k, v in _rendered(prompts, earlier[0]).items() if k in asked}
+        later = [_rendered(prompts, e) for e in [*earlier[1:], test]]
+        replayed = call(
+            "turns", *[call("turn", variables={k: each[k] for k in asked}) for each in later]
+        )
     if test.simulated is not None:
         variables = {k: v for k, v in test.variables.items() if k not in SIMULATION_VARS}
         user = _simulated_user(t, test)
@@ -502,7 +525,7 @@ def _case(
         templates = " ".join(_agent_system_prompt(p) or "" for p in prompts)
     else:
         variables = dict(test.variables)
-        user = None
+        user = replayed
         templates = " ".join(p.user or "" for p in prompts)
     # A case variable is text: data read from a JSON or YAML file is kept as its JSON (the
     # prompts that use it as data were rendered with it above), and named, for the script
@@ -532,10 +555,54 @@ def _case(
         variables=variables or None,
         tags=_metadata_tags(t, test) or None,
         user=user,
-        max_turns=_case_turns(user),
+        max_turns=_case_turns(user) if replayed is None else _replayed_turns(replayed),
         validate=validate,
         threshold=threshold,
     )
+
+
+def _rendered(prompts: list[_Prompt], test: _Test) -> dict[str, str]:
+    """The case variables holding the prompts rendered per test, as ``test`` renders them."""
+    return {
+        k: v
+        for p in prompts
+        for k, v in p.variables(
+            test.variables, prefix=test.options.prefix, suffix=test.options.suffix
+        ).items()
+    }
+
+
+def _earlier_turns(
+    t: _Translator, tests: list[_Test], prompts: list[_Prompt], variants: list[Call]
+) -> dict[int, list[_Test]]:
+    """For each test (by id), the tests before it in its conversation, as promptfoo runs a
+    prompt reading ``_conversation``: the tests in order, ``metadata.conversationId`` keeping
+    conversations apart (each provider and prompt has its own, as each variant does)."""
+    for prompt in prompts:
+        if not prompt.replays_conversation:
+            t.skip(
+                f"{prompt.label}: asked as one more turn of the _conversation prompts' "
+                "conversations (promptfoo asks it alone)"
+            )
+    for variant in variants:
+        if variant.args[:1] == ("command",):
+            t.skip(
+                f"{dict(variant.kwargs).get('name')}: _conversation (the command harness keeps "
+                "no earlier turns; only the chat harness does)"
+            )
+    earlier: dict[int, list[_Test]] = {}
+    conversations: dict[Any, list[_Test]] = {}
+    for test in tests:
+        metadata = test.metadata if isinstance(test.metadata, Mapping) else {}
+        conversation = conversations.setdefault(str(metadata.get("conversationId") or ""), [])
+        earlier[id(test)] = list(conversation)
+        conversation.append(test)
+    return earlier
+
+
+def _replayed_turns(turns: Call) -> int | None:
+    """The case's own turn limit when its conversation's follow-ups exceed the default."""
+    return len(turns.args) if len(turns.args) > DEFAULT_MAX_TURNS else None
 
 
 def _merged_metadata(default: Any, own: Any) -> Any:

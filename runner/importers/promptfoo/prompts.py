@@ -46,6 +46,8 @@ _LOOKS_LIKE_PATH = re.compile(
 )
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".njk")
 COMMAND_TIMEOUT_S = 60
+# promptfoo's var holding the earlier {input, output} turns of the test's conversation.
+CONVERSATION = "_conversation"
 _PYTHON_FUNCTION = re.compile(r"\.py(?::[A-Za-z_][A-Za-z0-9_]*)?$")
 
 
@@ -60,6 +62,9 @@ class Prompt:
     # Set for a prompt rendered per test; its user and system texts then name the case
     # variables ``variables()`` fills.
     render: Callable[[Mapping[str, Any]], Rendered] | None = None
+    # It reads ``_conversation``: each test is one more turn of a conversation (the importer
+    # replays the earlier tests' turns before it).
+    replays_conversation: bool = False
 
     def variables(
         self, test_vars: Mapping[str, Any], *, prefix: str = "", suffix: str = ""
@@ -68,7 +73,8 @@ class Prompt:
         prefix and suffix around it (none for a prompt Proctor fills itself)."""
         if self.render is None:
             return {}
-        user, system = self.render(test_vars)
+        # Rendered without earlier turns: the conversation replays them as turns of its own.
+        user, system = self.render({**test_vars, CONVERSATION: []})
         if user is not None:
             user = prefix + user + suffix
         names = {"user": self.user, "system": self.system}
@@ -99,10 +105,17 @@ def read_prompts(raw: Any, files: ConfigFiles, skip: Skip) -> list[Prompt]:
                 prompt.name = name if len(found) == 1 else prompt.name or name
         prompts.extend(found)
     for prompt in prompts:
-        for text in (prompt.user, prompt.system):
-            if "_conversation" in (text or ""):
-                skip(f"{prompt.label}: _conversation (earlier turns of the same conversation)")
-    render_per_test([p for p in prompts if p.render is not None or _needs_rendering(p)], prompts)
+        prompt.replays_conversation = any(
+            CONVERSATION in (text or "") for text in (prompt.user, prompt.system)
+        )
+    render_per_test(
+        [
+            p
+            for p in prompts
+            if p.render is not None or p.replays_conversation or _needs_rendering(p)
+        ],
+        prompts,
+    )
     return prompts
 
 
