@@ -82,6 +82,30 @@ ASSERTION_TYPES = (
 )
 # Types whose value is a number bound: the trial passes when its measure is at most the value.
 BOUND_TYPES = ("latency", "cost", "turn-count")
+# Types that may be written with promptfoo's ``not-`` prefix beyond those defined with one:
+# graded as the type, then the verdict inverted as promptfoo inverts it (runner.grading:
+# assertions._inverted, and scripts.graded for code).
+NEGATABLE_TYPES = (
+    "equals",
+    "is-json",
+    "contains-json",
+    "contains-any",
+    "contains-all",
+    "icontains-any",
+    "icontains-all",
+    *SCRIPT_TYPES,
+    "llm-rubric",
+)
+NEGATION_PREFIX = "not-"
+
+
+def negated_type(written: str) -> str | None:
+    """The type a ``not-`` form negates ("not-equals": "equals"); None for any other type,
+    those defined with the prefix (not-contains) included."""
+    if written in ASSERTION_TYPES or not written.startswith(NEGATION_PREFIX):
+        return None
+    base = written.removeprefix(NEGATION_PREFIX)
+    return base if base in NEGATABLE_TYPES else None
 
 
 @dataclass(frozen=True)
@@ -101,6 +125,19 @@ class Assertion:
     script: Script | None = None
     # The model that grades (llm-rubric, model-graded-closedqa) or embeds (similar).
     grader: str | None = None
+    # promptfoo's ``not-`` prefix on a type defined without one: the verdict inverted.
+    inverse: bool = False
+    # promptfoo's rubricPrompt: the grading prompt a model-graded type sends in place of its
+    # own, a template of {{output}} and {{rubric}} (closed QA: {{input}}, {{criteria}},
+    # {{completion}}) and the vars; text, or a JSON list of chat messages.
+    rubric_prompt: str | None = None
+    # promptfoo's assertion ``config``: given to javascript and python code as context.config.
+    config: dict[str, Any] | None = None
+
+    @property
+    def written_type(self) -> str:
+        """The type as the eval wrote it: with its ``not-`` when inverted."""
+        return f"{NEGATION_PREFIX}{self.type}" if self.inverse else self.type
 
     @property
     def label(self) -> str:
@@ -108,12 +145,13 @@ class Assertion:
             return self.name
         if self.metric:
             return self.metric
+        kind = self.written_type
         if self.script is not None and not self.script.inline:
-            return f"{self.type}: {self.script.shown()}"
+            return f"{kind}: {self.script.shown()}"
         if self.type == "python" and callable(self.value):
             return getattr(self.value, "__name__", "python")
         shown = self.value if isinstance(self.value, str | int | float) else ""
-        text = f"{self.type}: {shown}" if shown != "" else self.type
+        text = f"{kind}: {shown}" if shown != "" else kind
         return text if len(text) <= 80 else text[:77] + "…"
 
 
@@ -127,6 +165,8 @@ def assertion(
     threshold: float | None = None,
     transform: str | Sequence[str] | None = None,
     grader: str | None = None,
+    rubric_prompt: str | None = None,
+    config: dict[str, Any] | None = None,
     folder: str | None = None,
 ) -> Assertion:
     """``assertion("icontains", "booked", weight=2, metric="disposition")``.
@@ -139,10 +179,15 @@ def assertion(
     promptfoo's forms too: ``javascript`` and ``python`` take code as text (an expression, a
     function body, or ``"file://checks.js:fn"`` read now, relative to this file) called with
     ``output`` and ``context``; ``similar`` compares embeddings (``threshold``, default 0.75);
-    ``transform`` is code applied to the output first; ``grader`` is the grading model.
+    ``transform`` is code applied to the output first; ``grader`` is the grading model;
+    ``rubric_prompt`` the grading prompt of a model-graded type; ``config`` is what code reads
+    as ``context.config``. ``not-`` before equals, is-json, contains-json, the contains-any/all
+    types, javascript, python or llm-rubric inverts the verdict as promptfoo does.
     ``folder``: where relative ``file://`` paths are read from, when not beside this file.
     """
     base = Path(folder) if folder is not None else caller_folder(1)
+    negated = negated_type(type)
+    type = negated or type
     code = None
     if type in (*SCRIPT_TYPES, SCORING_FUNCTION) and isinstance(value, str):
         language = None if type == SCORING_FUNCTION else type
@@ -165,6 +210,9 @@ def assertion(
         transform=transforms,
         script=code,
         grader=grader,
+        inverse=negated is not None,
+        rubric_prompt=rubric_prompt,
+        config=config,
     )
 
 
@@ -186,6 +234,12 @@ def assertion_extras(
         extras["script"] = _script_record(item.script, place)
     if item.grader is not None:
         extras["grader"] = item.grader
+    if item.inverse:
+        extras["inverse"] = True
+    if item.rubric_prompt is not None:
+        extras["rubric_prompt"] = item.rubric_prompt
+    if item.config is not None:
+        extras["config"] = item.config
     return extras
 
 
@@ -200,6 +254,9 @@ def rebuilt_extras(
         "transform": tuple(_rebuilt_script(t, place) for t in spec.get("transform") or ()),
         "script": _rebuilt_script(script_record, place) if script_record else None,
         "grader": spec.get("grader"),
+        "inverse": bool(spec.get("inverse")),
+        "rubric_prompt": spec.get("rubric_prompt"),
+        "config": spec.get("config"),
     }
 
 

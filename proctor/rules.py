@@ -18,6 +18,8 @@ from proctor.assertions import (
     CALL_TYPES,
     DERIVED_METRIC,
     LIST_VALUE_TYPES,
+    MODEL_GRADED_TYPES,
+    NEGATABLE_TYPES,
     SCHEMA_TYPES,
     SCORING_FUNCTION,
     SIMILARITY_TYPES,
@@ -373,6 +375,23 @@ def _assertion_problem(item: Assertion, mock_names: set[str]) -> str | None:
             return f"{where}: not a valid regex ({exc})"
     if item.type in CALL_TYPES:
         return _call_assertion_problem(item, where, mock_names)
+    return _promptfoo_option_problem(item, where)
+
+
+def _promptfoo_option_problem(item: Assertion, where: str) -> str | None:
+    """The ``not-`` prefix, rubric_prompt and config, on the types that read them."""
+    if item.inverse and item.type not in NEGATABLE_TYPES:
+        return f"{where}: only {', '.join(NEGATABLE_TYPES)} take the not- prefix"
+    if item.inverse and callable(item.value):
+        return f"{where}: not-python takes code as text; a function f(ctx) negates its own answer"
+    if item.rubric_prompt is not None and item.type not in MODEL_GRADED_TYPES:
+        return f"{where}: rubric_prompt is for {' and '.join(MODEL_GRADED_TYPES)} only"
+    if item.rubric_prompt is not None and (
+        not isinstance(item.rubric_prompt, str) or not item.rubric_prompt.strip()
+    ):
+        return f"{where}: rubric_prompt is the grading prompt as text (got {item.rubric_prompt!r})"
+    if item.config is not None and not isinstance(item.config, dict):
+        return f"{where}: config is a dict (code reads it as context.config)"
     return None
 
 

@@ -38,7 +38,7 @@ from runner.grading.checks import CheckContext, checked_verdict
 from runner.grading.closed_qa import run_closed_qa
 from runner.grading.derived_metrics import derived_metric, named_scores
 from runner.grading.json_output import json_verdict
-from runner.grading.judges import judge_config, run_judge
+from runner.grading.judges import custom_grading_prompt, judge_config, run_judge
 from runner.grading.scripts import ScriptFailed, graded, run_script
 from runner.grading.similarity import similarity_verdict
 from runner.grading.tool_calls import tool_call_verdict
@@ -184,12 +184,14 @@ def run_assertion(
             output += printed
         elif item.type == "llm-rubric":
             rubric = Judge(rubric=str(item.value), name=item.label, model=item.grader)
+            untransformed = transformed is _UNTRANSFORMED
             result, record = run_judge(
                 rubric,
-                ctx if transformed is _UNTRANSFORMED else _OutputView(ctx, answer),
+                ctx if untransformed else _OutputView(ctx, answer),
                 config=judge_config(rubric, cli_model=judge_model, project_llm=project_llm),
                 index=index,
                 plan=plan,
+                prompt=_rubric_prompt(item, ctx, ctx.output() if untransformed else answer),
             )
             passed, score, message = (
                 result.passed,
@@ -199,6 +201,8 @@ def run_assertion(
             if item.threshold is not None and score < item.threshold:
                 passed = False
                 message += f" (score {score:g} is below the threshold {item.threshold:g})"
+            if item.inverse and not record.cause:  # a grader that failed fails either way
+                passed, score, message = _inverted(item, passed, score, message)
         elif item.type == "python":
             (passed, score, message), output = _python_verdict(
                 item.value, ctx, name=item.label, limit_s=limit
@@ -212,6 +216,8 @@ def run_assertion(
         else:
             passed, message = _text_verdict(item.type, item.value, said, answer)
             score = float(passed)
+            if item.inverse:
+                passed, score, message = _inverted(item, passed, score, message)
     except UserCodeError as exc:  # hung, raised or ended its process: that assertion fails
         passed, score, message, output = False, 0.0, str(exc), exc.printed
     except ScriptFailed as exc:  # promptfoo's code (or a transform) broke: likewise
@@ -230,8 +236,27 @@ def run_assertion(
         duration_ms=int((time.monotonic() - started) * 1000),
     )
     check.weight = item.weight
-    check.metric = item.metric or item.type
+    check.metric = item.metric or item.written_type
     return check, record
+
+
+def _inverted(item: Assertion, passed: bool, score: float, message: str) -> tuple[bool, float, str]:
+    """promptfoo's ``not-`` form of a type defined without one: the pass inverted; the score
+    follows it (1 or 0), except llm-rubric's, which becomes 1 − the grader's score. Code
+    (javascript, python) is inverted where its answer is read (``graded``), as the score
+    then depends on what it returned."""
+    score = min(1.0, max(0.0, 1.0 - score)) if item.type == "llm-rubric" else float(not passed)
+    verdict = "fails" if passed else "passes"
+    return not passed, score, f"{message} ({item.written_type} {verdict})"
+
+
+def _rubric_prompt(item: Assertion, ctx: CheckContext, output: str) -> list[dict[str, str]] | None:
+    """The judge's messages from promptfoo's rubricPrompt, filled with the output, the rubric
+    and the vars (the vars win, as in promptfoo); None without one."""
+    if item.rubric_prompt is None:
+        return None
+    values = {"output": output, "rubric": str(item.value), **promptfoo_vars(ctx.variables())}
+    return custom_grading_prompt(item.rubric_prompt, values)
 
 
 # Types graded here as promptfoo grades them (runner.grading.scripts, similarity, closed_qa,
@@ -276,7 +301,7 @@ def script_context(ctx: CheckContext, item: Assertion | None = None) -> dict[str
         "vars": variables,
         "prompt": ctx.prompt(),
         "test": {"vars": variables},
-        "config": {},
+        "config": dict(item.config) if item is not None and item.config else {},
         "providerResponse": {"output": ctx.output()},
         **({"assertion": {"type": item.type, "threshold": item.threshold}} if item else {}),
     }
@@ -340,6 +365,7 @@ def _promptfoo_verdict(
                 language=item.script.language,
                 threshold=item.threshold,
                 shown=item.script.shown(),
+                inverse=item.inverse,
             ),
             printed,
             None,
@@ -364,6 +390,8 @@ def _promptfoo_verdict(
             config=config,
             name=item.label,
             index=index,
+            rubric_prompt=item.rubric_prompt,
+            variables=promptfoo_vars(ctx.variables()),
         )
         return (result.passed, result.score or 0.0, result.message), result.output, record
     value, printed = derived_metric(str(item.value), named_scores(earlier), limit_s=limit_s)

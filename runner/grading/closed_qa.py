@@ -6,9 +6,16 @@ answer's last character decides: Y passes, N fails, anything else is a malformed
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from runner.core.results import CheckResult, ConsultationRecord, clip
-from runner.grading.judges import MALFORMED_VERDICT, VERDICT_FAILED, VERDICT_PASSED
+from runner.grading.judges import (
+    MALFORMED_VERDICT,
+    VERDICT_FAILED,
+    VERDICT_PASSED,
+    custom_grading_prompt,
+)
 from runner.llm import LLMConfig, LLMError, complete
 
 MAX_EVIDENCE_CHARS = 20_000
@@ -46,8 +53,16 @@ def run_closed_qa(
     config: LLMConfig,
     name: str,
     index: int,
+    rubric_prompt: str | None = None,
+    variables: Mapping[str, Any] | None = None,
 ) -> tuple[CheckResult, ConsultationRecord]:
-    prompt = closed_qa_prompt(task, submission, criterion)
+    """``rubric_prompt`` (promptfoo's) replaces the grading prompt: a template of
+    ``{{input}}`` (the task), ``{{criteria}}``, ``{{completion}}`` and the ``variables``."""
+    if rubric_prompt is not None:
+        values = {**(variables or {}), "input": task, "criteria": criterion}
+        prompt = custom_grading_prompt(rubric_prompt, {**values, "completion": submission})
+    else:
+        prompt = closed_qa_prompt(task, submission, criterion)
     started = time.monotonic()
     try:
         completion = complete(config, prompt)

@@ -8,10 +8,13 @@ a guess. The judge only reads the check context: it never runs inside the sandbo
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from proctor.judges import Judge
+from proctor.prompt_templates import filled
 from runner.core.results import CheckResult, ConsultationRecord, clip
 from runner.grading.checks import CheckContext
 from runner.llm import LLMConfig, LLMError, complete, parse_json_answer, resolve_config
@@ -80,6 +83,38 @@ def judge_prompt(
     ]
 
 
+def custom_grading_prompt(template: str, values: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The messages of promptfoo's ``rubricPrompt``: a JSON list of chat messages, each
+    message's content filled; else the text filled, as one user message. Filled after parsing,
+    so an output with quotes or line breaks cannot break the JSON."""
+
+    def fill(text: str) -> str:
+        return filled(text, values, as_text=_template_text)
+
+    try:
+        parsed = json.loads(template)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, list) and all(
+        isinstance(m, Mapping) and isinstance(m.get("content"), str) for m in parsed
+    ):
+        return [{"role": str(m.get("role", "user")), "content": fill(m["content"])} for m in parsed]
+    return [{"role": "user", "content": fill(template)}]
+
+
+def _template_text(value: Any) -> str:
+    """A value as promptfoo's templates print it: text as is, objects as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value)
+
+
 def run_judge(
     judge: Judge,
     ctx: CheckContext,
@@ -87,14 +122,17 @@ def run_judge(
     config: LLMConfig,
     index: int,
     plan: str | None = None,
+    prompt: list[dict[str, str]] | None = None,
 ) -> tuple[CheckResult, ConsultationRecord]:
     """Grade the trial with one model call (blocks for it, retries included).
 
     ``config`` is used as given: build it with ``judge_config`` so the judge's own ``model=``
     is honoured. ``index`` is the check's position in the case's ``validate`` list; ``plan`` is
-    a plan-mode trial's plan.md, shown to the judge in a section of its own.
+    a plan-mode trial's plan.md, shown to the judge in a section of its own. ``prompt``
+    replaces the judge's own messages (promptfoo's ``rubricPrompt``, see
+    ``custom_grading_prompt``).
     """
-    prompt = judge_prompt(judge, ctx, plan=plan)
+    prompt = prompt or judge_prompt(judge, ctx, plan=plan)
     started = time.monotonic()
     try:
         completion = complete(config, prompt, json_mode=True)

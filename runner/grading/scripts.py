@@ -175,11 +175,15 @@ def _fields(value: Any) -> Any:
 
 
 def graded(
-    value: Any, *, language: str, threshold: float | None, shown: str
+    value: Any, *, language: str, threshold: float | None, shown: str, inverse: bool = False
 ) -> tuple[bool, float, str]:
     """(passed, score, reason) from what an assertion's code returned, as promptfoo reads it:
     a bool; a number (passes above 0, or at ``threshold``); a ``{pass, score, reason}``
-    object; from Python also "true"/"false", a JSON object or a number as text."""
+    object; from Python also "true"/"false", a JSON object or a number as text.
+
+    ``inverse`` (promptfoo's ``not-javascript``, ``not-python``) inverts the pass once the
+    threshold is applied; the score stays the number or the object's score, and only a
+    bool's follows the inverted pass."""
     who = "JavaScript" if language == "javascript" else "Python"
     if language == "python" and isinstance(value, str):
         lowered = value.strip().lower()
@@ -194,13 +198,19 @@ def graded(
             with contextlib.suppress(ValueError):
                 value = float(value)
     if isinstance(value, bool):
-        return value, float(value), "Assertion passed" if value else f"{who} returned false"
+        passed = value != inverse
+        return (
+            passed,
+            float(passed),
+            "Assertion passed" if passed else f"{who} returned {_js(value)}",
+        )
     if isinstance(value, int | float):
         if not math.isfinite(value):
             raise ScriptFailed(f"{who} returned {value}; a score is a finite number")
-        passed = value >= threshold if threshold is not None else value > 0
+        passed = (value >= threshold if threshold is not None else value > 0) != inverse
         bound = f" (threshold {threshold:g})" if threshold is not None else ""
-        return passed, float(value), f"{who} returned {value:g}{bound}"
+        negated = " (negated)" if inverse else ""
+        return passed, float(value), f"{who} returned {value:g}{bound}{negated}"
     if isinstance(value, Mapping) and isinstance(value.get("pass", value.get("pass_")), bool):
         passed = bool(value.get("pass", value.get("pass_")))
         raw_score = value.get("score")
@@ -209,8 +219,15 @@ def graded(
         if language == "python" and threshold is not None and score < threshold:
             passed = False
             reason = f"{who} score {score:g} is less than threshold {threshold:g}: {reason}"
+        if inverse:
+            passed = not passed
+            reason = "Assertion passed" if passed else str(value.get("reason") or f"{who} passed")
         return passed, score, reason
     raise ScriptFailed(
         f"{who} returned {clip(json.dumps(value, default=str), 120)}; an assertion returns a "
         f"bool, a number or {{pass, score, reason}} ({shown[:60]})"
     )
+
+
+def _js(value: bool) -> str:
+    return "true" if value else "false"

@@ -313,6 +313,9 @@ def test_what_does_not_carry_over_is_named_and_the_rest_translates(tmp_path: Pat
                   - {type: similar:dot, value: hello}
                   - {type: similar, value: hello there}
                   - {type: not-javascript, value: "output === ''"}
+                  - {type: not-model-graded-closedqa, value: Is rude}
+                  - {type: icontains, value: hi, config: {x: 1}}
+                  - {type: not-latency, threshold: 100}
                   - {type: is-json, value: {type: object}}
                   - {type: llm-rubric, value: Greets, provider: openai:chat:other-judge}
             """
@@ -326,16 +329,23 @@ def test_what_does_not_carry_over_is_named_and_the_rest_translates(tmp_path: Pat
 
     assert result.untranslated == [
         "derivedMetrics f1 (only an expression carries over)",
-        "test 'Mixed': options.rubricPrompt",
-        "test 'Mixed': assertion javascript: config",
         "test 'Mixed': assertion similar:dot",
-        "test 'Mixed': assertion not-javascript",
+        # promptfoo's closed-QA grader never reads the prefix: carried over, it would mislead.
+        "test 'Mixed': assertion not-model-graded-closedqa (promptfoo ignores not- here; "
+        "write the criterion negated)",
+        "test 'Mixed': assertion icontains: config (only javascript and python code reads it)",
+        "test 'Mixed': assertion not-latency",
     ]
+    assert 'config={"x": 1}' in result.source
+    assert """assertion("not-javascript", "output === ''")""" in result.source
     # Vars are filled in inline code, as promptfoo renders it; graders by the test's options.
     assert "\"output.includes('hello')\"" in result.source
     assert 'assertion("similar", "hello there", grader="emb-small")' in result.source
     assert 'assertion("is-json", {"type": "object"})' in result.source
-    assert 'assertion("llm-rubric", "Greets", grader="other-judge")' in result.source
+    assert (
+        'assertion("llm-rubric", "Greets", grader="other-judge", rubric_prompt="Grade it.")'
+        in result.source
+    )
 
 
 def test_with_a_simulated_user_text_assertions_read_the_whole_conversation_too(
@@ -365,3 +375,128 @@ def test_with_a_simulated_user_text_assertions_read_the_whole_conversation_too(
     (run,) = report["runs"]
     (trial,) = run["trials"]
     assert [c["passed"] for c in trial["checks"]] == [True, False, True]
+
+
+NEGATION_CONFIG = """
+prompts: ["Answer about order {{order}}"]
+providers: [openai:chat:fake-agent]
+defaultTest:
+  options:
+    provider: openai:chat:fake-grader
+    rubricPrompt:
+      - role: system
+        content: 'You grade an answer. Reply with JSON: {"pass": bool, "score": 0 to 1, "reason": text}'
+      - role: user
+        content: "Output: {{output}}\\nRubric: {{rubric}}"
+tests:
+  - description: Negated
+    vars: {order: "42"}
+    assert:
+      - {type: not-equals, value: Sorry.}
+      - {type: not-is-json}
+      - {type: not-contains-json}
+      - {type: not-contains-any, value: [refund, Sorry]}
+      - {type: not-contains-all, value: "42, refund"}
+      - {type: not-icontains-any, value: [REFUND]}
+      - {type: not-icontains-all, value: [ORDER, TOMORROW]}
+      - {type: not-javascript, value: output.length / 100, threshold: 0.5}
+      - {type: not-python, value: "'refund' in output"}
+      - type: javascript
+        value: output.includes(context.config.word)
+        config: {word: tomorrow}
+        metric: js-config
+      - type: python
+        value: file://words.py
+        config: {minimum: 3}
+      - {type: not-llm-rubric, value: Offers a refund, metric: no-refund}
+      - type: llm-rubric
+        value: Names the order
+        rubricPrompt: "Grade {{output}} by: {{rubric}} (order {{order}})"
+        metric: own-prompt
+  - description: Closed QA
+    vars: {order: "7"}
+    options:
+      rubricPrompt: "Task: {{input}}\\nCriterion: {{criteria}}\\nAnswer: {{completion}}\\nY or N?"
+    assert:
+      - {type: model-graded-closedqa, value: Gives a day}
+"""
+NEGATION_REPLY = "Order 42 ships tomorrow."
+
+
+def grade_negations(body: dict[str, Any]) -> str:
+    """The agent, and the grader: a refund is not offered; a custom closed-QA prompt is
+    answered Y; any other rubric passes."""
+    if body.get("model") != "fake-grader":
+        return NEGATION_REPLY
+    text = "\n".join(m["content"] for m in body["messages"])
+    if "Offers a refund" in text:
+        return json.dumps({"pass": False, "score": 0.2, "reason": "no refund offered"})
+    if "Criterion: Gives a day" in text:
+        return "It gives Friday.\nY"
+    return json.dumps({"pass": True, "score": 0.9, "reason": "names it"})
+
+
+def test_not_forms_rubric_prompts_and_config_import_whole_and_grade_as_promptfoo(
+    proctor: Proctor, fake_model_server: FakeModelServer
+) -> None:
+    (proctor.cwd / "promptfooconfig.yaml").write_text(NEGATION_CONFIG.lstrip())
+    (proctor.cwd / "words.py").write_text(
+        "def get_assert(output, context):\n"
+        "    return len(output.split()) >= context['config']['minimum']\n"
+    )
+    fake_model_server.script(*[grade_negations] * 5)
+
+    imported, report = import_and_run(proctor, fake_model_server)
+
+    assert "Everything translated." in imported.stdout, imported.stdout
+    negated, closed_qa = sorted(
+        (trial for run in report["runs"] for trial in run["trials"]),
+        key=lambda trial: len(trial["checks"]),
+        reverse=True,
+    )
+    checks = {c["metric"]: c for c in negated["checks"]}
+    # Text types: the pass inverted, the score 1 or 0 with it.
+    for metric in (
+        "not-equals",
+        "not-is-json",
+        "not-contains-json",
+        "not-contains-any",
+        "not-contains-all",
+        "not-icontains-any",
+    ):
+        assert (checks[metric]["passed"], checks[metric]["score"]) == (True, 1.0), checks[metric]
+    assert (checks["not-icontains-all"]["passed"], checks["not-icontains-all"]["score"]) == (
+        False,
+        0.0,
+    )
+    # A number below the threshold fails, so its negation passes, keeping the number.
+    assert (checks["not-javascript"]["passed"], checks["not-javascript"]["score"]) == (True, 0.24)
+    assert (checks["not-python"]["passed"], checks["not-python"]["score"]) == (True, 1.0)
+    assert checks["js-config"]["passed"] is True
+    assert checks["python"]["passed"] is True  # four words, at least context.config's three
+    # The grader said fail at 0.2: not-llm-rubric passes at 1 - 0.2.
+    assert (checks["no-refund"]["passed"], checks["no-refund"]["score"]) == (True, 0.8)
+    assert (checks["own-prompt"]["passed"], checks["own-prompt"]["score"]) == (True, 0.9)
+    assert negated["status"] == "failed"  # not-icontains-all: the output says both words
+    assert closed_qa["status"] == "passed", closed_qa
+
+    # Each grader was sent its rubricPrompt filled: defaultTest's, the assertion's own, and the
+    # test's closed-QA prompt.
+    sent = [
+        r.body["messages"]
+        for r in fake_model_server.requests_to()
+        if r.body["model"] == "fake-grader"
+    ]
+    default_prompt = next(m for m in sent if len(m) == 2)
+    assert default_prompt[0]["role"] == "system"
+    assert default_prompt[1]["content"] == f"Output: {NEGATION_REPLY}\nRubric: Offers a refund"
+    assert [
+        {"role": "user", "content": f"Grade {NEGATION_REPLY} by: Names the order (order 42)"}
+    ] in sent
+    assert [
+        {
+            "role": "user",
+            "content": f"Task: Answer about order 7\nCriterion: Gives a day\n"
+            f"Answer: {NEGATION_REPLY}\nY or N?",
+        }
+    ] in sent

@@ -127,6 +127,73 @@ CASES: list[tuple[str, str, str, str]] = [
         'assertion("contains-json", {"type": "object", "required": ["time"]})',
         "",
     ),
+    # promptfoo's not- prefix on the types defined without one: the verdict inverted.
+    ("not-equals-pass", BOOKED, 'assertion("not-equals", "Booked.")', ""),
+    ("not-equals-fail", BOOKED, f'assertion("not-equals", {BOOKED!r})', ""),
+    ("not-is-json-pass", BOOKED, 'assertion("not-is-json")', ""),
+    ("not-is-json-fail", '{"booked": true}', 'assertion("not-is-json")', ""),
+    (
+        "not-contains-json-pass",
+        'Booked: {"day": "Friday"}',
+        'assertion("not-contains-json", {"type": "object", "required": ["time"]})',
+        "",
+    ),
+    ("not-contains-any-fail", BOOKED, 'assertion("not-contains-any", ["Monday", "Friday"])', ""),
+    ("not-contains-all-pass", BOOKED, 'assertion("not-contains-all", ["Friday", "9pm"])', ""),
+    ("not-icontains-any-pass", BOOKED, 'assertion("not-icontains-any", ["MONDAY", "9PM"])', ""),
+    ("not-icontains-all-fail", BOOKED, 'assertion("not-icontains-all", ["FRIDAY", "8PM"])', ""),
+    ("not-js-bool", BOOKED, """assertion("not-javascript", "output.includes('Friday')")""", ""),
+    # A number keeps its score: only the pass (at the threshold) is inverted.
+    (
+        "not-js-number-below-threshold",
+        BOOKED,
+        'assertion("not-javascript", "output.length / 100", threshold=0.5)',
+        "",
+    ),
+    ("not-js-number-above-zero", BOOKED, 'assertion("not-javascript", "0.3")', ""),
+    (
+        "not-js-grading-result",
+        BOOKED,
+        'assertion("not-javascript", "const n = output.length;\\nreturn {pass: n > 100, score: 0.25, reason: `short`};")',
+        "",
+    ),
+    ("not-js-throws", BOOKED, 'assertion("not-javascript", "JSON.parse(output).booked")', ""),
+    (
+        "not-py-inline-body",
+        BOOKED,
+        """assertion("not-python", "hour = '9pm' in output\\nreturn {'pass': hour, 'score': 0.4, 'reason': 'no 9pm'}")""",
+        "",
+    ),
+    (
+        "not-python-config",
+        BOOKED,
+        """assertion("not-python", "context['config']['day'] in output", config={"day": "Monday"})""",
+        "",
+    ),
+    (
+        "js-config",
+        BOOKED,
+        'assertion("javascript", "output.includes(context.config.day)", config={"day": "Friday"})',
+        "",
+    ),
+    (
+        "not-rubric-pass",
+        f"[case:not-rubric-pass] {BOOKED}",
+        'assertion("not-llm-rubric", "The agent asks for a phone number.")',
+        "",
+    ),
+    (
+        "not-rubric-fail",
+        f"[case:not-rubric-fail] {BOOKED}",
+        'assertion("not-llm-rubric", "The agent books the table.")',
+        "",
+    ),
+    (
+        "rubric-prompt",
+        f"[case:rubric-prompt] {BOOKED}",
+        'assertion("llm-rubric", "Books the table", rubric_prompt=GRADING_PROMPT)',
+        "",
+    ),
     ("latency-pass", BOOKED, 'assertion("latency", 600000)', ""),
     ("latency-fail", BOOKED, 'assertion("latency", 0)', ""),
     ("turn-count-pass", BOOKED, 'assertion("turn-count", 1)', ""),
@@ -223,6 +290,14 @@ def verdict_past_one(ctx):
     return Verdict(True, "great", score=1.5)
 
 
+import json
+
+GRADING_PROMPT = json.dumps([
+    {"role": "system", "content": 'Reply with JSON: {"passed": true or false, "score": 0 to 1}'},
+    {"role": "user", "content": "Output: {{output}}\\nRubric: {{rubric}}\\nAsked: {{request}}"},
+])
+
+
 def wrote_the_booking(ctx):
     return Verdict(False, "no booking.txt in the workspace")
 """
@@ -252,6 +327,9 @@ def graded_eval() -> str:
 def shared(module_sqlite: Backend, module_roles: ModelRoles, tmp_path_factory) -> EvalRun:
     module_roles.judge("[case:rubric-pass]", graded(True, 0.9, "the table is booked"))
     module_roles.judge("[case:rubric-fail]", graded(False, 0.1, "no phone number was asked for"))
+    module_roles.judge("[case:not-rubric-pass]", graded(False, 0.1, "no phone number asked"))
+    module_roles.judge("[case:not-rubric-fail]", graded(True, 0.8, "the table is booked"))
+    module_roles.judge("[case:rubric-prompt]", graded(True, 0.7, "booked, by the custom prompt"))
     folder = tmp_path_factory.mktemp("assertion-evals")
     (folder / "graded.eval.py").write_text(graded_eval(), encoding="utf-8")
     return run_eval(module_sqlite, folder)
@@ -316,6 +394,28 @@ ONE_ASSERTION = [
     ("icontains-all-fail", "failed", 0.0, "missing ['9PM']"),
     ("contains-json-pass", "passed", 1.0, "matching the schema"),
     ("contains-json-fail", "failed", 0.0, "'time' is a required property"),
+    ("not-equals-pass", "passed", 1.0, "the final answer differs (not-equals passes)"),
+    ("not-equals-fail", "failed", 0.0, "equals the value (not-equals fails)"),
+    ("not-is-json-pass", "passed", 1.0, "not JSON"),
+    ("not-is-json-fail", "failed", 0.0, "(not-is-json fails)"),
+    ("not-contains-json-pass", "passed", 1.0, "none matching the schema"),
+    ("not-contains-any-fail", "failed", 0.0, "found ['Friday']"),
+    ("not-contains-all-pass", "passed", 1.0, "missing ['9pm']"),
+    ("not-icontains-any-pass", "passed", 1.0, "none of"),
+    ("not-icontains-all-fail", "failed", 0.0, "all found"),
+    ("not-js-bool", "failed", 0.0, "JavaScript returned true"),
+    ("not-js-number-below-threshold", "passed", 0.47, "JavaScript returned 0.47"),
+    ("not-js-number-above-zero", "failed", 0.3, "JavaScript returned 0.3"),
+    ("not-js-grading-result", "passed", 0.25, "Assertion passed"),
+    # Code that breaks fails either way, as in promptfoo.
+    ("not-js-throws", "failed", 0.0, "the JavaScript threw"),
+    ("not-py-inline-body", "passed", 0.4, "Assertion passed"),
+    ("not-python-config", "passed", 1.0, "Assertion passed"),
+    ("js-config", "passed", 1.0, "Assertion passed"),
+    # llm-rubric's score becomes 1 - the grader's.
+    ("not-rubric-pass", "passed", 0.9, "no phone number asked"),
+    ("not-rubric-fail", "failed", 0.2, "the table is booked"),
+    ("rubric-prompt", "passed", 0.7, "booked, by the custom prompt"),
     ("latency-pass", "passed", 1.0, "(at most 600000)"),
     ("latency-fail", "failed", 0.0, "(at most 0)"),
     ("turn-count-pass", "passed", 1.0, "1 turns (at most 1)"),
@@ -342,6 +442,17 @@ def test_each_assertion_type_passes_and_fails_with_its_score_and_reason(
     assert message in check["message"]
     # One assertion: the trial's weighted score is its score; no threshold was set.
     assert score_and_threshold(trial) == (pytest.approx(score), None)
+
+
+def test_a_rubric_prompt_is_what_the_grader_is_sent_filled_with_output_rubric_and_vars(
+    shared: EvalRun, module_roles: ModelRoles
+) -> None:
+    [body] = module_roles.sent(JUDGE, "[case:rubric-prompt]")
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["messages"][1]["content"] == (
+        f"Output: [case:rubric-prompt] {BOOKED}\nRubric: Books the table\n"
+        f"Asked: SAY:[case:rubric-prompt] {BOOKED}"
+    )
 
 
 def test_an_assertions_metric_is_its_own_name_or_its_type(
@@ -470,6 +581,8 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
         case("blank-rubric", validate=[assertion("llm-rubric", " ")]),
         case("metric-not-text", validate=[assertion("icontains", "x", metric=5)]),
         case("list-not-of-text", validate=[assertion("contains-any", ["x", 5])]),
+        case("not-latency", validate=[assertion("not-latency", 100)]),
+        case("prompt-not-graded", validate=[assertion("icontains", "x", rubric_prompt="{{output}}")]),
     ], variants=[variant("command", profile=caller)])
     """,
     )
@@ -479,7 +592,7 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 10, lines
+    assert len(lines) == 12, lines
     by_case = {
         case: next(line for line in lines if f"case {case}:" in line)
         for case in (
@@ -493,6 +606,8 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
             "blank-rubric",
             "metric-not-text",
             "list-not-of-text",
+            "not-latency",
+            "prompt-not-graded",
         )
     }
     assert "unknown type 'contains-exactly'" in by_case["unknown-type"]
@@ -507,6 +622,11 @@ def test_broken_assertions_and_thresholds_are_refused_before_anything_runs(tmp_p
     assert "the rubric the model grades by, and it is blank" in by_case["blank-rubric"]
     assert "metric must be text" in by_case["metric-not-text"]
     assert "list of strings" in by_case["list-not-of-text"]
+    assert "unknown type 'not-latency'" in by_case["not-latency"]
+    assert (
+        "rubric_prompt is for llm-rubric and model-graded-closedqa only"
+        in (by_case["prompt-not-graded"])
+    )
     assert not backend.exists() or backend.scalar("SELECT COUNT(*) FROM evals_app_trial") == 0
 
 

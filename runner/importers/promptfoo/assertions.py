@@ -2,15 +2,18 @@
 
 Types both know carry over with their weight, metric and threshold; ``latency`` and ``cost``
 take promptfoo's ``threshold`` as their bound. ``javascript`` and ``python`` keep their code
-(inline, or the ``file://`` reference made relative to the eval file); an assertion's
-``transform`` and the test's ``options.transform`` become its transforms, the grader
-(``provider``, ``options.provider``) its ``grader``. Anything else is named in the
-untranslated list.
+(inline, or the ``file://`` reference made relative to the eval file) and their ``config``;
+an assertion's ``transform`` and the test's ``options.transform`` become its transforms, the
+grader (``provider``, ``options.provider``) its ``grader``, ``rubricPrompt`` (the
+assertion's, else ``options.rubricPrompt``) a model-graded type's ``rubric_prompt``; the
+``not-`` prefix carries over on the types Proctor negates as promptfoo does. Anything else is
+named in the untranslated list.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +32,7 @@ from proctor.assertions import (
     TEXT_TYPES,
     TEXT_VALUE_TYPES,
     TOOL_CALL_TYPES,
+    negated_type,
 )
 from proctor.scripts import JAVASCRIPT_SUFFIXES, PYTHON_SUFFIXES, split_reference
 from runner.importers.nunjucks import as_text, fill_variables
@@ -51,13 +55,23 @@ SAME_TYPES = (
 )
 BOUND_TYPES = ("latency", "cost")
 # Keys of an assert entry this translation reads; any other is named as untranslated.
-READ_KEYS = {"type", "value", "weight", "metric", "threshold", "transform", "provider"}
+READ_KEYS = {
+    "type",
+    "value",
+    "weight",
+    "metric",
+    "threshold",
+    "transform",
+    "provider",
+    "config",
+    "rubricPrompt",
+}
 # promptfoo's similarity metric suffix: only cosine similarity carries over.
 SIMILAR_COSINE = ("similar:cosine", "not-similar:cosine")
 # Keys of a test's ``options`` this translation reads.
 # A test's options that carry over: transforms, the grader, and text put around the prompt
 # (the prompt is then rendered per test).
-OPTIONS_READ = {"transform", "provider", "prefix", "suffix"}
+OPTIONS_READ = {"transform", "provider", "prefix", "suffix", "rubricPrompt"}
 # A provider id's prefixes before the model's name, for the grading model.
 _GRADER_PREFIXES = (
     "openai:chat:",
@@ -81,6 +95,8 @@ class TestOptions:
     embedder: str | None = None
     prefix: str = ""
     suffix: str = ""
+    # promptfoo's rubricPrompt, as text (a list of messages as its JSON).
+    rubric_prompt: str | None = None
 
 
 # CSV cells like "icontains: hello" or "similar(0.8): text" (promptfoo's short form).
@@ -176,10 +192,15 @@ def _one(
     reader: _Reader,
     untranslated: list[str],
 ) -> Call | None:
-    kind = entry["type"]
+    written = kind = entry["type"]
     label = f"{where}: assertion {kind}"
     if kind in SIMILAR_COSINE:
-        kind = kind.split(":")[0]
+        written = kind = kind.split(":")[0]
+    if kind == "not-model-graded-closedqa":
+        # promptfoo's closed-QA handler never reads the prefix: it grades as the plain type.
+        untranslated.append(f"{label} (promptfoo ignores not- here; write the criterion negated)")
+        return None
+    kind = negated_type(kind) or kind
     if kind not in (*SAME_TYPES, *BOUND_TYPES):
         untranslated.append(label)
         return None
@@ -202,6 +223,16 @@ def _one(
     if transforms is None:
         return None
     grader = _assertion_grader(entry.get("provider"), kind, label, reader, untranslated)
+    config = _config(entry.get("config"), kind, label, untranslated)
+    rubric_prompt = None
+    if kind in MODEL_GRADED_TYPES:
+        rubric_prompt = reader.options.rubric_prompt
+        if "rubricPrompt" in entry:
+            rubric_prompt = rubric_prompt_text(
+                entry["rubricPrompt"], f"{label}: rubricPrompt", reader.files, untranslated.append
+            )
+    elif "rubricPrompt" in entry:
+        untranslated.append(f"{label}: rubricPrompt (only model-graded types read it)")
     value = entry.get("value")
     if kind in BOUND_TYPES:
         value = entry.get("threshold", value)
@@ -239,7 +270,7 @@ def _one(
     if kind not in (*SCHEMA_TYPES, *TOOL_CALL_TYPES) and value is None:
         untranslated.append(f"{label} (it has no value)")
         return None
-    args = (kind,) if value is None else (kind, value)
+    args = (written,) if value is None else (written, value)
     return call(
         "assertion",
         *args,
@@ -248,7 +279,40 @@ def _one(
         threshold=threshold,
         transform=(transforms[0] if len(transforms) == 1 else transforms) or None,
         grader=grader,
+        rubric_prompt=rubric_prompt,
+        config=config,
     )
+
+
+def _config(raw: Any, kind: str, label: str, untranslated: list[str]) -> dict[str, Any] | None:
+    """An assertion's ``config``: promptfoo gives it to code as ``context.config``."""
+    if raw is None:
+        return None
+    if kind not in SCRIPT_TYPES:
+        untranslated.append(f"{label}: config (only javascript and python code reads it)")
+        return None
+    if not isinstance(raw, Mapping):
+        untranslated.append(f"{label}: config (not a mapping)")
+        return None
+    return dict(raw)
+
+
+def rubric_prompt_text(
+    raw: Any, where: str, files: ConfigFiles, skip: Callable[[str], None]
+) -> str | None:
+    """promptfoo's rubricPrompt as text: as written, a list of messages (or a file holding
+    one) as its JSON, a text file's contents."""
+    if is_reference(raw):
+        if files.path(raw).suffix in STRUCTURED_SUFFIXES:
+            raw = files.structured(where, raw)
+        else:
+            raw = files.text(where, raw)
+    if isinstance(raw, list | Mapping):
+        return json.dumps(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        skip(f"{where} (not a grading prompt)")
+        return None
+    return raw
 
 
 def _code(
@@ -336,7 +400,12 @@ def read_options(
         grader, embedder = _grader_models(raw["provider"], f"{where}: options.provider", skip)
     prefix = as_text(raw["prefix"]) if "prefix" in raw else base.prefix
     suffix = as_text(raw["suffix"]) if "suffix" in raw else base.suffix
-    return TestOptions(transform, grader, embedder, prefix, suffix)
+    rubric_prompt = base.rubric_prompt
+    if "rubricPrompt" in raw:
+        rubric_prompt = rubric_prompt_text(
+            raw["rubricPrompt"], f"{where}: options.rubricPrompt", files, skip
+        )
+    return TestOptions(transform, grader, embedder, prefix, suffix, rubric_prompt)
 
 
 def _grader_models(
