@@ -186,7 +186,7 @@ def test_each_broken_eval_of_a_file_is_named_with_its_case(tmp_path: Path) -> No
         "checks.eval.json: suite checks, case numbered: assertions[1] must be a rubric (text) or "
         'an assertion object like {"type": "icontains", "value": "booked", "weight": 2} (got 5)',
         "checks.eval.json: suite checks, case typo: assertions[1]: unknown field 'valeu' (an "
-        "assertion has type, value, weight, metric, name)",
+        "assertion has type, value, weight, metric, name, threshold, transform, grader)",
         "checks.eval.json: suite checks, case no-prompt: prompt is required",
         "checks.eval.json: suite checks: eval 4: unknown field bogus",
     ]
