@@ -4,7 +4,8 @@ Proctor's command harness starts your process in the sandbox with the case in en
 variables and records the JSON event lines it prints on stdout. :func:`env` reads those
 variables (the case's own ``variables={...}`` arrive whole, as the JSON object
 ``PROCTOR_CASE_VARS``, or in the file ``PROCTOR_CASE_VARS_FILE`` names when too large for the
-environment: ``env().variables["topic"]``); :func:`create_emitter` prints the event lines and refuses, with
+environment: ``env().variables["topic"]``; a prompt too large for the environment is read from
+``SPHYNX_PROMPT_FILE`` the same way); :func:`create_emitter` prints the event lines and refuses, with
 :class:`ProtocolError`, any line the runner would record as a protocol error instead of the event
 you meant. Both sides check lines with :mod:`proctor.protocol`, so they cannot disagree.
 
@@ -103,7 +104,7 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
     """
     source = os.environ if environ is None else environ
     return RunnerEnv(
-        prompt=_required(source, "SPHYNX_PROMPT"),
+        prompt=_prompt(source),
         model=_required(source, "SPHYNX_MODEL"),
         workspace=_required(source, "SPHYNX_WORKSPACE"),
         home=_required(source, "SPHYNX_HOME"),
@@ -113,6 +114,19 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
         mode=_optional(source, "PROCTOR_MODE"),
         variables=_case_variables(source),
     )
+
+
+def _prompt(environ: Mapping[str, str]) -> str:
+    # A prompt too large for one environment string comes in a file instead.
+    if path := environ.get("SPHYNX_PROMPT_FILE"):
+        try:
+            with open(path, encoding="utf-8") as file:
+                return file.read()
+        except OSError as error:
+            raise MalformedVariable(
+                f"SPHYNX_PROMPT_FILE ({path}) cannot be read: {error.strerror}"
+            ) from None
+    return _required(environ, "SPHYNX_PROMPT")
 
 
 def _case_variables(environ: Mapping[str, str]) -> dict[str, Any]:

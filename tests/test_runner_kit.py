@@ -82,6 +82,20 @@ def test_case_variables_too_large_for_the_environment_are_read_from_their_file(t
     )
 
 
+def test_a_prompt_too_large_for_the_environment_is_read_from_its_file(tmp_path):
+    (tmp_path / "prompt.md").write_text("summarise: " + "x" * 200_000, encoding="utf-8")
+    without_inline = {k: v for k, v in HARNESS_ENV.items() if k != "SPHYNX_PROMPT"}
+
+    case = env({**without_inline, "SPHYNX_PROMPT_FILE": str(tmp_path / "prompt.md")})
+
+    assert case.prompt == "summarise: " + "x" * 200_000
+    with pytest.raises(MalformedVariable) as raised:
+        env({**without_inline, "SPHYNX_PROMPT_FILE": str(tmp_path / "gone.md")})
+    assert str(raised.value) == (
+        f"SPHYNX_PROMPT_FILE ({tmp_path / 'gone.md'}) cannot be read: No such file or directory"
+    )
+
+
 @pytest.mark.parametrize("text", ["[1, 2]", "{topic: bees}", '"bees"'])
 def test_case_variables_that_are_no_json_object_are_named(text):
     with pytest.raises(MalformedVariable) as raised:

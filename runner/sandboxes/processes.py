@@ -14,6 +14,7 @@ all the lines of one read in one call, any other is called per line.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import select
@@ -30,6 +31,8 @@ from runner.sandboxes.base import LineSink, ProcessResult, lines_taker
 from runner.sandboxes.cgroup_spawn import ClonedProcess
 from runner.sandboxes.containment import ProcessTree, containment
 
+# Linux's cap on one argument or environment string of a program it starts (32 pages).
+MAX_ARG_STRLEN = 32 * 4096
 # After SIGTERM, how long the tree gets to exit before SIGKILL.
 TERMINATE_GRACE_S = 2.0
 # Output kept in memory per stream; the rest is streamed to the sink only.
@@ -234,6 +237,28 @@ def _not_startable(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str 
     return ""
 
 
+def _too_long(argv: Sequence[str], env: Mapping[str, str] | None) -> str:
+    """exec's "Argument list too long", naming the longest argument or environment variable:
+    Linux takes no single string past MAX_ARG_STRLEN, and all of them together past a quarter
+    of the stack limit."""
+    sizes = [(len(os.fsencode(arg)) + 1, f"argument {index}") for index, arg in enumerate(argv)]
+    sizes += [
+        (len(os.fsencode(name)) + len(os.fsencode(value)) + 2, f"environment variable {name}")
+        for name, value in (os.environ if env is None else env).items()
+    ]
+    size, what = max(sizes)
+    total = sum(size for size, _ in sizes)
+    if size > MAX_ARG_STRLEN:
+        return (
+            f"its {what} is {size:,} bytes, past the {MAX_ARG_STRLEN:,} bytes Linux allows one "
+            "argument or environment string"
+        )
+    return (
+        f"its arguments and environment are {total:,} bytes together, more than Linux allows "
+        f"(the largest, its {what}, is {size:,} bytes)"
+    )
+
+
 def run_process(
     argv: Sequence[str],
     *,
@@ -286,8 +311,14 @@ def run_process(
         # environment variable name holding "="), said the same way.
         if tree is not None:
             tree.kill()
-        reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
-        return ProcessResult.not_started(argv[0], reason)
+        if isinstance(exc, OSError) and exc.errno == errno.E2BIG:
+            reason = _too_long(argv, env)
+        else:
+            reason = (exc.strerror if isinstance(exc, OSError) else None) or str(exc)
+        result = ProcessResult.not_started(argv[0], reason)
+        if on_line is not None:  # the run's own stream says why, as a failed exec would
+            lines_taker(on_line)("stderr", [result.stderr.rstrip("\n")])
+        return result
     tree.started(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = LineSplitter("stdout", on_line), LineSplitter("stderr", on_line)

@@ -43,9 +43,12 @@ from runner.sandboxes import Sandbox
 
 INSTALL_TIMEOUT_S = 30 * 60
 # Linux refuses to start a process with one environment string past 128 KiB (MAX_ARG_STRLEN):
-# case variables larger than this go in a file instead (PROCTOR_CASE_VARS_FILE).
+# case variables and a prompt larger than this go in a file instead (PROCTOR_CASE_VARS_FILE,
+# SPHYNX_PROMPT_FILE), leaving room for the rest of the environment.
 MAX_INLINE_VARIABLES_BYTES = 64 * 1024
+MAX_INLINE_PROMPT_BYTES = 64 * 1024
 CASE_VARS_FILE = "case_vars.json"
+PROMPT_FILE = "prompt.md"
 # The shell recorder's log, a file of the home itself: a folder of its own cost a folder made
 # and deleted per trial, and on some disks making one costs as much as a no-op agent's run.
 TRACE_LOG = ".proctor-trace.log"
@@ -149,7 +152,7 @@ class CommandHarness(Harness):
         proctor_dir = f"{home}/.proctor"
         profile_dir = f"{home}/profile"
         env = {
-            "SPHYNX_PROMPT": prompt,
+            **self._prompt_env(sandbox, prompt),
             "SPHYNX_MODEL": model or "",
             "SPHYNX_HOME": home,
             "SPHYNX_WORKSPACE": sandbox.workspace,
@@ -176,6 +179,18 @@ class CommandHarness(Harness):
         # The case's cli mocks first, even before the agent's own folder (runner.mocks).
         env["PATH"] = shims_first(sandbox, env["PATH"])
         return env
+
+    def _prompt_env(self, sandbox: Sandbox, prompt: str) -> dict[str, str]:
+        """``SPHYNX_PROMPT`` (the prompt itself) or, for a prompt too large for one environment
+        string, ``SPHYNX_PROMPT_FILE`` naming a file of the home's ``.proctor`` that holds it:
+        with the prompt inline, Linux would refuse to start the process at all."""
+        if len(prompt) * 4 <= MAX_INLINE_PROMPT_BYTES or (
+            len(prompt.encode()) <= MAX_INLINE_PROMPT_BYTES
+        ):
+            return {"SPHYNX_PROMPT": prompt}
+        self._proctor_dir(sandbox).mkdir(exist_ok=True)
+        (self._proctor_dir(sandbox) / PROMPT_FILE).write_text(prompt, encoding="utf-8")
+        return {"SPHYNX_PROMPT_FILE": f"{sandbox.home}/.proctor/{PROMPT_FILE}"}
 
     def _variables_env(self, sandbox: Sandbox, variables: Mapping[str, Any]) -> dict[str, str]:
         """``PROCTOR_CASE_VARS`` (the JSON itself) or, for JSON too large for one environment
@@ -221,6 +236,21 @@ class CommandHarness(Harness):
             mode=request.mode,
             variables=request.variables,
         )
+        if "SPHYNX_PROMPT_FILE" in env:
+            emit(
+                AgentEvent(
+                    "Log",
+                    {
+                        "stream": "proctor",
+                        "text": (
+                            f"the prompt ({len(request.prompt.encode()):,} bytes) is past what "
+                            f"one environment variable may hold here: it is in the file "
+                            f"$SPHYNX_PROMPT_FILE ({env['SPHYNX_PROMPT_FILE']}), and "
+                            "SPHYNX_PROMPT is not set"
+                        ),
+                    },
+                )
+            )
         result = sandbox.run(
             ["bash", "-c", self._line(sandbox, self.profile.run or "")],
             env=env,
