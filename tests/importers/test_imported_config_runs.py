@@ -12,7 +12,7 @@ from conftest import proctor_env
 from e2e.running import Backend
 from fakes.openai_server import FakeModelServer
 
-from importers.conftest import Proctor
+from importers.conftest import Proctor, import_and_run
 from runner.conversation.simulated_user import OPENING_REQUEST
 
 CONFIG = """
@@ -56,19 +56,9 @@ def test_an_imported_config_runs_and_passes_on_its_weighted_score(
     proctor: Proctor, fake_model_server: FakeModelServer
 ) -> None:
     (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(CONFIG).lstrip())
-    imported = proctor("import", "promptfoo", "promptfooconfig.yaml")
-    assert imported.returncode == 0, imported.stderr
     fake_model_server.script(*[play] * 10)
-    backend = Backend(
-        "sqlite",
-        proctor_env(
-            proctor.cwd.parent / "eval-home",
-            PROCTOR_LLM_BASE_URL=fake_model_server.url,
-            PROCTOR_LLM_MODEL="fake-persona",
-        ),
-    )
 
-    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+    _, report = import_and_run(proctor, fake_model_server)
 
     (run,) = report["runs"]
     assert (run["suite"], run["case"], run["variant"]) == (
@@ -188,7 +178,6 @@ def test_a_seeded_call_ending_with_the_caller_is_answered_first_and_max_turns_co
     agent before the persona speaks (that answer counts as no turn), and maxTurns: 2 lets the
     persona write two messages."""
     (proctor.cwd / "promptfooconfig.yaml").write_text(textwrap.dedent(SEEDED_CONFIG).lstrip())
-    assert proctor("import", "promptfoo", "promptfooconfig.yaml").returncode == 0
     persona_lines = iter(["Is Thursday free?", "Great, book it.", "One more thing."])
 
     def seeded_play(body: dict[str, Any]) -> str:
@@ -198,16 +187,8 @@ def test_a_seeded_call_ending_with_the_caller_is_answered_first_and_max_turns_co
         return next(persona_lines)
 
     fake_model_server.script(*[seeded_play] * 10)
-    backend = Backend(
-        "sqlite",
-        proctor_env(
-            proctor.cwd.parent / "eval-home",
-            PROCTOR_LLM_BASE_URL=fake_model_server.url,
-            PROCTOR_LLM_MODEL="fake-persona",
-        ),
-    )
 
-    report = backend.eval_json(proctor.cwd, "promptfooconfig.eval.py")
+    _, report = import_and_run(proctor, fake_model_server)
 
     (trial,) = report["runs"][0]["trials"]
     assert trial["status"] == "passed", trial
