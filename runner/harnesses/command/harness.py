@@ -45,8 +45,7 @@ INSTALL_TIMEOUT_S = 30 * 60
 # Linux refuses to start a process with one environment string past 128 KiB (MAX_ARG_STRLEN):
 # case variables and a prompt larger than this go in a file instead (PROCTOR_CASE_VARS_FILE,
 # SPHYNX_PROMPT_FILE), leaving room for the rest of the environment.
-MAX_INLINE_VARIABLES_BYTES = 64 * 1024
-MAX_INLINE_PROMPT_BYTES = 64 * 1024
+MAX_INLINE_BYTES = 64 * 1024
 CASE_VARS_FILE = "case_vars.json"
 PROMPT_FILE = "prompt.md"
 # The shell recorder's log, a file of the home itself: a folder of its own cost a folder made
@@ -181,26 +180,27 @@ class CommandHarness(Harness):
         return env
 
     def _prompt_env(self, sandbox: Sandbox, prompt: str) -> dict[str, str]:
-        """``SPHYNX_PROMPT`` (the prompt itself) or, for a prompt too large for one environment
-        string, ``SPHYNX_PROMPT_FILE`` naming a file of the home's ``.proctor`` that holds it:
-        with the prompt inline, Linux would refuse to start the process at all."""
-        if len(prompt) * 4 <= MAX_INLINE_PROMPT_BYTES or (
-            len(prompt.encode()) <= MAX_INLINE_PROMPT_BYTES
-        ):
-            return {"SPHYNX_PROMPT": prompt}
-        self._proctor_dir(sandbox).mkdir(exist_ok=True)
-        (self._proctor_dir(sandbox) / PROMPT_FILE).write_text(prompt, encoding="utf-8")
-        return {"SPHYNX_PROMPT_FILE": f"{sandbox.home}/.proctor/{PROMPT_FILE}"}
+        """``SPHYNX_PROMPT``, or ``SPHYNX_PROMPT_FILE`` for a prompt too large for it."""
+        return self._inline_or_file(sandbox, "SPHYNX_PROMPT", prompt, PROMPT_FILE)
 
     def _variables_env(self, sandbox: Sandbox, variables: Mapping[str, Any]) -> dict[str, str]:
-        """``PROCTOR_CASE_VARS`` (the JSON itself) or, for JSON too large for one environment
-        string, ``PROCTOR_CASE_VARS_FILE`` naming a file of the home's ``.proctor`` that holds it."""
+        """``PROCTOR_CASE_VARS`` (the JSON itself), or ``PROCTOR_CASE_VARS_FILE`` for JSON too
+        large for it."""
         text = json.dumps(dict(variables), ensure_ascii=False)
-        if len(text.encode()) <= MAX_INLINE_VARIABLES_BYTES:
-            return {"PROCTOR_CASE_VARS": text}
+        return self._inline_or_file(sandbox, "PROCTOR_CASE_VARS", text, CASE_VARS_FILE)
+
+    def _inline_or_file(
+        self, sandbox: Sandbox, variable: str, text: str, file_name: str
+    ) -> dict[str, str]:
+        """``variable`` holding ``text`` or, past MAX_INLINE_BYTES, ``<variable>_FILE`` naming
+        ``file_name`` in the home's ``.proctor``, which holds it: inline, Linux would refuse to
+        start the process at all."""
+        # Four bytes at most per character: most texts need no encoding to be measured.
+        if len(text) * 4 <= MAX_INLINE_BYTES or len(text.encode()) <= MAX_INLINE_BYTES:
+            return {variable: text}
         self._proctor_dir(sandbox).mkdir(exist_ok=True)
-        (self._proctor_dir(sandbox) / CASE_VARS_FILE).write_text(text, encoding="utf-8")
-        return {"PROCTOR_CASE_VARS_FILE": f"{sandbox.home}/.proctor/{CASE_VARS_FILE}"}
+        (self._proctor_dir(sandbox) / file_name).write_text(text, encoding="utf-8")
+        return {f"{variable}_FILE": f"{sandbox.home}/.proctor/{file_name}"}
 
     def run_turn(
         self,
