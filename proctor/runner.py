@@ -119,14 +119,17 @@ def env(environ: Mapping[str, str] | None = None) -> RunnerEnv:
 def _prompt(environ: Mapping[str, str]) -> str:
     # A prompt too large for one environment string comes in a file instead.
     if path := environ.get("SPHYNX_PROMPT_FILE"):
-        try:
-            with open(path, encoding="utf-8") as file:
-                return file.read()
-        except OSError as error:
-            raise MalformedVariable(
-                f"SPHYNX_PROMPT_FILE ({path}) cannot be read: {error.strerror}"
-            ) from None
+        return _file_text(f"SPHYNX_PROMPT_FILE ({path})", path)
     return _required(environ, "SPHYNX_PROMPT")
+
+
+def _file_text(name: str, path: str) -> str:
+    """The text of the file a ``*_FILE`` variable names; ``name`` says which in the error."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read()
+    except OSError as error:
+        raise MalformedVariable(f"{name} cannot be read: {error.strerror}") from None
 
 
 def _case_variables(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -134,11 +137,7 @@ def _case_variables(environ: Mapping[str, str]) -> dict[str, Any]:
     name, text = "PROCTOR_CASE_VARS", environ.get("PROCTOR_CASE_VARS") or "{}"
     if path := environ.get("PROCTOR_CASE_VARS_FILE"):  # variables too large for the environment
         name = f"PROCTOR_CASE_VARS_FILE ({path})"
-        try:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-        except OSError as error:
-            raise MalformedVariable(f"{name} cannot be read: {error.strerror}") from None
+        text = _file_text(name, path)
     try:
         variables = json.loads(text)
     except ValueError:

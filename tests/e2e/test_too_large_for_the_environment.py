@@ -8,6 +8,10 @@ started for it says which string was too long, in the trial's own output, instea
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from e2e.running import Backend, only_run, trial_folder, write_eval
 
 PROMPT_CHARS = 200_000
@@ -51,13 +55,17 @@ huge_variable = suite(
 """
 
 
-def test_a_prompt_too_large_for_the_environment_reaches_the_agent_as_a_file(
-    backend: Backend, tmp_path
-):
-    (tmp_path / "long_prompt.txt").write_text("x" * PROMPT_CHARS, encoding="utf-8")
-    write_eval(tmp_path, "large.eval.py", LARGE_EVAL)
+@pytest.fixture(scope="module")
+def large(module_backend: Backend, tmp_path_factory) -> tuple[Backend, dict[str, Any]]:
+    """The eval run once per database: the backend and its report."""
+    folder = tmp_path_factory.mktemp("large")
+    (folder / "long_prompt.txt").write_text("x" * PROMPT_CHARS, encoding="utf-8")
+    write_eval(folder, "large.eval.py", LARGE_EVAL)
+    return module_backend, module_backend.eval_json(folder)
 
-    report = backend.eval_json(tmp_path)
+
+def test_a_prompt_too_large_for_the_environment_reaches_the_agent_as_a_file(large):
+    backend, report = large
 
     runs = {run["variant"]: run for run in report["runs"] if run["case"] == "summarise-the-log"}
     # Both agents got the whole prompt: the runner kit's env().prompt and the file itself.
@@ -82,11 +90,8 @@ def test_a_prompt_too_large_for_the_environment_reaches_the_agent_as_a_file(
     ), notes
 
 
-def test_a_program_that_cannot_start_says_which_string_was_too_long(backend: Backend, tmp_path):
-    (tmp_path / "long_prompt.txt").write_text("x" * PROMPT_CHARS, encoding="utf-8")
-    write_eval(tmp_path, "large.eval.py", LARGE_EVAL)
-
-    report = backend.eval_json(tmp_path)
+def test_a_program_that_cannot_start_says_which_string_was_too_long(large):
+    backend, report = large
 
     (trial,) = only_run(report, "cannot-start")["trials"]
     assert trial["finish_reason"] == "exit 127"

@@ -151,7 +151,7 @@ class CommandHarness(Harness):
         proctor_dir = f"{home}/.proctor"
         profile_dir = f"{home}/profile"
         env = {
-            **self._prompt_env(sandbox, prompt),
+            **self._inline_or_file(sandbox, "SPHYNX_PROMPT", prompt, PROMPT_FILE),
             "SPHYNX_MODEL": model or "",
             "SPHYNX_HOME": home,
             "SPHYNX_WORKSPACE": sandbox.workspace,
@@ -178,10 +178,6 @@ class CommandHarness(Harness):
         # The case's cli mocks first, even before the agent's own folder (runner.mocks).
         env["PATH"] = shims_first(sandbox, env["PATH"])
         return env
-
-    def _prompt_env(self, sandbox: Sandbox, prompt: str) -> dict[str, str]:
-        """``SPHYNX_PROMPT``, or ``SPHYNX_PROMPT_FILE`` for a prompt too large for it."""
-        return self._inline_or_file(sandbox, "SPHYNX_PROMPT", prompt, PROMPT_FILE)
 
     def _variables_env(self, sandbox: Sandbox, variables: Mapping[str, Any]) -> dict[str, str]:
         """``PROCTOR_CASE_VARS`` (the JSON itself), or ``PROCTOR_CASE_VARS_FILE`` for JSON too
