@@ -20,12 +20,20 @@ Proctor's home (its database and artifacts) is where `proctor eval` keeps it by 
 Proctor's and the floor's alike, are made in the temp folder. Where making a file is slow after
 many deletions nearby (ext4 without a journal: docs/hot-path.md, "Files made per trial"), a run
 minutes after another measures the disk as much as Proctor: ``TMPDIR`` and ``--project-root``
-on a tmpfs (``/dev/shm``) take the disk out of both sides. After the run, what making a file
-costs in each of the two places at that moment is printed, to read the figures by.
+on a tmpfs (``/dev/shm``) take the disk out of both sides. Before and after the run, what making
+a file costs in each of the two places is printed, to read the figures by.
+
+A run deletes what it made when it ends. On ext4 without a journal every new file then steps over
+each inode freed in that block group during the last 60 s (longer while the freed inodes are not
+yet written back), so a run started right after another measured the other's deletions: six runs
+back to back here, a file cost 141, 277, 494, 498, 642 and then 771 us. So a run writes its
+deletions back and notes when it made them, and the next run waits until 65 s have passed since
+(``--no-settle`` measures at once). Only the bench's own aftermath is waited out: the trial
+folders Proctor empties during the run, and any other work on the machine, still count.
 
 Prints figures, never asserts them; the ratio is last.
 
-    .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2]
+    .venv/bin/python bench/overhead.py [--small 20] [--large 200] [--repeats 3] [-j 2] [--no-settle]
 """
 
 from __future__ import annotations
@@ -210,6 +218,35 @@ def file_cost_us(parent: Path, files: int = 100) -> float:
     return statistics.median(costs) * 1e6
 
 
+# The kernel's window for "recently deleted" inodes (fs/ext4/ialloc.c, RECENTCY_MIN), and a margin.
+SETTLE_S = 65
+# In --project-root: its modification time is when the last run finished deleting.
+CLEANED_STAMP = ".cleaned"
+
+
+def settle(project_root: Path) -> float:
+    """Wait until the last run's deletions are SETTLE_S old; returns the seconds waited."""
+    try:
+        cleaned = (project_root / CLEANED_STAMP).stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+    wait = cleaned + SETTLE_S - time.time()
+    if wait <= 0:
+        return 0.0
+    os.sync()
+    time.sleep(wait)
+    return wait
+
+
+def clean_up(folder: Path, project_root: Path) -> None:
+    """Delete this run's project and floor folders, write the deletions back to the disk, and
+    note when (see settle)."""
+    shutil.rmtree(FLOOR_ROOT, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.sync()
+    (project_root / CLEANED_STAMP).touch()
+
+
 def start_up(folder: Path, repeats: int) -> tuple[float, float]:
     """Median seconds of `proctor eval --help` and of a whole one-trial `proctor eval`."""
     env = {**os.environ, "PROCTOR_HOME": str(folder / ".proctor-start")}
@@ -247,11 +284,18 @@ def main() -> None:
         default=Path.home() / ".cache" / "proctor-bench",
         help="where the bench's project (its eval file and Proctor's home) is made",
     )
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="measure at once, even within a minute of the last run's deletions",
+    )
     args = parser.parse_args()
 
     args.project_root.mkdir(parents=True, exist_ok=True)
+    waited = 0.0 if args.no_settle else settle(args.project_root)
     folder = Path(tempfile.mkdtemp(prefix="proctor-bench-", dir=args.project_root))
     set_up_embedded(folder)
+    files_before = (file_cost_us(Path(tempfile.gettempdir())), file_cost_us(folder))
     ours = proctor(folder)
     ours(2, 1)  # warm up: imports, first queries, the write audit's watch
 
@@ -260,10 +304,11 @@ def main() -> None:
         f"{args.repeats} (SQLite, local sandbox); load {os.getloadavg()[0]:.2f}; "
         f"{cgroup_mode()}; Proctor's home in {folder}, trial folders in {tempfile.gettempdir()}"
     )
+    if waited:
+        print(f"waited {waited:.0f} s for the last run's deleted files to age past {SETTLE_S} s")
     samples = paired(
         {"floor": floor, "proctor": ours}, args.small, args.large, args.jobs, args.repeats
     )
-    shutil.rmtree(FLOOR_ROOT, ignore_errors=True)
     floor_ms, floor_cpu, floor_kids = medians(samples["floor"])
     ours_ms, ours_cpu, ours_kids = medians(samples["proctor"])
     # Each repeat's own ratio (its floor and Proctor measured minutes apart at most).
@@ -284,8 +329,10 @@ def main() -> None:
     print(f"start-up: `proctor eval --help` {help_s:.2f} s, a one-trial eval {one_s:.2f} s")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
-        f"a file made now costs {file_cost_us(Path(tempfile.gettempdir())):.0f} us in the temp "
-        f"folder, {file_cost_us(folder):.0f} us in the project (Proctor's home)"
+        f"a file made costs {files_before[0]:.0f} us before the run and "
+        f"{file_cost_us(Path(tempfile.gettempdir())):.0f} us after in the temp folder, "
+        f"{files_before[1]:.0f} us and {file_cost_us(folder):.0f} us in the project "
+        "(Proctor's home)"
     )
     print(f"each repeat's ratios (marginal/CPU): {spread}")
     print(
@@ -293,7 +340,7 @@ def main() -> None:
         f"CPU {ours_cpu / floor_cpu:.2f}x (medians of the repeats' own ratios: marginal "
         f"{paired_ms:.2f}x, CPU {paired_cpu:.2f}x)"
     )
-    shutil.rmtree(folder, ignore_errors=True)
+    clean_up(folder, args.project_root)
 
 
 if __name__ == "__main__":
