@@ -18,8 +18,8 @@ Proctor's home (its database and artifacts) is where `proctor eval` keeps it by 
 ``.proctor`` folder in the project the command runs in. The bench makes its project under
 ``--project-root`` (default ``~/.cache/proctor-bench``, deleted after); the trial folders,
 Proctor's and the floor's alike, are made in the temp folder. Where making a file is slow after
-many deletions nearby (ext4 without a journal: docs/hot-path.md, "Files made per trial"), a run
-minutes after another measures the disk as much as Proctor: ``TMPDIR`` and ``--project-root``
+many deletions nearby (ext4 without a journal: docs/hot-path.md, "Files made per trial"), the
+disk weighs on the figures as much as Proctor does: ``TMPDIR`` and ``--project-root``
 on a tmpfs (``/dev/shm``) take the disk out of both sides. Before and after the run, what making
 a file costs in each of the two places is printed, to read the figures by.
 
@@ -201,24 +201,28 @@ def medians(samples: list[tuple[float, float, float]]) -> tuple[float, float, fl
     return wall, cpu, children
 
 
+# The folders file_cost_us made, deleted with the rest by clean_up: deleted at once, the probe
+# before the run would leave a hundred freed inodes in each place for the run to step over.
+PROBE_FOLDERS: list[Path] = []
+
+
 def file_cost_us(parent: Path, files: int = 100) -> float:
     """Median microseconds to make an empty file in a new folder under ``parent``: on an ext4
     disk without a journal it moves with how many files were deleted nearby in the last
     minutes (docs/hot-path.md, "Files made per trial"), from tens of microseconds to more than
     a millisecond, for the floor (two files a trial) and Proctor (seven) alike."""
     folder = Path(tempfile.mkdtemp(prefix="proctor-bench-files-", dir=parent))
+    PROBE_FOLDERS.append(folder)
     costs = []
-    try:
-        for index in range(files):
-            started = time.perf_counter()
-            os.close(os.open(folder / str(index), os.O_CREAT | os.O_WRONLY, 0o644))
-            costs.append(time.perf_counter() - started)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    for index in range(files):
+        started = time.perf_counter()
+        os.close(os.open(folder / str(index), os.O_CREAT | os.O_WRONLY, 0o644))
+        costs.append(time.perf_counter() - started)
     return statistics.median(costs) * 1e6
 
 
-# The kernel's window for "recently deleted" inodes (fs/ext4/ialloc.c, RECENTCY_MIN), and a margin.
+# How long ext4 keeps stepping over a freed inode once it is written back (a minute: measured in
+# docs/hot-path.md, "Files made per trial"), and a margin.
 SETTLE_S = 65
 # In --project-root: its modification time is when the last run finished deleting.
 CLEANED_STAMP = ".cleaned"
@@ -239,10 +243,10 @@ def settle(project_root: Path) -> float:
 
 
 def clean_up(folder: Path, project_root: Path) -> None:
-    """Delete this run's project and floor folders, write the deletions back to the disk, and
-    note when (see settle)."""
-    shutil.rmtree(FLOOR_ROOT, ignore_errors=True)
-    shutil.rmtree(folder, ignore_errors=True)
+    """Delete this run's project, floor and probe folders, write the deletions back to the disk,
+    and note when (see settle)."""
+    for made in (FLOOR_ROOT, *PROBE_FOLDERS, folder):
+        shutil.rmtree(made, ignore_errors=True)
     os.sync()
     (project_root / CLEANED_STAMP).touch()
 
