@@ -237,8 +237,7 @@ def settle(project_root: Path) -> float:
     wait = cleaned + SETTLE_S - time.time()
     if wait <= 0:
         return 0.0
-    os.sync()
-    time.sleep(wait)
+    time.sleep(wait)  # clean_up wrote the deletions back before it set the stamp
     return wait
 
 
