@@ -14,7 +14,9 @@ a Python daemon (``os.fork`` + ``os.setsid``) leave it, so killing the group mis
    created inside the cgroup instead (``runner.sandboxes.cgroup_spawn``: clone3 with
    CLONE_INTO_CGROUP), which spares the shell and the kernel's wait that a move costs. The end
    writes 1 to ``cgroup.kill`` (Linux 5.14+), else SIGKILLs every pid in ``cgroup.procs`` until
-   none is left, then removes the folder. A cgroup its run left empty (``cgroup.events`` says
+   none is left, then removes the folder (a busy machine can take seconds to finish the killed
+   processes: past a short wait a thread keeps at it, and the watchdog keeps the folder listed
+   until it is gone). A cgroup its run left empty (``cgroup.events`` says
    ``populated 0``: nothing of the run lives on) is kept for the process's next run instead, as
    making and removing one costs more than the no-op trial's Python around it; Proctor sets no
    limit on it and reads no count from it, so a kept one starts its next run as a new one
@@ -42,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import itertools
+import logging
 import os
 import signal
 import subprocess
@@ -49,20 +52,26 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from runner.sandboxes.cgroup_spawn import ClonedProcess, open_cgroup
 from runner.sandboxes.cgroup_spawn import probe as starts_inside_cgroups
 
+log = logging.getLogger(__name__)
+
 # Where programs cannot be created inside their cgroup: the run's process moves itself into it
 # before it execs the program; "$0" is the folder.
 CGROUP_WRAPPER = 'echo $$ > "$0/cgroup.procs" 2>/dev/null; exec "$@"'
 # The most watchdog lines that wait for a prompt one (each line sent wakes the watchdog up).
 LAZY_LINES = 64
-# How long ending a cgroup waits for the kernel to empty it before giving up on the folder.
+# How long a run's end waits for the kernel to empty its cgroup before it leaves the removal to
+# a background thread (a loaded machine can take seconds to finish killed processes).
 EMPTY_WAIT_S = 2.0
+# How long that thread keeps trying before it leaves the cgroup to the watchdog (which still
+# lists it, and ends it when this process exits) and says so.
+BUSY_CGROUP_PATIENCE_S = 600.0
 # Empty run cgroups a process keeps for its next runs (each trial thread needs one at a time).
 SPARE_CGROUPS = 8
 # The folders a process names after itself in the temp folder (``proctor-<kind>-<identity>-``):
@@ -108,7 +117,8 @@ def end_cgroup(where):
                     pass
     for _ in range(40):
         try:
-            os.rmdir(where)
+            for inner, _, _ in os.walk(where, topdown=False):
+                os.rmdir(inner)  # the cgroups a run as root made inside, then its own
             return
         except FileNotFoundError:
             return
@@ -194,16 +204,18 @@ def _own_cgroup(mount: Path) -> Path | None:
     return None
 
 
-def _end_cgroup(folder: Path) -> None:
-    """SIGKILL everything in ``folder`` (a cgroup) and remove it once the kernel emptied it.
+def _end_cgroup(folder: Path, wait_s: float | None = None) -> bool:
+    """SIGKILL everything in ``folder`` (a cgroup, with the ones a run as root may have made
+    inside it) and remove it once the kernel emptied it, waiting at most ``wait_s`` (default
+    EMPTY_WAIT_S); False: it still holds something.
     An empty one (the usual end of a run: its program exited and was reaped, nothing of it
     lingers) is removed at once: the kernel refuses to remove a cgroup that holds a process,
     so a removal that works needs no look first."""
     try:
         os.rmdir(folder)
-        return
+        return True
     except FileNotFoundError:
-        return
+        return True
     except OSError:
         pass  # busy: something of the run still lives
     try:
@@ -213,23 +225,52 @@ def _end_cgroup(folder: Path) -> None:
             try:
                 pids = (folder / "cgroup.procs").read_text().split()
             except OSError:
-                return
+                return not folder.exists()
             if not pids:
                 break
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError, PermissionError, ValueError):
                     os.kill(int(pid), signal.SIGKILL)
-    deadline = time.monotonic() + EMPTY_WAIT_S
+    deadline = time.monotonic() + (EMPTY_WAIT_S if wait_s is None else wait_s)
     while True:
         try:
-            folder.rmdir()
-            return
+            _remove_cgroup_tree(folder)
+            return True
         except FileNotFoundError:
-            return
+            return True
         except OSError:
             if time.monotonic() > deadline:
-                return
+                return False
             time.sleep(0.001)
+
+
+def _remove_cgroup_tree(folder: Path) -> None:
+    """Remove ``folder`` and the cgroups inside it, innermost first (the kernel refuses to
+    remove a cgroup that has one inside; cgroup.kill has killed their processes too)."""
+    for inner, _, _ in os.walk(folder, topdown=False):
+        if inner != str(folder):
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(inner)
+    folder.rmdir()
+
+
+def _keep_ending(folder: Path, then: Callable[[], None]) -> None:
+    """Go on killing and removing ``folder`` until it is gone (then call ``then``), or until
+    BUSY_CGROUP_PATIENCE_S passed."""
+    give_up_at = time.monotonic() + BUSY_CGROUP_PATIENCE_S
+    pause = 0.01
+    while not _end_cgroup(folder, wait_s=0):
+        time.sleep(pause)
+        if time.monotonic() > give_up_at:
+            log.warning(
+                "cgroup %s still holds processes %d s after they were killed; the watchdog "
+                "removes it when this process exits",
+                folder,
+                BUSY_CGROUP_PATIENCE_S,
+            )
+            return
+        pause = min(pause * 2, 1.0)
+    then()
 
 
 def _signal_cgroup(folder: Path, sig: int) -> None:
@@ -352,6 +393,25 @@ class _Containment:
                 return False
             self._spare_cgroups.append(cgroup)
             return True
+
+    def end_cgroup(self, cgroup: Path) -> None:
+        """Kill and remove a run's cgroup, then tell the watchdog it is gone. One the kernel
+        has not emptied within EMPTY_WAIT_S is left to a thread that keeps at it (the run need
+        not wait longer: its processes are killed), and the watchdog keeps it listed until it
+        is gone, so a cgroup is never forgotten while it still exists."""
+
+        def forget() -> None:
+            self.tell_watchdog(f"-cg {cgroup}", prompt=False)
+
+        if _end_cgroup(cgroup):
+            forget()
+            return
+        threading.Thread(
+            target=_keep_ending,
+            args=(cgroup, forget),
+            name=f"proctor-end-{cgroup.name}",
+            daemon=True,
+        ).start()
 
 
 _containment: _Containment | None = None
@@ -531,7 +591,6 @@ class ProcessTree:
                     os.killpg(self.pgid, signal.SIGKILL)
             if self.cgroup is not None:
                 if not self.owner.keep_if_empty(self.cgroup):
-                    _end_cgroup(self.cgroup)
-                    self.owner.tell_watchdog(f"-cg {self.cgroup}", prompt=False)
+                    self.owner.end_cgroup(self.cgroup)
             elif self.pgid is not None and self.watched:
                 self.owner.tell_watchdog(f"-pg {self.pgid}")
