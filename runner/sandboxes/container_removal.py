@@ -46,10 +46,12 @@ def remove(container: Container) -> bool:
             with engine_errors():
                 container.remove(force=True, v=True)
             return True  # the engine answers once this removal is done
-        except EngineError as exc:
-            if exc.status == 404:
+        except (EngineError, OSError) as exc:
+            # OSError: the connection's socket failed under the client, past what requests
+            # turns into its own errors.
+            if isinstance(exc, EngineError) and exc.status == 404:
                 return True  # gone already
-            if exc.status != 409:
+            if not isinstance(exc, EngineError) or exc.status != 409:
                 log.warning("could not remove docker sandbox container %s: %s", short_id, exc)
                 return False
         # 409: another removal is under way. Wait for the container's end, then ask again (the
@@ -66,10 +68,11 @@ def remove(container: Container) -> bool:
         try:
             with engine_errors():
                 container.wait(condition="removed", timeout=left)
-        except EngineError as exc:
-            if exc.status == 404:
+        except (EngineError, OSError) as exc:
+            if isinstance(exc, EngineError) and exc.status == 404:
                 return True  # gone before the wait began
-            if exc.status != 0:  # not the wait's timeout: an engine error, so a pause first
+            if not isinstance(exc, EngineError) or exc.status != 0:
+                # Not the wait's timeout: an engine or socket error, so a pause first.
                 time.sleep(min(RETRY_PAUSE_S, max(deadline - time.monotonic(), 0)))
 
 

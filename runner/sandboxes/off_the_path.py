@@ -1,10 +1,13 @@
 """Work a trial hands off so that it need not wait for it: one background thread per kind of
 work and process, started on first use (again should it have died), that the process waits
-for before it exits."""
+for before it exits. An item whose work raises is said in one line on the log, and the items
+behind it are still done: a thread that died with them queued would leave them until the next
+``put``, and ``join`` waiting for ever."""
 
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import queue
 import threading
@@ -13,6 +16,8 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
+
+log = logging.getLogger(__name__)
 
 
 class OffThePath(Generic[Item]):
@@ -51,6 +56,10 @@ class OffThePath(Generic[Item]):
             item = self._items.get()
             try:
                 self.work(item)
+            except Exception as exc:
+                log.error(
+                    "%s could not finish %r: %s: %s", self.name, item, type(exc).__name__, exc
+                )
             finally:
                 self._items.task_done()
 

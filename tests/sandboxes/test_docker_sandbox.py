@@ -196,6 +196,26 @@ def test_a_removal_that_outlasts_the_ceiling_gives_up_in_one_line(monkeypatch, c
     assert "\n" not in said
 
 
+def test_a_removal_whose_socket_failed_under_the_client_says_so_in_one_line(caplog) -> None:
+    """The connection's descriptor was closed behind the client's back (a careless ``dup2``
+    elsewhere in the process did it once): the error comes up as the socket's own OSError,
+    which must end in one line on the log, not in the remover's thread."""
+    from runner.sandboxes import container_removal
+
+    class SocketClosedUnderIt:
+        id = "badfd0" * 10 + "abcd"
+
+        def remove(self, **_: object) -> None:
+            raise OSError(9, "Bad file descriptor")
+
+    with caplog.at_level("WARNING", logger=container_removal.__name__):
+        assert not container_removal.remove(SocketClosedUnderIt())
+    (said,) = [record.getMessage() for record in caplog.records]
+    assert said == (
+        "could not remove docker sandbox container badfd0badfd0: [Errno 9] Bad file descriptor"
+    )
+
+
 # A Proctor process that makes a docker sandbox, says its container, destroys it or not, and
 # exits at once or waits to be killed.
 SANDBOX_OWNER = """

@@ -81,9 +81,12 @@ def test_its_argv_environment_and_folder_are_the_ones_asked_for(way, tmp_path) -
 
 
 def test_it_gets_its_three_streams_and_no_other_descriptor(way) -> None:
-    # An inheritable descriptor of the worker's, which a careless start would pass on.
+    # An inheritable descriptor of the worker's, which a careless start would pass on. A free
+    # number, never a chosen one: dup2 onto a number in use would close what the process had
+    # there (a pooled engine connection, by then), under another thread's feet.
     with tempfile.TemporaryFile() as handle:
-        leaked = os.dup2(handle.fileno(), 57, inheritable=True)
+        leaked = os.dup(handle.fileno())
+        os.set_inheritable(leaked, True)
         try:
             result = _run(["ls", "/proc/self/fd"])
         finally:
