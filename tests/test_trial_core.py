@@ -457,6 +457,41 @@ def test_the_local_agents_home_keeps_nothing_of_proctors_after_a_turn(tmp_path):
     assert any(e.kind == "Command" and e.data["command"].startswith("ls -A") for e in events)
 
 
+def test_a_trace_log_the_agent_swapped_is_removed_never_followed(tmp_path):
+    # An agent that puts a link, a second name, a FIFO or a folder where its trace log was:
+    # Proctor neither touches the file behind it nor hangs reading it (opening a FIFO waits for
+    # a writer: the trial hung there for good); what the agent made goes, the file stays.
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    # Each swap is the agent's last command: its shell's trap would write through it next.
+    swaps = [
+        f'ln -sf {precious} "$SPHYNX_TRACE_LOG"',
+        f'ln -f {precious} "$SPHYNX_TRACE_LOG"',
+        'mkfifo "$HOME/fifo" && mv -f "$HOME/fifo" "$SPHYNX_TRACE_LOG"',
+        'python3 -c "import os, sys; os.remove(sys.argv[1]); os.mkdir(sys.argv[1])" '
+        '"$SPHYNX_TRACE_LOG"',
+    ]
+    for swap in swaps:
+        the_variant = inline_variant(swap)
+        harness = create_harness(the_variant)
+        sandbox = create_sandbox(the_variant)
+        try:
+            harness.setup(sandbox, lambda stream, line: None)
+            for index in range(2):
+                harness.run_turn(
+                    sandbox,
+                    TurnRequest(prompt="swap", index=index, model=None),
+                    emit=lambda event: None,
+                    raw=lambda stream, line: None,
+                    timeout_s=30,
+                )
+                log = sandbox.host_home / ".proctor-trace.log"
+                assert not log.is_symlink() and not log.exists(), swap
+        finally:
+            sandbox.destroy()
+        assert precious.read_text().startswith("keep me\n"), swap
+
+
 def test_the_system_prompt_file_is_set_only_when_there_is_a_system_prompt(tmp_path):
     run = (
         'if [ -n "${SPHYNX_SYSTEM_PROMPT_FILE+set}" ]; then text=$(cat "$SPHYNX_SYSTEM_PROMPT_FILE"); '

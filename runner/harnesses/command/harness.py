@@ -37,7 +37,12 @@ from runner.harnesses.base import (
 )
 from runner.harnesses.command.run_line import with_profile_paths
 from runner.harnesses.profile_env import resolve_profile_env
-from runner.harnesses.shell_trace import RECORDER_SCRIPT, read_trace, recorder_script
+from runner.harnesses.shell_trace import (
+    RECORDER_SCRIPT,
+    read_trace,
+    recorder_script,
+    remove_trace,
+)
 from runner.mocks.agent_config import shims_first
 from runner.sandboxes import Sandbox
 
@@ -208,7 +213,7 @@ class CommandHarness(Harness):
         timeout_s: float,
     ) -> TurnResult:
         trace_log = sandbox.host_home / TRACE_LOG
-        trace_log.unlink(missing_ok=True)  # each turn records only the commands it ran
+        remove_trace(trace_log)  # each turn records only the commands it ran
         state = _TurnState()
 
         def read_line(line: str) -> tuple[AgentEvent, ...]:
@@ -255,7 +260,6 @@ class CommandHarness(Harness):
         )
         for event in read_trace(trace_log, already_printed=state.printed_commands):
             emit(event)
-        trace_log.unlink(missing_ok=True)
         if state.finished_event is not None:
             emit(state.finished_event)
         if result.timed_out:
