@@ -67,8 +67,13 @@ class RerunRateThrottle(BaseThrottle):
         return self._wait
 
 
+def retry_after_s(wait: float | None) -> int:
+    """The seconds to wait before the next rerun is allowed, whole and at least one."""
+    return max(1, math.ceil(wait or 0))
+
+
 def too_many_reruns(wait: float | None) -> str:
-    seconds = max(1, math.ceil(wait or 0))
+    seconds = retry_after_s(wait)
     return (
         f"Too many reruns: at most {settings.PROCTOR_RERUN_RATE} per user "
         f"(PROCTOR_RERUN_RATE), try again in {seconds} second{'s' if seconds != 1 else ''}."
@@ -81,7 +86,9 @@ class RerunThrottledMixin:
 
     def throttled(self, request, wait: float | None) -> None:
         exc = Throttled(detail=too_many_reruns(wait))
-        exc.wait = wait
+        # Whole seconds, rounded up as the sentence says them: DRF writes the header with "%d",
+        # and a window ending in 0.4 s made it "Retry-After: 0", an invitation to be refused.
+        exc.wait = retry_after_s(wait)
         raise exc
 
 
@@ -97,7 +104,7 @@ def rerun_rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpR
             response = HttpResponse(
                 too_many_reruns(wait), status=429, content_type="text/plain; charset=utf-8"
             )
-            response["Retry-After"] = str(max(1, math.ceil(wait or 0)))
+            response["Retry-After"] = str(retry_after_s(wait))
             return response
         return view(request, *args, **kwargs)
 

@@ -4,6 +4,8 @@ nothing, and another user is not affected."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from factories import make_batch_with_grid, make_cast
@@ -89,6 +91,32 @@ def test_it_refuses_a_fourth_rerun_through_the_api(cast, batch, path):
 
     assert "PROCTOR_RERUN_RATE" in sentence and ". " not in sentence
     assert Batch.objects.count() == batches
+
+
+@pytest.mark.parametrize("through", ["dashboard", "api"])
+def test_retry_after_is_a_whole_second_when_the_window_ends_sooner(
+    client, cast, batch, monkeypatch, through
+):
+    # 0.4 s before a minute's window ends: waiting "0" seconds would be refused again.
+    from dashboard import throttling
+
+    monkeypatch.setattr(throttling, "time", SimpleNamespace(time=lambda: 60 * 28_800_000 - 0.4))
+    run = batch.runs.order_by("id").first()
+    client.force_login(cast.bob)
+    api = api_for(cast.bob)
+    post = (
+        (lambda: client.post(f"/runs/{run.pk}/rerun/"))
+        if through == "dashboard"
+        else (lambda: api.post(f"/api/runs/{run.pk}/rerun/"))
+    )
+    for _ in range(3):
+        assert post().status_code in (201, 302)
+
+    response = post()
+
+    assert response.status_code == 429
+    assert response["Retry-After"] == "1"
+    assert "try again in 1 second." in assert_too_many(response)
 
 
 def test_the_dashboard_and_the_api_share_one_limit(client, cast, batch):
