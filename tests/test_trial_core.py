@@ -4,8 +4,10 @@ MemoryRecorder, with real agent processes in a local sandbox."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
+from ceilings import finishes
 from process_state import running
 
 from evals_app.resolution import resolve_case
@@ -478,12 +480,17 @@ def test_a_trace_log_the_agent_swapped_is_removed_never_followed(tmp_path):
         try:
             harness.setup(sandbox, lambda stream, line: None)
             for index in range(2):
-                harness.run_turn(
-                    sandbox,
-                    TurnRequest(prompt="swap", index=index, model=None),
-                    emit=lambda event: None,
-                    raw=lambda stream, line: None,
-                    timeout_s=30,
+                # Under a ceiling: a reader that waits on the FIFO fails here, not the whole run.
+                finishes(
+                    partial(
+                        harness.run_turn,
+                        sandbox,
+                        TurnRequest(prompt="swap", index=index, model=None),
+                        emit=lambda event: None,
+                        raw=lambda stream, line: None,
+                        timeout_s=30,
+                    ),
+                    what=f"a turn after `{swap}`",
                 )
                 log = sandbox.host_home / ".proctor-trace.log"
                 assert not log.is_symlink() and not log.exists(), swap
