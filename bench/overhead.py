@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import resource
@@ -106,15 +107,20 @@ def cgroup_mode() -> str:
     )
 
 
-# The floor's folders, under the temp folder like Proctor's; deleted after the run, untimed.
-FLOOR_ROOT = Path(tempfile.mkdtemp(prefix="proctor-bench-floor-"))
+@functools.cache
+def floor_root() -> Path:
+    """The floor's folders, under the temp folder like Proctor's; deleted after the run, untimed.
+    Made when the floor first runs, not on import: stages.py and trial_profile.py import this
+    module for its set-up and never run the floor."""
+    return Path(tempfile.mkdtemp(prefix="proctor-bench-floor-"))
 
 
 def floor(trials: int, jobs: int) -> None:
     """The same processes per trial, from a bare thread pool: a fresh folder, the agent, the check."""
+    root = floor_root()
 
     def one(_: int) -> None:
-        folder = tempfile.mkdtemp(prefix="floor-", dir=FLOOR_ROOT)
+        folder = tempfile.mkdtemp(prefix="floor-", dir=root)
         subprocess.run(
             ["bash", "-c", AGENT], cwd=folder, stdin=subprocess.DEVNULL, capture_output=True
         )
@@ -247,7 +253,7 @@ def settle(project_root: Path) -> float:
 def clean_up(folder: Path, project_root: Path) -> None:
     """Delete this run's project, floor and probe folders, write the deletions back to the disk,
     and note when (see settle)."""
-    for made in (FLOOR_ROOT, *PROBE_FOLDERS, folder):
+    for made in (floor_root(), *PROBE_FOLDERS, folder):
         shutil.rmtree(made, ignore_errors=True)
     os.sync()
     (project_root / CLEANED_STAMP).touch()
