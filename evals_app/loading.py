@@ -7,6 +7,7 @@ suites. Import errors become one-line problems naming the file; no traceback rea
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import os
 import posix
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import CodeType
 from typing import NoReturn
 
 from evals_app.json_evals import EVAL_JSON_SUFFIX, JsonEvalError, load_json_suites
@@ -107,7 +109,7 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
     return list(dict.fromkeys(found)), problems
 
 
-_modules: dict[tuple[Path, int, int], LoadedFile] = {}
+_modules: dict[tuple[Path, int, int, bytes | None], LoadedFile] = {}
 _modules_lock = threading.Lock()
 
 
@@ -121,7 +123,12 @@ def load_file(path: Path) -> LoadedFile:
         stat = path.stat()
     except OSError:
         raise LoadError([Problem(file=display_path(path), message="does not exist")]) from None
-    key = (path, stat.st_mtime_ns, stat.st_size)
+    # The text decides the version, not the time and size alone: a file rewritten at the same
+    # size within the file system's clock tick (a script changing one digit) is a new version.
+    digest = None
+    with suppress(OSError):  # a folder, say: said by the import below
+        digest = hashlib.sha256(path.read_bytes()).digest()
+    key = (path, stat.st_mtime_ns, stat.st_size, digest)
     with _modules_lock:
         if key not in _modules:
             with _recording_reads() as read:
@@ -202,9 +209,23 @@ def _json_suites(path: Path) -> list[Suite]:
         ) from None
 
 
+class _FromSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles an eval file from its text on every load, never through the bytecode cache:
+    the cache takes a file as unchanged when its size and its modification time in whole
+    seconds are, so an eval file rewritten within the same second at the same size (``LIMIT =
+    3`` made ``4`` by a script) ran as it was before, and its old values were recorded. An eval
+    file is compiled in milliseconds, and no ``__pycache__`` is left beside it. The modules it
+    imports are cached as Python caches them."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
 def _import_suites(path: Path) -> list[Suite]:
     name = "proctor_eval_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(
+        name, path, loader=_FromSourceLoader(name, str(path))
+    )
     if spec is None or spec.loader is None:
         raise LoadError(
             [Problem(file=display_path(path), message="cannot be imported as a Python module")]
