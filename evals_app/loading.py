@@ -125,9 +125,11 @@ def load_file(path: Path) -> LoadedFile:
         raise LoadError([Problem(file=display_path(path), message="does not exist")]) from None
     # The text decides the version, not the time and size alone: a file rewritten at the same
     # size within the file system's clock tick (a script changing one digit) is a new version.
-    digest = None
+    # Read once: the text keyed is the text compiled.
+    source = None
     with suppress(OSError):  # a folder, say: said by the import below
-        digest = hashlib.sha256(path.read_bytes()).digest()
+        source = path.read_bytes()
+    digest = hashlib.sha256(source).digest() if source is not None else None
     key = (path, stat.st_mtime_ns, stat.st_size, digest)
     with _modules_lock:
         if key not in _modules:
@@ -135,7 +137,7 @@ def load_file(path: Path) -> LoadedFile:
                 suites = (
                     _json_suites(path)
                     if path.name.endswith(EVAL_JSON_SUFFIX)
-                    else _import_suites(path)
+                    else _import_suites(path, source)
                 )
             root = project_root(path)
             inside = sorted({p for p in read if p != path and root in p.parents})
@@ -215,16 +217,22 @@ class _FromSourceLoader(importlib.machinery.SourceFileLoader):
     seconds are, so an eval file rewritten within the same second at the same size (``LIMIT =
     3`` made ``4`` by a script) ran as it was before, and its old values were recorded. An eval
     file is compiled in milliseconds, and no ``__pycache__`` is left beside it. The modules it
-    imports are cached as Python caches them."""
+    imports are cached as Python caches them. ``source``: the file's bytes as already read
+    (None: read here)."""
+
+    def __init__(self, fullname: str, path: str, source: bytes | None) -> None:
+        super().__init__(fullname, path)
+        self.source = source
 
     def get_code(self, fullname: str) -> CodeType:
-        return self.source_to_code(self.get_data(self.path), self.path)
+        source = self.source if self.source is not None else self.get_data(self.path)
+        return self.source_to_code(source, self.path)
 
 
-def _import_suites(path: Path) -> list[Suite]:
+def _import_suites(path: Path, source: bytes | None) -> list[Suite]:
     name = "proctor_eval_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
     spec = importlib.util.spec_from_file_location(
-        name, path, loader=_FromSourceLoader(name, str(path))
+        name, path, loader=_FromSourceLoader(name, str(path), source)
     )
     if spec is None or spec.loader is None:
         raise LoadError(
