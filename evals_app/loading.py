@@ -109,7 +109,7 @@ def discover(paths: Iterable[str | Path]) -> tuple[list[Path], list[Problem]]:
     return list(dict.fromkeys(found)), problems
 
 
-_modules: dict[tuple[Path, int, int, bytes | None], LoadedFile] = {}
+_modules: dict[tuple[Path, int, bytes | None], LoadedFile] = {}
 _modules_lock = threading.Lock()
 
 
@@ -130,7 +130,7 @@ def load_file(path: Path) -> LoadedFile:
     with suppress(OSError):  # a folder, say: said by the import below
         source = path.read_bytes()
     digest = hashlib.sha256(source).digest() if source is not None else None
-    key = (path, stat.st_mtime_ns, stat.st_size, digest)
+    key = (path, stat.st_mtime_ns, digest)  # the size is the text's own
     with _modules_lock:
         if key not in _modules:
             with _recording_reads() as read:
